@@ -1,0 +1,36 @@
+# The few commands everyone runs. Each creates .venv and installs what it needs.
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-dev
+INTEGRATIONS := $(wildcard integrations/*/pyproject.toml)
+
+.PHONY: demo test lint typecheck pytest bench docs clean
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(STAMP): $(PY) pyproject.toml $(INTEGRATIONS)
+	$(PY) -m pip install -q -e '.[dev]' $(foreach p,$(INTEGRATIONS),-e $(dir $(p)))
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/pipeline.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy --strict orchestra
+
+pytest: $(STAMP)
+	$(VENV)/bin/pytest -q $(if $(INTEGRATIONS),tests $(dir $(INTEGRATIONS)),tests)
+
+test: lint typecheck pytest
+
+bench: $(STAMP)
+	$(PY) bench/scheduler.py
+
+clean:
+	rm -rf $(VENV) site .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,69 @@
+"""orchestra: lifecycle hooks for orchestration.
+
+Subclass ``TaskHooks`` or ``SubagentHooks``, override the moments you care about, and
+plug the object into the DAG scheduler (``run``) or a subagent dispatcher. Decisions
+(``Retry``, ``Skip``, ``Fail``, ``Delegate``) are plain values; several hooks' answers
+merge by precedence (see ``merge``).
+"""
+
+from orchestra._decisions import Decision as Decision
+from orchestra._decisions import Delegate as Delegate
+from orchestra._decisions import Fail as Fail
+from orchestra._decisions import Retry as Retry
+from orchestra._decisions import Skip as Skip
+from orchestra._decisions import merge as merge
+from orchestra._errors import ConfigError as ConfigError
+from orchestra._errors import DAGError as DAGError
+from orchestra._errors import DispatchError as DispatchError
+from orchestra._errors import HookError as HookError
+from orchestra._errors import OrchestraError as OrchestraError
+from orchestra._errors import TaskFailed as TaskFailed
+from orchestra._errors import ToolDenied as ToolDenied
+from orchestra._hooks import ExecutionMode as ExecutionMode
+from orchestra._hooks import SubagentHookContext as SubagentHookContext
+from orchestra._hooks import SubagentHooks as SubagentHooks
+from orchestra._hooks import TaskHookContext as TaskHookContext
+from orchestra._hooks import TaskHooks as TaskHooks
+from orchestra._retry import RetryPolicy as RetryPolicy
+from orchestra.dag import DAG as DAG
+from orchestra.dag import Executor as Executor
+from orchestra.dag import LocalExecutor as LocalExecutor
+from orchestra.dag import RunResult as RunResult
+from orchestra.dag import Task as Task
+from orchestra.dag import TaskState as TaskState
+from orchestra.dag import TriggerRule as TriggerRule
+from orchestra.dag import run as run
+from orchestra.dag import run_sync as run_sync
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DAG",
+    "ConfigError",
+    "DAGError",
+    "Decision",
+    "Delegate",
+    "DispatchError",
+    "ExecutionMode",
+    "Executor",
+    "Fail",
+    "HookError",
+    "LocalExecutor",
+    "OrchestraError",
+    "Retry",
+    "RetryPolicy",
+    "RunResult",
+    "Skip",
+    "SubagentHookContext",
+    "SubagentHooks",
+    "Task",
+    "TaskFailed",
+    "TaskHookContext",
+    "TaskHooks",
+    "TaskState",
+    "ToolDenied",
+    "TriggerRule",
+    "merge",
+    "run",
+    "run_sync",
+]

@@ -1,0 +1,91 @@
+"""Exceptions raised by orchestra.
+
+The whole tree::
+
+    OrchestraError                      base of every orchestra error
+    ├── DAGError (ValueError)           a DAG that cannot run: duplicate ids, unknown deps, cycles
+    ├── ConfigError (ValueError)        a YAML hook config that does not validate (file:line, field)
+    ├── HookError (RuntimeError)        a hook raised or answered something invalid
+    ├── TaskFailed (RuntimeError)       a task failed by a decision, not by an exception of its own
+    ├── DispatchError (RuntimeError)    a subagent dispatch that finally failed
+    └── ToolDenied (PermissionError)    a guarded tool call denied by a PreToolUse hook
+
+Each subclasses the builtin that fits, so ``except ValueError`` keeps working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "DAGError",
+    "DispatchError",
+    "HookError",
+    "OrchestraError",
+    "TaskFailed",
+    "ToolDenied",
+]
+
+
+class OrchestraError(Exception):
+    """Base class of every error orchestra raises on purpose."""
+
+
+class DAGError(OrchestraError, ValueError):
+    """A DAG that cannot run: a duplicate id, an unknown or foreign dependency, a cycle."""
+
+
+class ConfigError(OrchestraError, ValueError):
+    """A hook configuration that does not validate.
+
+    The message names the file, the line and the field path.
+    """
+
+
+class HookError(OrchestraError, RuntimeError):
+    """A hook raised, or returned an answer that is not valid for its moment.
+
+    Attributes:
+        hook: a printable name of the hook object (its class name).
+        moment: the hook method that failed, e.g. ``"on_failure"``.
+        subject: what the hook was called about (a task id or an agent name), if any.
+
+    The original exception, if any, is the ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, hook: str, moment: str, subject: str | None = None) -> None:
+        super().__init__(message)
+        self.hook = hook
+        self.moment = moment
+        self.subject = subject
+
+
+class TaskFailed(OrchestraError, RuntimeError):
+    """A task failed by a decision (a hook's ``Fail``), not by an exception it raised.
+
+    Attributes:
+        task_id: the id of the task.
+        reason: the reason the decision gave, if any.
+    """
+
+    def __init__(self, task_id: str, reason: str | None) -> None:
+        super().__init__(f"task {task_id!r} failed: {reason or 'failed by a hook'}")
+        self.task_id = task_id
+        self.reason = reason
+
+
+class DispatchError(OrchestraError, RuntimeError):
+    """A subagent dispatch that finally failed; the last error is its ``__cause__``."""
+
+
+class ToolDenied(OrchestraError, PermissionError):
+    """A guarded tool call that a ``PreToolUse`` hook denied.
+
+    Attributes:
+        tool: the tool's name.
+        reason: the reason the hook gave, if any.
+    """
+
+    def __init__(self, tool: str, reason: str | None) -> None:
+        super().__init__(f"tool {tool!r} denied: {reason or 'denied by a hook'}")
+        self.tool = tool
+        self.reason = reason

@@ -1,0 +1,77 @@
+"""``RetryPolicy``: tenacity's stop, wait and retry strategies turned into decisions."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeAlias, final
+
+import tenacity
+from tenacity import RetryCallState
+
+from orchestra._decisions import Retry
+from orchestra._hooks import SubagentHookContext, SubagentHooks, TaskHookContext, TaskHooks
+
+__all__ = ["RetryPolicy"]
+
+# tenacity's strategy objects, or plain callables of the retry state, as tenacity takes them.
+StopStrategy: TypeAlias = "tenacity.stop.stop_base | Callable[[RetryCallState], bool]"
+WaitStrategy: TypeAlias = "tenacity.wait.wait_base | Callable[[RetryCallState], float]"
+RetryStrategy: TypeAlias = "tenacity.retry_base | Callable[[RetryCallState], bool]"
+
+
+@final
+class RetryPolicy(TaskHooks, SubagentHooks):
+    """A ready ``TaskHooks`` and ``SubagentHooks`` that answers failures with tenacity.
+
+    Built from tenacity's own strategy objects, so the retry vocabulary users know works
+    unchanged, operators included::
+
+        from tenacity import retry_if_exception_type, stop_after_attempt, wait_exponential
+
+        policy = RetryPolicy(
+            stop=stop_after_attempt(4) | stop_after_delay(30),
+            wait=wait_exponential(multiplier=0.5, max=8) + wait_random(0, 1),
+            retry=retry_if_exception_type(ConnectionError),
+        )
+
+    In ``on_failure`` it builds a tenacity ``RetryCallState`` for the failed attempt and
+    answers ``Retry(delay)`` with the delay that ``wait`` computes, or None (no opinion)
+    when ``retry`` says the error is not retryable or ``stop`` says to stop. No backoff
+    arithmetic of its own.
+
+    Args:
+        stop: when to stop retrying (default: after 3 attempts).
+        wait: how long to wait before the next attempt (default: no wait).
+        retry: which failures to retry (default: any ``Exception``).
+    """
+
+    def __init__(
+        self,
+        stop: StopStrategy | None = None,
+        wait: WaitStrategy | None = None,
+        retry: RetryStrategy | None = None,
+    ) -> None:
+        self.stop = stop if stop is not None else tenacity.stop_after_attempt(3)
+        self.wait = wait if wait is not None else tenacity.wait_none()
+        self.retry = retry if retry is not None else tenacity.retry_if_exception_type()
+        self._retrying = tenacity.AsyncRetrying(stop=self.stop, wait=self.wait, retry=self.retry)
+
+    def __repr__(self) -> str:
+        return f"RetryPolicy(stop={self.stop!r}, wait={self.wait!r}, retry={self.retry!r})"
+
+    def on_failure(
+        self, ctx: TaskHookContext | SubagentHookContext, error: BaseException
+    ) -> Retry | None:
+        """Answer ``Retry(delay)`` from tenacity's strategies, or None to stop."""
+        if not isinstance(error, Exception):
+            return None  # cancellation, KeyboardInterrupt, SystemExit: never retried
+        state = RetryCallState(retry_object=self._retrying, fn=None, args=(), kwargs={})
+        state.attempt_number = ctx.attempt
+        if ctx.started_at:
+            state.start_time = ctx.started_at
+        state.set_exception((type(error), error, error.__traceback__))
+        state.outcome_timestamp = time.monotonic()
+        if not self.retry(state) or self.stop(state):
+            return None
+        return Retry(float(self.wait(state)))

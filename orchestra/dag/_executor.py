@@ -1,0 +1,73 @@
+"""The executor seam: how task bodies run, locally or on another engine."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol, final, runtime_checkable
+
+import anyio
+import anyio.to_thread
+
+if TYPE_CHECKING:
+    from orchestra.dag._model import Task
+
+__all__ = ["AgentDispatcher", "Executor", "LocalExecutor"]
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """Runs task bodies for the scheduler.
+
+    The scheduler, hooks and decisions stay in the driver; an executor only turns a task
+    and its keyword arguments into a result (or an exception). ``execute`` is awaited in
+    the task attempt's own context, so context variables (a tracing span, say) set by the
+    scheduler are current while it runs; an executor that ships work elsewhere carries
+    what it needs from that context. Cancelling ``execute`` must cancel the work.
+    """
+
+    def execute(self, task: Task, kwargs: dict[str, Any]) -> Awaitable[Any]:
+        """Run ``task.fn(**kwargs)`` and return its result, or raise its exception."""
+        ...
+
+
+@final
+class LocalExecutor:
+    """The default executor: async bodies on the event loop, sync bodies in threads.
+
+    A sync body runs in a worker thread (the caller's context variables go with it),
+    unless the task says ``inline=True``: then it runs on the event loop, which is the
+    fastest choice for cheap bodies. A thread cannot be interrupted: on a timeout or a
+    cancellation the task ends at once and its thread is abandoned, to finish on its own.
+
+    Args:
+        limiter: the thread limiter for sync bodies (anyio's default if None).
+    """
+
+    def __init__(self, limiter: anyio.CapacityLimiter | None = None) -> None:
+        self.limiter = limiter
+
+    async def execute(self, task: Task, kwargs: dict[str, Any]) -> Any:
+        """Run one task body."""
+        if task.is_async:
+            return await task.fn(**kwargs)
+        if task.inline:
+            return task.fn(**kwargs)
+        return await anyio.to_thread.run_sync(
+            partial(task.fn, **kwargs), limiter=self.limiter, abandon_on_cancel=True
+        )
+
+
+class _DispatchResult(Protocol):
+    @property
+    def output(self) -> Any: ...
+
+
+class AgentDispatcher(Protocol):
+    """What the scheduler needs of a dispatcher to run tasks that name an agent."""
+
+    async def dispatch(
+        self, name: str, task: str, /, *, parent: str | None = None
+    ) -> _DispatchResult:
+        """Dispatch ``task`` to the agent ``name`` and return its result."""
+        ...

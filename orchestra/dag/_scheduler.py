@@ -1,0 +1,482 @@
+"""The anyio DAG scheduler: ``run``, ``run_sync`` and ``RunResult``.
+
+Design (measured, see ``bench/scheduler.py``): a fixed pool of long-lived worker tasks,
+as many as ``max_concurrency`` allows, takes task indexes from one ready deque. A worker
+that finds work waiting takes it without a checkpoint, so bodies that never suspend run
+back to back with no task creation, no stream and no limiter per node; it yields to the
+loop every few dozen tasks so cancellation and other workers are served. Finishing a task
+settles its dependents iteratively (trigger rules, upstream failures), so deep chains
+never recurse, and wakes idle workers for the new ready work.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
+from typing import Any, Final, final
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+import attrs
+
+from orchestra._decisions import Decision, Fail, Retry, Skip
+from orchestra._errors import DAGError, HookError, TaskFailed
+from orchestra._hooks import (
+    TASK_ANSWERS,
+    HookImpl,
+    TaskHookContext,
+    TaskHooks,
+    call_hooks,
+    compile_hooks,
+)
+from orchestra.dag._executor import AgentDispatcher, Executor, LocalExecutor
+from orchestra.dag._model import DAG, Task, TaskState
+
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "RunResult", "run", "run_sync"]
+
+logger: Final = logging.getLogger("orchestra")
+
+DEFAULT_MAX_ATTEMPTS: Final = 100
+"""Hard cap on the attempts of one task, whatever hooks answer."""
+
+_PENDING: Final = TaskState.PENDING
+_RUNNING: Final = TaskState.RUNNING
+_SUCCEEDED: Final = TaskState.SUCCEEDED
+_FAILED: Final = TaskState.FAILED
+_SKIPPED: Final = TaskState.SKIPPED
+_UPSTREAM_FAILED: Final = TaskState.UPSTREAM_FAILED
+_CANCELLED: Final = TaskState.CANCELLED
+_YIELD_EVERY: Final = 64  # tasks a worker runs back to back before a checkpoint
+
+
+@final
+@attrs.frozen
+class RunResult:
+    """The outcome of a DAG run.
+
+    Attributes:
+        ok: true when no task FAILED, UPSTREAM_FAILED or was CANCELLED.
+        states: the terminal ``TaskState`` of every task, by id.
+        outputs: the result of every SUCCEEDED task, by id.
+        errors: the last error of every task that had one (the body's exception, or a
+            ``TaskFailed`` for a task failed by a hook's decision), by id.
+        attempts: how many attempts each task started (0 for tasks that never ran).
+        run_id: the run's unique id (also in every hook context).
+        reasons: why a task ended FAILED or SKIPPED when a decision said so (the
+            decision's reason, which hook took it, a retry cap or budget), by id.
+        hook_errors: every hook error recorded during the run, in order.
+        durations: seconds each task that ran spent, all attempts and waits included.
+        duration: seconds the whole run took.
+    """
+
+    ok: bool
+    states: Mapping[str, TaskState]
+    outputs: Mapping[str, Any]
+    errors: Mapping[str, BaseException]
+    attempts: Mapping[str, int]
+    run_id: str
+    reasons: Mapping[str, str] = attrs.field(factory=dict)
+    hook_errors: Sequence[HookError] = ()
+    durations: Mapping[str, float] = attrs.field(factory=dict)
+    duration: float = 0.0
+
+    def count(self, state: TaskState) -> int:
+        """How many tasks ended in ``state``."""
+        return sum(1 for s in self.states.values() if s is state)
+
+
+class _Run:
+    """One execution of a DAG (internal; ``run()`` is the public face)."""
+
+    def __init__(
+        self,
+        dag: DAG,
+        *,
+        hooks: Iterable[object],
+        max_concurrency: int,
+        fail_fast: bool,
+        retry_budget: int | None,
+        executor: Executor | None,
+        dispatcher: AgentDispatcher | None,
+        max_attempts: int,
+    ) -> None:
+        if not isinstance(max_concurrency, int) or max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        if retry_budget is not None and (not isinstance(retry_budget, int) or retry_budget < 0):
+            raise ValueError(f"retry_budget must be None or an int >= 0, got {retry_budget!r}")
+        if not isinstance(max_attempts, int) or max_attempts < 1:
+            raise ValueError(f"max_attempts must be an int >= 1, got {max_attempts!r}")
+        plan = dag.plan()
+        self.dag = dag
+        self.order = plan.order
+        self.dependents = plan.dependents
+        self.wants = plan.wants
+        self.upstreams = [tuple(plan.index[d] for d in t.deps) for t in plan.order]
+        if dispatcher is None:
+            for task in self.order:
+                if task.agent is not None:
+                    raise DAGError(
+                        f"task {task.id!r} is executed by agent {task.agent!r}: "
+                        "pass run(..., dispatcher=...)"
+                    )
+        n = len(self.order)
+        self.total = n
+        self.states: list[TaskState] = [_PENDING] * n
+        self.attempts = [0] * n
+        self.durations: dict[str, float] = {}
+        self.outputs: dict[str, Any] = {}
+        self.errors: dict[str, BaseException] = {}
+        self.reasons: dict[str, str] = {}
+        self.hook_errors: list[HookError] = []
+        self.remaining = list(plan.indegree)
+        self.ready: deque[int] = deque(plan.sources)
+        self.done = 0
+        self.idle: list[anyio.Event] = []
+        self.stopping = False
+        self.fatal: BaseException | None = None
+        self.workers = min(max_concurrency, n)
+        self.fail_fast = fail_fast
+        self.retry_budget = retry_budget
+        self.retries_used = 0
+        self.max_attempts = max_attempts
+        self.executor = executor
+        self.dispatcher = dispatcher
+        self.run_id = uuid.uuid4().hex
+        compiled = compile_hooks(hooks, TaskHooks, TASK_ANSWERS)
+        self.before: tuple[HookImpl, ...] = compiled["before_execute"]
+        self.after: tuple[HookImpl, ...] = compiled["after_execute"]
+        self.on_failure: tuple[HookImpl, ...] = compiled["on_failure"]
+        self.record = self.hook_errors.append
+        self.tg: anyio.abc.TaskGroup | None = None
+        self.started = 0.0
+        self.finished = 0.0
+
+    # -- the run --------------------------------------------------------------------------
+
+    async def execute(self) -> RunResult:
+        self.started = time.perf_counter()
+        cancelled = anyio.get_cancelled_exc_class()
+        if self.executor is None:
+            self.executor = LocalExecutor(anyio.CapacityLimiter(self.workers or 1))
+        try:
+            async with anyio.create_task_group() as tg:
+                self.tg = tg
+                for _ in range(self.workers):
+                    tg.start_soon(self.worker, cancelled)
+        finally:
+            self.finished = time.perf_counter()
+            for i, state in enumerate(self.states):
+                if not state.terminal:
+                    self.states[i] = _CANCELLED
+        if self.fatal is not None:
+            raise self.fatal
+        return self.result()
+
+    def result(self) -> RunResult:
+        ids = [t.id for t in self.order]
+        states = dict(zip(ids, self.states, strict=True))
+        bad = (_FAILED, _UPSTREAM_FAILED, _CANCELLED)
+        return RunResult(
+            ok=not any(s in bad for s in self.states),
+            states=states,
+            outputs=self.outputs,
+            errors=self.errors,
+            attempts=dict(zip(ids, self.attempts, strict=True)),
+            run_id=self.run_id,
+            reasons=self.reasons,
+            hook_errors=tuple(self.hook_errors),
+            durations=self.durations,
+            duration=self.finished - self.started,
+        )
+
+    async def worker(self, cancelled: type[BaseException]) -> None:
+        ready = self.ready
+        ran = 0
+        while True:
+            if ready and not self.stopping:
+                await self.attempt_task(ready.popleft(), cancelled)
+                ran += 1
+                if ran % _YIELD_EVERY == 0:
+                    await anyio.lowlevel.checkpoint()
+            elif self.done >= self.total or self.stopping:
+                return
+            else:
+                event = anyio.Event()
+                self.idle.append(event)
+                await event.wait()
+
+    # -- one task, all its attempts -------------------------------------------------------
+
+    async def attempt_task(self, i: int, cancelled: type[BaseException]) -> None:
+        task = self.order[i]
+        tid = task.id
+        wants = self.wants[i]
+        outputs = self.outputs
+        kwargs = {w: outputs.get(w) for w in wants} if wants else {}
+        errors: list[BaseException] = []
+        attempt = 0
+        started = time.perf_counter()
+        self.states[i] = _RUNNING
+        try:
+            while True:
+                attempt += 1
+                self.attempts[i] = attempt
+                if self.before:
+                    ctx = TaskHookContext(
+                        task, attempt, task.agent, self.run_id, tuple(errors), started
+                    )
+                    decision, impl = await call_hooks(self.before, (ctx,), tid, self.record)
+                    if decision is not None:
+                        self.decided(i, decision, impl, None)
+                        return
+                try:
+                    if task.timeout is None and task.agent is None:
+                        result = await self.executor.execute(task, kwargs)  # type: ignore[union-attr]
+                    else:
+                        result = await self.body(task, kwargs)
+                except Exception as exc:
+                    errors.append(exc)
+                    decision = impl = None
+                    if self.on_failure:
+                        ctx = self.context(task, attempt, errors, started)
+                        decision, impl = await call_hooks(
+                            self.on_failure, (ctx, exc), tid, self.record
+                        )
+                    if decision is None:
+                        decision = Retry(task.retry_delay) if attempt <= task.retries else None
+                    if type(decision) is Retry:
+                        refusal = self.refuse_retry(attempt)
+                        if refusal is None:
+                            if decision.delay:
+                                await anyio.sleep(decision.delay)
+                            continue
+                        decision = Fail(refusal)
+                    self.decided(i, decision, impl, exc)
+                    return
+                except cancelled:
+                    raise
+                except BaseException as exc:
+                    # KeyboardInterrupt, SystemExit...: never retried; hooks see it, then
+                    # the state is recorded and the run stops and re-raises it.
+                    errors.append(exc)
+                    if self.on_failure:
+                        ctx = self.context(task, attempt, errors, started)
+                        await call_hooks(self.on_failure, (ctx, exc), tid, self.record)
+                    self.errors[tid] = exc
+                    self.fatal = exc
+                    self.settle(i, _FAILED)
+                    self.stop()
+                    return
+                outputs[tid] = result
+                if self.after:
+                    ctx = TaskHookContext(
+                        task, attempt, task.agent, self.run_id, tuple(errors), started
+                    )
+                    decision, impl = await call_hooks(self.after, (ctx, result), tid, self.record)
+                    if decision is not None:  # only a fail-closed hook error answers here
+                        del outputs[tid]
+                        self.decided(i, decision, impl, None)
+                        return
+                self.settle(i, _SUCCEEDED)
+                return
+        except cancelled:
+            if not self.states[i].terminal:
+                self.settle(i, _CANCELLED)
+            raise
+        finally:
+            self.durations[tid] = time.perf_counter() - started
+
+    def context(
+        self, task: Task, attempt: int, errors: list[BaseException], started: float
+    ) -> TaskHookContext:
+        return TaskHookContext(task, attempt, task.agent, self.run_id, tuple(errors), started)
+
+    async def body(self, task: Task, kwargs: dict[str, Any]) -> Any:
+        """The attempt's body, with its timeout and, for agent tasks, the dispatch."""
+        assert self.executor is not None
+        if task.timeout is not None:
+            with anyio.fail_after(task.timeout):
+                result = await self.executor.execute(task, kwargs)
+                if task.agent is not None:
+                    result = await self.dispatch(task, result)
+            return result
+        result = await self.executor.execute(task, kwargs)
+        return await self.dispatch(task, result)
+
+    async def dispatch(self, task: Task, text: Any) -> Any:
+        assert self.dispatcher is not None
+        assert task.agent is not None
+        answer = await self.dispatcher.dispatch(task.agent, str(text), parent=self.dag.name)
+        return answer.output
+
+    def refuse_retry(self, attempt: int) -> str | None:
+        """Why another attempt is refused, or None (and one retry is spent)."""
+        if attempt >= self.max_attempts:
+            return f"attempt cap of {self.max_attempts} reached"
+        if self.retry_budget is not None:
+            if self.retries_used >= self.retry_budget:
+                return f"run's retry budget of {self.retry_budget} exhausted"
+            self.retries_used += 1
+        return None
+
+    def decided(
+        self, i: int, decision: Decision | None, impl: HookImpl | None, error: BaseException | None
+    ) -> None:
+        """End task ``i`` as a (non-retry) decision says; None means a plain failure."""
+        tid = self.order[i].id
+        who = f" by {impl.name}.{impl.moment}" if impl is not None else ""
+        if isinstance(decision, Skip):
+            self.reasons[tid] = f"skipped{who}" + (
+                f": {decision.reason}" if decision.reason else ""
+            )
+            if error is not None:
+                self.errors[tid] = error
+            self.settle(i, _SKIPPED)
+            return
+        reason = getattr(decision, "reason", None)
+        if decision is not None:
+            self.reasons[tid] = f"failed{who}" + (f": {reason}" if reason else "")
+        self.errors[tid] = error if error is not None else TaskFailed(tid, reason)
+        self.settle(i, _FAILED)
+        if self.fail_fast:
+            self.stop()
+
+    def stop(self) -> None:
+        """Cancel everything still running (fail_fast, or a fatal BaseException)."""
+        self.stopping = True
+        if self.tg is not None:
+            self.tg.cancel_scope.cancel()
+
+    # -- propagation ----------------------------------------------------------------------
+
+    def settle(self, i: int, state: TaskState) -> None:
+        """Record task ``i``'s terminal state and release (or settle) its dependents."""
+        states = self.states
+        states[i] = state
+        self.done += 1
+        remaining = self.remaining
+        dependents = self.dependents
+        ready = self.ready
+        stack = [i]
+        while stack:
+            for d in dependents[stack.pop()]:
+                remaining[d] -= 1
+                if remaining[d] == 0:
+                    gate = self.gate(d)
+                    if gate is None:
+                        ready.append(d)
+                    else:
+                        states[d] = gate
+                        self.done += 1
+                        stack.append(d)
+        idle = self.idle
+        if idle:
+            if self.done >= self.total:
+                while idle:
+                    idle.pop().set()
+            else:
+                for _ in range(min(len(idle), len(ready))):
+                    idle.pop().set()
+
+    def gate(self, d: int) -> TaskState | None:
+        """None if task ``d`` may run now its upstreams ended, else its terminal state."""
+        rule = self.order[d].trigger
+        if rule == "all_done":
+            return None
+        states = self.states
+        failed = skipped = cancelled = False
+        for u in self.upstreams[d]:
+            s = states[u]
+            if s is _SUCCEEDED:
+                continue
+            if s is _FAILED or s is _UPSTREAM_FAILED:
+                failed = True
+            elif s is _SKIPPED:
+                skipped = True
+            else:
+                cancelled = True
+        if failed:
+            return _UPSTREAM_FAILED
+        if cancelled:
+            return _CANCELLED
+        if skipped and rule == "all_success":
+            return _SKIPPED
+        return None
+
+
+async def run(
+    dag: DAG,
+    *,
+    hooks: Iterable[object] = (),
+    max_concurrency: int = 64,
+    fail_fast: bool = False,
+    retry_budget: int | None = None,
+    executor: Executor | None = None,
+    dispatcher: AgentDispatcher | None = None,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+) -> RunResult:
+    """Run a DAG and return its ``RunResult``.
+
+    Args:
+        dag: the DAG; it is validated first (``DAGError`` if it cannot run).
+        hooks: ``TaskHooks`` objects, called in this order at each moment.
+        max_concurrency: how many tasks may run at once (>= 1).
+        fail_fast: on the first FAILED task, cancel the rest (they end CANCELLED).
+        retry_budget: how many retries the whole run may spend (None = no limit); past
+            it a ``Retry`` becomes a ``Fail`` whose reason says so.
+        executor: where task bodies run (default: ``LocalExecutor``).
+        dispatcher: the subagent dispatcher for tasks that name an ``agent``.
+        max_attempts: hard cap on the attempts of any one task, whatever hooks answer.
+
+    Cancelling ``run()`` cancels running tasks and retry sleeps (they end CANCELLED)
+    and re-raises the cancellation. A ``KeyboardInterrupt``, ``SystemExit`` or other
+    non-``Exception`` raised by a body is never retried: its task is recorded FAILED, the
+    others are cancelled, and it propagates.
+    """
+    return await _Run(
+        dag,
+        hooks=hooks,
+        max_concurrency=max_concurrency,
+        fail_fast=fail_fast,
+        retry_budget=retry_budget,
+        executor=executor,
+        dispatcher=dispatcher,
+        max_attempts=max_attempts,
+    ).execute()
+
+
+def run_sync(
+    dag: DAG,
+    *,
+    hooks: Iterable[object] = (),
+    max_concurrency: int = 64,
+    fail_fast: bool = False,
+    retry_budget: int | None = None,
+    executor: Executor | None = None,
+    dispatcher: AgentDispatcher | None = None,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    backend: str = "asyncio",
+) -> RunResult:
+    """Run a DAG from synchronous code: ``run()`` in a new event loop.
+
+    Takes the same arguments as ``run()``, plus the anyio ``backend`` ("asyncio" or "trio").
+    """
+    return anyio.run(
+        partial(
+            run,
+            dag,
+            hooks=hooks,
+            max_concurrency=max_concurrency,
+            fail_fast=fail_fast,
+            retry_budget=retry_budget,
+            executor=executor,
+            dispatcher=dispatcher,
+            max_attempts=max_attempts,
+        ),
+        backend=backend,
+    )
