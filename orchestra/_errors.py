@@ -74,7 +74,32 @@ class TaskFailed(OrchestraError, RuntimeError):
 
 
 class DispatchError(OrchestraError, RuntimeError):
-    """A subagent dispatch that finally failed; the last error is its ``__cause__``."""
+    """A subagent dispatch that finally failed; the last error is its ``__cause__``.
+
+    Attributes:
+        agent: the agent the failure concerns (the one dispatched or delegated to), if any.
+        delegated_from: the agents tried before ``agent`` in the delegation chain.
+        attempts: the attempts ``agent`` made in this dispatch (0 if it never ran).
+        reason: the reason a hook's ``Fail`` gave, if a hook failed the dispatch.
+        hook_errors: the hook errors recorded during the dispatch, in order.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        agent: str | None = None,
+        delegated_from: tuple[str, ...] = (),
+        attempts: int = 0,
+        reason: str | None = None,
+        hook_errors: tuple[HookError, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.agent = agent
+        self.delegated_from = delegated_from
+        self.attempts = attempts
+        self.reason = reason
+        self.hook_errors = hook_errors
 
 
 class ToolDenied(OrchestraError, PermissionError):
