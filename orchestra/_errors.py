@@ -37,8 +37,32 @@ class DAGError(OrchestraError, ValueError):
 class ConfigError(OrchestraError, ValueError):
     """A hook configuration that does not validate.
 
-    The message names the file, the line and the field path.
+    The message names the file, the line and the field path. When a load finds several
+    problems, one ``ConfigError`` carries them all in ``errors``, one line each in its
+    message.
+
+    Attributes:
+        file: the file the (first) problem is in, if known.
+        line: its 1-based line, if known.
+        field: the field path, e.g. ``"hooks.PreToolUse[0].hooks[1].timeout"``, if any.
+        errors: every problem found, each a ``ConfigError`` of its own (``(self,)`` for
+            a single problem).
     """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        errors: tuple[ConfigError, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.file = file
+        self.line = line
+        self.field = field
+        self.errors: tuple[ConfigError, ...] = errors or (self,)
 
 
 class HookError(OrchestraError, RuntimeError):
