@@ -1,0 +1,1 @@
+"""YAML and SKILL.md hooks run at agent events."""

@@ -1,0 +1,226 @@
+"""The command runner: one hook process, supervised from spawn to reaping.
+
+``run_command`` starts ``sh -c COMMAND`` (or ``args`` without a shell) in a process
+group of its own, writes the event JSON on its stdin while reading stdout and stderr,
+and always leaves nothing behind: the group is killed once the hook is over (a
+grandchild the hook put in the background goes with it; a hook that wants something to
+outlive it must start it with ``setsid``), the child is reaped and every pipe is
+closed, also when the caller is cancelled.
+
+Outcomes:
+
+======================================  ==============================================
+the hook                                ``run_command``
+======================================  ==============================================
+exits 0                                 ``parse_result(stdout)`` (empty = no opinion)
+exits 2                                 ``HookResult(decision="block")``, reason =
+                                        stderr
+exits with another code                 ``HookRunError("exited N")``; from ``sh``,
+                                        126 and 127 say "not executable" and
+                                        "command not found"
+dies by a signal                        ``HookRunError("killed by SIGKILL")``
+cannot be started                       ``HookRunError("could not start: ...")``
+runs past ``timeout``                   SIGTERM to the group, SIGKILL 0.5 s later,
+                                        ``HookRunError("timed out after 5 s")``
+writes over 1 MiB on stdout or stderr   the group is killed,
+                                        ``HookRunError("output over 1 MiB on stdout")``
+======================================  ==============================================
+
+Once the direct child has exited, the runner reads what is left in the pipes for at
+most 0.5 s: it never waits for the end of a pipe that a grandchild holds open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import anyio
+import attrs
+from anyio.abc import ByteReceiveStream, Process
+
+from orchestra.skills._result import HookResult, HookRunError, parse_result
+
+__all__ = ["OUTPUT_LIMIT", "run_command"]
+
+OUTPUT_LIMIT: Final = 1 << 20
+"""The most a hook may write on stdout, and on stderr (1 MiB each)."""
+
+# How long a process group gets between SIGTERM and SIGKILL, and how long the pipes are
+# read after the direct child exited.
+_GRACE: Final = 0.5
+_CHUNK: Final = 65536
+_PIPE: Final = subprocess.PIPE
+# What sh means by these codes (POSIX); the hook's stderr says which command.
+_SHELL_CODES: Final = {126: "not executable", 127: "command not found"}
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+def _kill_group(pgid: int, sig: signal.Signals) -> None:
+    # ProcessLookupError: the group is gone; PermissionError: macOS says so of zombies.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+@attrs.define
+class _Output:
+    """What one pipe gave, up to the limit."""
+
+    name: str
+    data: bytearray = attrs.field(factory=bytearray)
+    over: bool = False
+
+
+async def _read(stream: ByteReceiveStream, out: _Output, pgid: int) -> None:
+    data = out.data
+    try:
+        while True:
+            data += await stream.receive(_CHUNK)
+            if len(data) > OUTPUT_LIMIT:
+                del data[OUTPUT_LIMIT:]
+                out.over = True
+                _kill_group(pgid, signal.SIGKILL)
+                return
+    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        return
+
+
+async def _wait(process: Process, stdin: bytes, seconds: float) -> bool:
+    """Feed stdin and wait for the child to exit; answer whether it timed out."""
+    with anyio.move_on_after(seconds):
+        if process.stdin is not None:
+            try:
+                if stdin:
+                    await process.stdin.send(stdin)
+                await process.stdin.aclose()
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                # The hook exited, or closed its stdin, without reading all of it.
+                pass
+        await process.wait()
+        return False
+    _kill_group(process.pid, signal.SIGTERM)
+    with anyio.move_on_after(_GRACE):
+        await process.wait()
+        return True
+    _kill_group(process.pid, signal.SIGKILL)
+    await process.wait()
+    return True
+
+
+async def _dispose(process: Process) -> None:
+    """Kill what is left of the group, reap the child, close the pipes; never cancelled."""
+    with anyio.CancelScope(shield=True):
+        _kill_group(process.pid, signal.SIGKILL)
+        await process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                await stream.aclose()
+
+
+def _describe(returncode: int, shell: bool) -> str:
+    if shell and returncode in _SHELL_CODES:
+        return f"exited {returncode} ({_SHELL_CODES[returncode]})"
+    if returncode >= 0:
+        return f"exited {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"killed by {name}"
+
+
+async def run_command(
+    *,
+    command: str | None,
+    args: Sequence[str] | None,
+    stdin: bytes,
+    env: Mapping[str, str],
+    cwd: str | None,
+    timeout: float,  # noqa: ASYNC109 -- the deadline is the hook's, applied in two stages
+    strict_output: bool = False,
+) -> HookResult:
+    """Run one command hook and read its answer.
+
+    Args:
+        command: a shell command, run as ``sh -c command``; exactly one of ``command``
+            and ``args`` is given.
+        args: a program and its arguments, run without a shell.
+        stdin: the event JSON; it is written on the hook's stdin and nowhere else.
+        env: the whole environment of the hook (``os.environ`` is not added).
+        cwd: the working directory, None for the current one.
+        timeout: seconds the hook may run before its process group is killed.
+        strict_output: refuse result fields that are not known (see ``parse_result``).
+
+    Returns:
+        The hook's result, with ``exit_code`` and ``stderr`` filled in.
+
+    Raises:
+        HookRunError: the hook could not start, failed, timed out or printed garbage.
+        ValueError: both or neither of ``command`` and ``args``, or an empty ``args``,
+            or a timeout that is not positive.
+    """
+    if (command is None) == (args is None):
+        raise ValueError("give exactly one of command and args")
+    argv = ["/bin/sh", "-c", command] if command is not None else list(args or ())
+    if not argv:
+        raise ValueError("args is empty")
+    if not timeout > 0:
+        raise ValueError(f"timeout must be > 0, got {timeout!r}")
+    try:
+        process = await anyio.open_process(
+            argv,
+            stdin=_PIPE,
+            stdout=_PIPE,
+            stderr=_PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise HookRunError(f"could not start: {exc}") from exc
+
+    out, err = _Output("stdout"), _Output("stderr")
+    try:
+        async with anyio.create_task_group() as readers:
+            if process.stdout is not None:
+                readers.start_soon(_read, process.stdout, out, process.pid)
+            if process.stderr is not None:
+                readers.start_soon(_read, process.stderr, err, process.pid)
+            timed_out = await _wait(process, stdin, timeout)
+            # The child is gone; a grandchild may still hold the pipes open.
+            readers.cancel_scope.deadline = anyio.current_time() + _GRACE
+    finally:
+        await _dispose(process)
+
+    returncode = process.returncode
+    assert returncode is not None  # _wait and _dispose reaped it
+    stderr = err.data.decode("utf-8", "replace")
+    for pipe in (out, err):
+        if pipe.over:
+            raise HookRunError(
+                f"output over 1 MiB on {pipe.name}", exit_code=returncode, stderr=stderr
+            )
+    if timed_out:
+        raise HookRunError(
+            f"timed out after {_seconds(timeout)}", exit_code=returncode, stderr=stderr
+        )
+    if returncode == 0:
+        try:
+            result = parse_result(bytes(out.data), strict=strict_output)
+        except HookRunError as exc:
+            raise HookRunError(str(exc), exit_code=0, stderr=stderr) from None
+        return attrs.evolve(result, exit_code=0, stderr=stderr)
+    if returncode == 2:
+        return HookResult(
+            decision="block", reason=stderr.strip() or None, exit_code=2, stderr=stderr
+        )
+    raise HookRunError(
+        _describe(returncode, command is not None), exit_code=returncode, stderr=stderr
+    )

@@ -1,0 +1,292 @@
+"""What a hook answers: ``HookResult``, ``HookRunError`` and ``parse_result``.
+
+A command hook that exits 0 prints a JSON object on stdout (an http hook answers one in
+its body, an MCP tool returns one). ``parse_result`` reads two shapes, so that hook
+scripts written for Claude Code run unchanged:
+
+=================================  ===========================================
+ours                               Claude Code
+=================================  ===========================================
+``decision``: allow|deny|ask|block ``hookSpecificOutput.permissionDecision``
+                                   (allow|deny|ask|defer), ``decision``:
+                                   block|approve,
+                                   ``hookSpecificOutput.decision.behavior``
+``reason``                         ``permissionDecisionReason``, ``reason``,
+                                   ``hookSpecificOutput.decision.message``
+``modified_input``                 ``hookSpecificOutput.updatedInput``,
+                                   ``hookSpecificOutput.decision.updatedInput``
+``message``                        ``hookSpecificOutput.additionalContext``,
+                                   ``systemMessage``
+(none)                             ``continue: false`` + ``stopReason``
+=================================  ===========================================
+
+``suppressOutput`` and ``hookSpecificOutput.hookEventName`` are read and checked, and
+change nothing. Claude Code's ``defer`` means no opinion. When the output names several
+decisions (``decision`` and ``permissionDecision``), the strictest wins:
+deny/block > ask > allow.
+
+Empty output (or only whitespace) is no opinion. Anything else that is not one JSON
+object with fields of the right types (invalid JSON, an array, trailing junk, a
+``decision`` of ``"maybe"``) is a ``HookRunError``, never an implicit allow; with
+``strict=True`` an unknown field is one too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final, Literal, TypeAlias, final
+
+import attrs
+
+from orchestra._errors import OrchestraError
+
+__all__ = ["HookResult", "HookRunError", "HookVerdict", "parse_result"]
+
+HookVerdict: TypeAlias = Literal["allow", "deny", "ask", "block"]
+"""A decision a single hook can answer."""
+
+# How strict each decision is, to pick one when an output names several.
+_STRICTNESS: Final[dict[str, int]] = {"allow": 1, "ask": 2, "deny": 3, "block": 3}
+
+_TOP_FIELDS: Final = frozenset(
+    {
+        # ours
+        "decision",
+        "reason",
+        "modified_input",
+        "message",
+        # Claude Code's
+        "continue",
+        "stopReason",
+        "suppressOutput",
+        "systemMessage",
+        "hookSpecificOutput",
+    }
+)
+_SPECIFIC_FIELDS: Final = frozenset(
+    {
+        "hookEventName",
+        "permissionDecision",
+        "permissionDecisionReason",
+        "updatedInput",
+        "additionalContext",
+        "decision",
+    }
+)
+_BEHAVIOR_FIELDS: Final = frozenset({"behavior", "message", "updatedInput", "interrupt"})
+
+
+@final
+@attrs.frozen
+class HookResult:
+    """The answer of one hook run.
+
+    Attributes:
+        decision: ``"allow"``, ``"deny"``, ``"ask"``, ``"block"``, or None (no opinion).
+        reason: why, as the hook said it (for exit 2, its stderr).
+        modified_input: the input the hook wants the action to get instead, if any.
+        messages: texts for the agent or user (our ``message``, Claude Code's
+            ``additionalContext`` and ``systemMessage``).
+        stop: the hook asked the agent to stop (Claude Code's ``continue: false``).
+        stop_reason: the reason given with ``stop``.
+        exit_code: the exit status of a command hook, None for other hook types.
+        stderr: what a command hook wrote on stderr (at most 1 MiB), for debugging.
+    """
+
+    decision: HookVerdict | None = None
+    reason: str | None = None
+    modified_input: Mapping[str, Any] | None = None
+    messages: tuple[str, ...] = ()
+    stop: bool = False
+    stop_reason: str | None = None
+    exit_code: int | None = None
+    stderr: str = ""
+
+
+@final
+class HookRunError(OrchestraError, RuntimeError):
+    """A hook that could not give an answer: it crashed, timed out or printed garbage.
+
+    The message says which, and is distinct per cause: ``"could not start: ..."``,
+    ``"exited 1"``, ``"killed by SIGKILL"``, ``"timed out after 5 s"``,
+    ``"invalid JSON output: ..."``, ``"output over 1 MiB ..."``, ``"http ..."``,
+    ``"mcp ..."``.
+
+    Attributes:
+        exit_code: the exit status of a command hook (negative: the signal that killed
+            it), or the HTTP status of an http hook, when there is one.
+        stderr: what a command hook wrote on stderr (at most 1 MiB).
+    """
+
+    def __init__(self, message: str, *, exit_code: int | None = None, stderr: str = "") -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.stderr = stderr
+
+
+def _invalid(detail: str) -> HookRunError:
+    return HookRunError(f"invalid JSON output: {detail}")
+
+
+def _kind(value: object) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    return names.get(type(value), "a number")
+
+
+def _text(obj: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = obj.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise _invalid(f"{where}{key} must be a string, got {_kind(value)}")
+
+
+def _flag(obj: Mapping[str, Any], key: str, where: str, default: bool) -> bool:
+    value = obj.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    raise _invalid(f"{where}{key} must be true or false, got {_kind(value)}")
+
+
+def _object(obj: Mapping[str, Any], key: str, where: str) -> dict[str, Any] | None:
+    value = obj.get(key)
+    if value is None or isinstance(value, dict):
+        return value
+    raise _invalid(f"{where}{key} must be an object, got {_kind(value)}")
+
+
+def _choice(
+    obj: Mapping[str, Any], key: str, where: str, allowed: Mapping[str, HookVerdict | None]
+) -> HookVerdict | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in allowed:
+        expected = " | ".join(allowed)
+        raise _invalid(f"{where}{key} must be one of {expected}, got {json.dumps(value)}")
+    return allowed[value]
+
+
+def _check_fields(obj: Mapping[str, Any], known: frozenset[str], where: str) -> None:
+    unknown = sorted(set(obj) - known)
+    if unknown:
+        raise _invalid(f"unknown field {where}{unknown[0]} (strict_output)")
+
+
+_OUR_DECISIONS: Final[dict[str, HookVerdict | None]] = {
+    "allow": "allow",
+    "deny": "deny",
+    "ask": "ask",
+    "block": "block",
+    "approve": "allow",  # Claude Code's older PreToolUse shape
+}
+_PERMISSION_DECISIONS: Final[dict[str, HookVerdict | None]] = {
+    "allow": "allow",
+    "deny": "deny",
+    "ask": "ask",
+    "defer": None,  # Claude Code: let the normal permission flow decide
+}
+_BEHAVIORS: Final[dict[str, HookVerdict | None]] = {"allow": "allow", "deny": "deny"}
+
+
+def parse_result(stdout: bytes, *, strict: bool = False) -> HookResult:
+    """Read a hook's output as a result.
+
+    Args:
+        stdout: the raw output: a JSON object, or empty for no opinion.
+        strict: refuse fields that neither shape knows.
+
+    Returns:
+        The result; ``exit_code`` and ``stderr`` are left for the runner to fill in.
+
+    Raises:
+        HookRunError: the output is not one JSON object of a known shape.
+    """
+    if not stdout.strip():
+        return HookResult()
+    try:
+        data = json.loads(stdout)
+    except UnicodeDecodeError as exc:
+        raise _invalid(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise _invalid(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise _invalid("nested too deeply") from None
+    if not isinstance(data, dict):
+        raise _invalid(f"expected an object, got {_kind(data)}")
+    if strict:
+        _check_fields(data, _TOP_FIELDS, "")
+
+    decisions: list[HookVerdict] = []
+    reasons: list[str] = []
+    inputs: list[dict[str, Any]] = []
+    messages: list[str] = []
+
+    decision = _choice(data, "decision", "", _OUR_DECISIONS)
+    if decision is not None:
+        decisions.append(decision)
+    reason = _text(data, "reason", "")
+    if reason is not None:
+        reasons.append(reason)
+    modified = _object(data, "modified_input", "")
+    if modified is not None:
+        inputs.append(modified)
+    message = _text(data, "message", "")
+    if message is not None:
+        messages.append(message)
+
+    where = "hookSpecificOutput."
+    specific = _object(data, "hookSpecificOutput", "") or {}
+    if strict:
+        _check_fields(specific, _SPECIFIC_FIELDS, where)
+    _text(specific, "hookEventName", where)
+    decision = _choice(specific, "permissionDecision", where, _PERMISSION_DECISIONS)
+    if decision is not None:
+        decisions.append(decision)
+    reason = _text(specific, "permissionDecisionReason", where)
+    if reason is not None:
+        reasons.insert(0, reason)
+    updated = _object(specific, "updatedInput", where)
+    if updated is not None:
+        inputs.append(updated)
+    context = _text(specific, "additionalContext", where)
+    if context is not None:
+        messages.append(context)
+    # PermissionRequest: {"decision": {"behavior": "allow" | "deny", "message": ..., ...}}
+    behavior = _object(specific, "decision", where) or {}
+    where = "hookSpecificOutput.decision."
+    if strict:
+        _check_fields(behavior, _BEHAVIOR_FIELDS, where)
+    decision = _choice(behavior, "behavior", where, _BEHAVIORS)
+    if decision is not None:
+        decisions.append(decision)
+    reason = _text(behavior, "message", where)
+    if reason is not None:
+        reasons.insert(0, reason)
+    updated = _object(behavior, "updatedInput", where)
+    if updated is not None:
+        inputs.append(updated)
+    _flag(behavior, "interrupt", where, False)
+
+    system_message = _text(data, "systemMessage", "")
+    if system_message is not None:
+        messages.append(system_message)
+    _flag(data, "suppressOutput", "", False)
+    stop = not _flag(data, "continue", "", True)
+    stop_reason = _text(data, "stopReason", "")
+
+    if any(other != inputs[0] for other in inputs[1:]):
+        raise _invalid("modified_input and updatedInput disagree")
+    strictest = max(decisions, key=_STRICTNESS.__getitem__, default=None)
+    return HookResult(
+        decision=strictest,
+        reason=reasons[0] if reasons else None,
+        modified_input=inputs[0] if inputs else None,
+        messages=tuple(messages),
+        stop=stop,
+        stop_reason=stop_reason,
+    )
