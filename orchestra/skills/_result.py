@@ -41,7 +41,7 @@ import attrs
 
 from orchestra._errors import OrchestraError
 
-__all__ = ["HookResult", "HookRunError", "HookVerdict", "parse_result"]
+__all__ = ["HookResult", "HookRunError", "HookVerdict", "parse_result", "result_from_json"]
 
 HookVerdict: TypeAlias = Literal["allow", "deny", "ask", "block"]
 """A decision a single hook can answer."""
@@ -216,6 +216,22 @@ def parse_result(stdout: bytes, *, strict: bool = False) -> HookResult:
         raise _invalid(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise _invalid("nested too deeply") from None
+    return result_from_json(data, strict=strict)
+
+
+def result_from_json(data: object, *, strict: bool = False) -> HookResult:
+    """Read an already decoded JSON value as a result (see ``parse_result``).
+
+    Args:
+        data: the decoded value; it must be a JSON object (a ``dict``).
+        strict: refuse fields that neither shape knows.
+
+    Returns:
+        The result.
+
+    Raises:
+        HookRunError: the value is not an object of a known shape.
+    """
     if not isinstance(data, dict):
         raise _invalid(f"expected an object, got {_kind(data)}")
     if strict:

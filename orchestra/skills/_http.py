@@ -1,0 +1,135 @@
+"""The http runner: POST the event JSON, read the answer as a hook result.
+
+Needs ``httpx`` (the ``http`` extra), imported on first use. A 2xx answer whose body is
+a result JSON object (or empty: no opinion) is the hook's result; anything else is a
+``HookRunError``: a redirect (never followed; the error names the ``Location``), another
+status, a body that is not a result, a body over 1 MiB, no answer within ``timeout``,
+a connection that fails. Plain ``http://`` is refused unless ``tls`` is ``"off"``.
+Proxy variables and ``.netrc`` of the environment are not used (``trust_env=False``).
+"""
+
+from __future__ import annotations
+
+import functools
+import ssl
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+
+import anyio
+
+from orchestra.skills._result import HookResult, HookRunError, parse_result
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["TlsMode", "post_http"]
+
+TlsMode: TypeAlias = Literal["verify", "no_verify", "off"]
+"""``verify``: https with certificate checks; ``no_verify``: https without them;
+``off``: plain http is allowed too."""
+
+BODY_LIMIT: Final = 1 << 20
+"""The largest response body read (1 MiB); a longer one is a hook error."""
+
+# Shown in an error message: how much of a failing response's body.
+_EXCERPT: Final = 200
+
+
+@functools.cache
+def _ssl_context(verify: bool) -> ssl.SSLContext:
+    # Built once: loading the CA bundle costs milliseconds per client.
+    context = ssl.create_default_context()
+    if not verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+async def _read_body(response: httpx.Response) -> bytes:
+    length = response.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > BODY_LIMIT:
+        raise HookRunError("output over 1 MiB in the http response", exit_code=response.status_code)
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > BODY_LIMIT:
+            raise HookRunError(
+                "output over 1 MiB in the http response", exit_code=response.status_code
+            )
+    return bytes(body)
+
+
+async def post_http(
+    *,
+    url: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    timeout: float,  # noqa: ASYNC109 -- one deadline for connect, send and read together
+    tls: TlsMode,
+    strict_output: bool = False,
+) -> HookResult:
+    """POST one event to an http hook and read its answer.
+
+    Args:
+        url: the hook's URL; ``https://``, or ``http://`` with ``tls="off"``.
+        headers: request headers, already expanded; ``Content-Type`` defaults to
+            ``application/json``.
+        body: the event JSON.
+        timeout: seconds for the whole exchange.
+        tls: ``"verify"``, ``"no_verify"`` or ``"off"`` (see ``TlsMode``).
+        strict_output: refuse result fields that are not known (see ``parse_result``).
+
+    Returns:
+        The hook's result.
+
+    Raises:
+        HookRunError: the URL is refused, the exchange fails or times out, or the answer
+            is not a 2xx with a result JSON body.
+    """
+    try:
+        import httpx
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise HookRunError(
+            "could not start: http hooks need httpx: pip install 'orchestra[http]'"
+        ) from exc
+    scheme = url.partition(":")[0].lower()
+    if scheme == "http" and tls != "off":
+        raise HookRunError(f"could not start: refused plain http URL {url} (only with tls: off)")
+    if scheme not in ("http", "https"):
+        raise HookRunError(f"could not start: not an http(s) URL: {url}")
+    # identity: the 1 MiB limit is on what is read, not on what a gzip body expands to.
+    request_headers = {
+        "Content-Type": "application/json",
+        "Accept-Encoding": "identity",
+        **headers,
+    }
+    verify = _ssl_context(tls == "verify")
+    try:
+        with anyio.fail_after(timeout):
+            async with (
+                httpx.AsyncClient(
+                    verify=verify,
+                    timeout=httpx.Timeout(timeout),
+                    follow_redirects=False,
+                    trust_env=False,
+                ) as client,
+                client.stream("POST", url, content=body, headers=request_headers) as response,
+            ):
+                status = response.status_code
+                if response.is_redirect or 300 <= status < 400:
+                    location = response.headers.get("location", "(no Location)")
+                    raise HookRunError(
+                        f"http {status}: redirect to {location} not followed", exit_code=status
+                    )
+                data = await _read_body(response)
+    except (TimeoutError, httpx.TimeoutException):
+        raise HookRunError(f"timed out after {timeout:g} s") from None
+    except httpx.HTTPError as exc:
+        raise HookRunError(f"http request failed: {type(exc).__name__}: {exc}") from exc
+    if not 200 <= status < 300:
+        excerpt = data[:_EXCERPT].decode("utf-8", "replace")
+        raise HookRunError(f"http {status}: {excerpt}".rstrip(": "), exit_code=status)
+    try:
+        return parse_result(data, strict=strict_output)
+    except HookRunError as exc:
+        raise HookRunError(str(exc), exit_code=status) from None
