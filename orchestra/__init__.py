@@ -25,6 +25,9 @@ from orchestra._hooks import SubagentHooks as SubagentHooks
 from orchestra._hooks import TaskHookContext as TaskHookContext
 from orchestra._hooks import TaskHooks as TaskHooks
 from orchestra._retry import RetryPolicy as RetryPolicy
+from orchestra.agents import Dispatcher as Dispatcher
+from orchestra.agents import Subagent as Subagent
+from orchestra.agents import SubagentResult as SubagentResult
 from orchestra.dag import DAG as DAG
 from orchestra.dag import Executor as Executor
 from orchestra.dag import LocalExecutor as LocalExecutor
@@ -44,6 +47,7 @@ __all__ = [
     "Decision",
     "Delegate",
     "DispatchError",
+    "Dispatcher",
     "ExecutionMode",
     "Executor",
     "Fail",
@@ -54,8 +58,10 @@ __all__ = [
     "RetryPolicy",
     "RunResult",
     "Skip",
+    "Subagent",
     "SubagentHookContext",
     "SubagentHooks",
+    "SubagentResult",
     "Task",
     "TaskFailed",
     "TaskHookContext",
