@@ -1,0 +1,74 @@
+"""OpenTelemetry tracing of runs, task attempts, hook calls, subagents and guarded tools.
+
+orchestra uses the OpenTelemetry API only and never installs a tracer provider by
+itself: configure one (``configure(jsonl="out.jsonl")``, the ``orchestra`` CLI's
+``--trace``/``--otlp``, or your own SDK setup) and every run becomes one trace::
+
+    run {dag}                       the run
+    ├── task {id}                   one span per task attempt (retries link back)
+    │   ├── hook {event}            one span per hook call, with its decision
+    │   └── invoke_agent {name}     one span per subagent dispatch (GenAI conventions)
+    │       └── execute_tool {name} one span per guarded tool call
+
+Whether tracing is on is decided per run, never at import time, so a provider installed
+after ``import orchestra`` is used. With no SDK provider installed, or with tracing
+switched off (``ORCHESTRA_TRACING=off`` or ``set_enabled(False)``), a run skips all span
+work. Payload content stays off spans unless you opt in (``capture_content=True`` or
+``ORCHESTRA_CAPTURE_CONTENT=1``). Every span and attribute name is a constant here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from orchestra.tracing._carriers import extract_env as extract_env
+from orchestra.tracing._carriers import inject_env as inject_env
+from orchestra.tracing._carriers import inject_headers as inject_headers
+from orchestra.tracing._carriers import traceparent as traceparent
+from orchestra.tracing._configure import configure as configure
+from orchestra.tracing._names import *  # noqa: F403  # the name constants are the API
+from orchestra.tracing._names import __all__ as _names_all
+from orchestra.tracing._otlp_json import decode_attributes as decode_attributes
+from orchestra.tracing._otlp_json import read_jsonl as read_jsonl
+from orchestra.tracing._state import ENV_CAPTURE_CONTENT as ENV_CAPTURE_CONTENT
+from orchestra.tracing._state import ENV_TRACING as ENV_TRACING
+from orchestra.tracing._state import capture_content as capture_content
+from orchestra.tracing._state import get_tracer as get_tracer
+from orchestra.tracing._state import is_enabled as is_enabled
+from orchestra.tracing._state import set_capture_content as set_capture_content
+from orchestra.tracing._state import set_enabled as set_enabled
+from orchestra.tracing._state import set_meter_provider as set_meter_provider
+from orchestra.tracing._state import set_tracer_provider as set_tracer_provider
+
+if TYPE_CHECKING:
+    from orchestra.tracing._jsonl import JsonlSpanExporter as JsonlSpanExporter
+
+__all__ = [
+    "ENV_CAPTURE_CONTENT",
+    "ENV_TRACING",
+    "JsonlSpanExporter",
+    "capture_content",
+    "configure",
+    "decode_attributes",
+    "extract_env",
+    "get_tracer",
+    "inject_env",
+    "inject_headers",
+    "is_enabled",
+    "read_jsonl",
+    "set_capture_content",
+    "set_enabled",
+    "set_meter_provider",
+    "set_tracer_provider",
+    "traceparent",
+    *_names_all,
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The exporter needs the OpenTelemetry SDK: import it only when asked for.
+    if name == "JsonlSpanExporter":
+        from orchestra.tracing._jsonl import JsonlSpanExporter
+
+        return JsonlSpanExporter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,112 @@
+"""``configure()``: an OpenTelemetry SDK set up for scripts and the CLI, on request."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+from urllib.parse import urlsplit
+
+from opentelemetry import trace
+
+from orchestra.tracing._state import set_capture_content, set_enabled, set_tracer_provider
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+__all__ = ["configure"]
+
+logger: Final = logging.getLogger("orchestra")
+
+
+def _otlp_exporter(otlp: str | bool, timeout: float | None) -> SpanExporter:
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise ImportError(
+            "configure(otlp=...) needs the OTLP exporter: pip install 'orchestra[otlp]'"
+        ) from exc
+    if otlp is True:
+        return OTLPSpanExporter(timeout=timeout)
+    endpoint = str(otlp)
+    if urlsplit(endpoint).path in ("", "/"):
+        endpoint = endpoint.rstrip("/") + "/v1/traces"
+    return OTLPSpanExporter(endpoint=endpoint, timeout=timeout)
+
+
+def configure(
+    console: bool = False,
+    jsonl: str | os.PathLike[str] | None = None,
+    otlp: str | bool | None = None,
+    capture_content: bool | None = None,
+    *,
+    enabled: bool | None = None,
+    service_name: str = "orchestra",
+    provider: TracerProvider | None = None,
+    set_global: bool = True,
+    otlp_timeout: float | None = 5.0,
+) -> TracerProvider | None:
+    """Set up an OpenTelemetry SDK tracer provider with the exporters asked for.
+
+    The library itself never installs a provider; this helper does, for scripts and the
+    ``orchestra`` CLI. Every exporter sits behind a ``BatchSpanProcessor``, so a slow or
+    unreachable backend never slows a run. Spans still buffered are flushed at exit (or
+    call ``provider.shutdown()``).
+
+    Args:
+        console: print finished spans to stdout (the SDK's console exporter).
+        jsonl: write spans to this file, one OTLP-JSON span per line (the file is
+            truncated first). Read it with ``orchestra trace show``.
+        otlp: send spans to an OTLP/HTTP endpoint, e.g. ``http://localhost:4318``
+            (``/v1/traces`` is added to a URL without a path); True uses the
+            ``OTEL_EXPORTER_OTLP_*`` environment variables. Needs ``orchestra[otlp]``.
+        capture_content: put payload content (tool inputs, prompts, outputs, hook
+            stdout) on spans; None leaves the ``ORCHESTRA_CAPTURE_CONTENT`` setting.
+        enabled: switch orchestra's tracing on or off (see ``set_enabled``); with
+            False and nothing else asked for, no provider is made.
+        service_name: the ``service.name`` resource attribute of a new provider.
+        provider: add the exporters to this SDK provider instead of a new one (or the
+            global SDK provider already installed).
+        set_global: install the provider as OpenTelemetry's global tracer provider
+            (default); False makes it orchestra's own (``set_tracer_provider``) and
+            leaves the global one alone.
+        otlp_timeout: seconds the OTLP exporter waits for the backend per export.
+
+    Returns:
+        The SDK tracer provider, or None when no provider was asked for.
+    """
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
+    if enabled is not None:
+        set_enabled(enabled)
+    if capture_content is not None:
+        set_capture_content(capture_content)
+    if not (console or jsonl or otlp) and provider is None and enabled is False:
+        return None
+    if provider is None:
+        current = trace.get_tracer_provider() if set_global else None
+        if isinstance(current, TracerProvider):
+            provider = current
+        else:
+            provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+    exporters: list[SpanExporter] = []
+    if console:
+        exporters.append(ConsoleSpanExporter())
+    if jsonl:
+        from orchestra.tracing._jsonl import JsonlSpanExporter
+
+        exporters.append(JsonlSpanExporter(Path(jsonl)))
+    if otlp:
+        exporters.append(_otlp_exporter(otlp, otlp_timeout))
+    for exporter in exporters:
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    if set_global:
+        if trace.get_tracer_provider() is not provider:
+            trace.set_tracer_provider(provider)
+    else:
+        set_tracer_provider(provider)
+    return provider

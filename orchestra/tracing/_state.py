@@ -1,0 +1,193 @@
+"""Whether tracing is on, which provider records it, and whether content is captured.
+
+Nothing here is decided at import time: the user's tracer provider may be installed after
+``import orchestra``. Engines call ``get_tracer()`` once per run (or dispatch, or hook
+chain); it returns None, after a few attribute lookups, when nothing would record a span:
+tracing switched off, or the global provider is still the API's proxy/no-op provider.
+Engines then skip all span work for that run behind one boolean.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Final, final
+
+from opentelemetry import metrics, trace
+
+from orchestra.tracing import _names as n
+
+__all__ = [
+    "ENV_CAPTURE_CONTENT",
+    "ENV_TRACING",
+    "Instruments",
+    "capture_content",
+    "get_instruments",
+    "get_tracer",
+    "is_enabled",
+    "set_capture_content",
+    "set_enabled",
+    "set_meter_provider",
+    "set_tracer_provider",
+]
+
+ENV_TRACING: Final = "ORCHESTRA_TRACING"
+"""Environment variable: ``off`` (or ``0``, ``false``, ``no``) switches tracing off."""
+ENV_CAPTURE_CONTENT: Final = "ORCHESTRA_CAPTURE_CONTENT"
+"""Environment variable: ``1`` (or ``true``, ``yes``, ``on``) puts payload content on spans."""
+
+_OFF: Final = frozenset({"off", "0", "false", "no", "disabled", "none"})
+_ON: Final = frozenset({"on", "1", "true", "yes", "enabled"})
+_NOOP_TRACER_PROVIDERS: Final = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+_NOOP_METER_PROVIDERS: Final = frozenset({"_ProxyMeterProvider", "NoOpMeterProvider"})
+_SCOPE: Final = "orchestra"
+_VERSION: Final = "0.1.0"
+
+
+@final
+class _Settings:
+    __slots__ = (
+        "capture",
+        "enabled",
+        "instruments",
+        "meter_provider",
+        "tracer",
+        "tracer_provider",
+    )
+
+    def __init__(self) -> None:
+        self.enabled: bool | None = None
+        self.capture: bool | None = None
+        self.tracer_provider: trace.TracerProvider | None = None
+        self.meter_provider: metrics.MeterProvider | None = None
+        # caches, keyed by the provider they came from
+        self.tracer: tuple[trace.TracerProvider, trace.Tracer] | None = None
+        self.instruments: tuple[metrics.MeterProvider, Instruments] | None = None
+
+
+_settings: Final = _Settings()
+
+
+def _env_flag(name: str, *, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    value = value.strip().lower()
+    return value not in _OFF if default else value in _ON
+
+
+def set_enabled(enabled: bool | None) -> None:
+    """Switch orchestra's tracing and metrics on or off for this process.
+
+    Args:
+        enabled: False switches them off whatever provider is installed, True switches
+            them on (spans are still only made when a provider records them), None goes
+            back to the ``ORCHESTRA_TRACING`` environment variable (on unless ``off``).
+    """
+    _settings.enabled = enabled
+
+
+def is_enabled() -> bool:
+    """Whether orchestra's tracing is switched on (by ``set_enabled`` or the environment)."""
+    enabled = _settings.enabled
+    return _env_flag(ENV_TRACING, default=True) if enabled is None else enabled
+
+
+def set_capture_content(capture: bool | None) -> None:
+    """Put payload content (tool inputs, prompts, outputs, hook stdout) on spans, or not.
+
+    Args:
+        capture: True or False; None goes back to the ``ORCHESTRA_CAPTURE_CONTENT``
+            environment variable (off unless ``1``, ``true``, ``yes`` or ``on``).
+    """
+    _settings.capture = capture
+
+
+def capture_content() -> bool:
+    """Whether payload content goes on spans (off by default)."""
+    capture = _settings.capture
+    return _env_flag(ENV_CAPTURE_CONTENT, default=False) if capture is None else capture
+
+
+def set_tracer_provider(provider: trace.TracerProvider | None) -> None:
+    """Record orchestra's spans with ``provider`` instead of the global tracer provider.
+
+    This does not touch OpenTelemetry's global provider; it is how a script, a test or a
+    benchmark gives orchestra a provider of its own. None goes back to the global one.
+    """
+    _settings.tracer_provider = provider
+    _settings.tracer = None
+
+
+def set_meter_provider(provider: metrics.MeterProvider | None) -> None:
+    """Record orchestra's metrics with ``provider`` instead of the global meter provider.
+
+    None goes back to the global one.
+    """
+    _settings.meter_provider = provider
+    _settings.instruments = None
+
+
+def get_tracer() -> trace.Tracer | None:
+    """The tracer for orchestra's spans, or None when nothing would record them.
+
+    None when tracing is switched off, or when the provider in use is the API's
+    proxy or no-op provider (no SDK configured yet). Cheap: engines call it once per run.
+    """
+    if not is_enabled():
+        return None
+    provider = _settings.tracer_provider
+    if provider is None:
+        provider = trace.get_tracer_provider()
+    cached = _settings.tracer
+    if cached is not None and cached[0] is provider:
+        return cached[1]
+    if isinstance(provider, _NOOP_TRACER_PROVIDERS):
+        return None
+    tracer = provider.get_tracer(_SCOPE, _VERSION)
+    _settings.tracer = (provider, tracer)
+    return tracer
+
+
+@final
+class Instruments:
+    """The metric instruments of orchestra, made from one meter (internal).
+
+    Attributes:
+        task_duration: histogram of task durations, seconds.
+        hook_duration: histogram of hook call durations, seconds.
+        attempts: counter of task attempts started.
+        decisions: counter of decisions taken, by kind.
+    """
+
+    __slots__ = ("attempts", "decisions", "hook_duration", "task_duration")
+
+    def __init__(self, meter: metrics.Meter) -> None:
+        self.task_duration = meter.create_histogram(
+            n.METRIC_TASK_DURATION, unit="s", description="Task duration, all attempts."
+        )
+        self.hook_duration = meter.create_histogram(
+            n.METRIC_HOOK_DURATION, unit="s", description="Duration of one hook call."
+        )
+        self.attempts = meter.create_counter(
+            n.METRIC_TASK_ATTEMPTS, unit="{attempt}", description="Task attempts started."
+        )
+        self.decisions = meter.create_counter(
+            n.METRIC_DECISIONS, unit="{decision}", description="Decisions taken, by kind."
+        )
+
+
+def get_instruments() -> Instruments | None:
+    """The metric instruments of orchestra, or None when nothing would record them."""
+    if not is_enabled():
+        return None
+    provider = _settings.meter_provider
+    if provider is None:
+        provider = metrics.get_meter_provider()
+    cached = _settings.instruments
+    if cached is not None and cached[0] is provider:
+        return cached[1]
+    if type(provider).__name__ in _NOOP_METER_PROVIDERS:
+        return None
+    instruments = Instruments(provider.get_meter(_SCOPE, _VERSION))
+    _settings.instruments = (provider, instruments)
+    return instruments
