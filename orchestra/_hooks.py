@@ -175,7 +175,7 @@ class HookImpl:
         self.fn: Callable[..., Any] = getattr(hook, moment)
         self.is_async = inspect.iscoroutinefunction(self.fn)
         self.fail_closed = bool(getattr(hook, "fail_closed", False))
-        self.name = type(hook).__qualname__
+        self.name = type(hook).__name__
         self.moment = moment
         self.allowed = allowed
 

@@ -291,7 +291,7 @@ class DAG:
 class Plan:
     """A validated DAG flattened into index arrays for the scheduler (internal)."""
 
-    __slots__ = ("dependents", "indegree", "index", "order", "sources", "wants")
+    __slots__ = ("dependents", "indegree", "index", "order", "sources", "upstreams", "wants")
 
     def __init__(
         self,
@@ -306,6 +306,7 @@ class Plan:
         self.dependents = dependents
         self.wants = wants
         self.sources = tuple(i for i, n in enumerate(indegree) if n == 0)
+        self.upstreams = [tuple(self.index[d] for d in t.deps) for t in order]
 
     @classmethod
     def build(cls, dag: DAG) -> Plan:

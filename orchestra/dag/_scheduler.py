@@ -55,7 +55,7 @@ _YIELD_EVERY: Final = 64  # tasks a worker runs back to back before a checkpoint
 
 
 @final
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RunResult:
     """The outcome of a DAG run.
 
@@ -89,6 +89,11 @@ class RunResult:
         """How many tasks ended in ``state``."""
         return sum(1 for s in self.states.values() if s is state)
 
+    def __repr__(self) -> str:
+        # A summary: a full repr of a 10,000-task run is useless (and slow to build).
+        counts = ", ".join(f"{state.value}={n}" for state in TaskState if (n := self.count(state)))
+        return f"<RunResult ok={self.ok} {counts} run_id={self.run_id}>"
+
 
 class _Run:
     """One execution of a DAG (internal; ``run()`` is the public face)."""
@@ -116,7 +121,7 @@ class _Run:
         self.order = plan.order
         self.dependents = plan.dependents
         self.wants = plan.wants
-        self.upstreams = [tuple(plan.index[d] for d in t.deps) for t in plan.order]
+        self.upstreams = plan.upstreams
         if dispatcher is None:
             for task in self.order:
                 if task.agent is not None:

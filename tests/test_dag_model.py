@@ -1,0 +1,173 @@
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import orchestra
+from orchestra import DAG, DAGError, Task
+
+
+def noop() -> None:
+    return None
+
+
+def test_decorator_bare_and_with_options() -> None:
+    dag = DAG("d")
+
+    @dag.task
+    def first() -> int:
+        return 1
+
+    @dag.task(deps=[first], retries=2, retry_delay=0.5, timeout=3, trigger="all_done", id="second")
+    async def other(first: int) -> int:
+        return first
+
+    assert isinstance(first, Task)
+    assert first() == 1  # still callable like the function
+    assert first.id == "first"
+    assert other.id == "second"
+    assert other.deps == ("first",)
+    assert (other.retries, other.retry_delay, other.timeout, other.trigger) == (
+        2,
+        0.5,
+        3,
+        "all_done",
+    )
+    assert other.is_async
+    assert not first.is_async
+    assert [t.id for t in dag.validate()] == ["first", "second"]
+
+
+def test_add_and_deps_by_id_or_object() -> None:
+    dag = DAG("d")
+    a = dag.add(Task(id="a", fn=noop))
+    b = dag.add(Task(id="b", fn=noop, deps=[a]))
+    c = dag.add(Task(id="c", fn=noop, deps=["a", b]))
+    assert c.deps == ("a", "b")
+    assert "a" in dag
+    assert len(dag) == 3
+    assert list(dag.tasks) == ["a", "b", "c"]
+
+
+def test_duplicate_id_refused_at_add_and_nothing_lost() -> None:
+    dag = DAG("d")
+    first = dag.add(Task(id="a", fn=noop))
+    with pytest.raises(DAGError, match="already has a task 'a'"):
+        dag.add(Task(id="a", fn=noop))
+    assert dag.tasks["a"] is first
+    assert len(dag) == 1
+
+
+def test_unknown_dep() -> None:
+    dag = DAG("d")
+    dag.add(Task(id="a", fn=noop, deps=["ghost"]))
+    with pytest.raises(DAGError, match="'a' depends on unknown task 'ghost'"):
+        dag.validate()
+
+
+def test_self_dependency() -> None:
+    with pytest.raises(DAGError, match="'a' depends on itself"):
+        Task(id="a", fn=noop, deps=["a"])
+
+
+def test_cycle_names_its_tasks_in_order() -> None:
+    dag = DAG("d")
+    dag.add(Task(id="start", fn=noop))
+    dag.add(Task(id="a", fn=noop, deps=["start", "c"]))
+    dag.add(Task(id="b", fn=noop, deps=["a"]))
+    dag.add(Task(id="c", fn=noop, deps=["b"]))
+    dag.add(Task(id="after", fn=noop, deps=["c"]))
+    with pytest.raises(DAGError, match="cycle") as info:
+        dag.validate()
+    message = str(info.value)
+    path = message.split("cycle: ")[1].split(" -> ")
+    assert path[0] == path[-1]
+    assert set(path) == {"a", "b", "c"}
+    assert "after" not in message
+    assert "start" not in path
+
+
+def test_dep_on_task_of_another_dag() -> None:
+    one, two = DAG("one"), DAG("two")
+    foreign = one.add(Task(id="x", fn=noop))
+    two.add(Task(id="x", fn=noop))
+    two.add(Task(id="y", fn=noop, deps=[foreign]))
+    with pytest.raises(DAGError, match="'y' depends on 'x', a task of another DAG"):
+        two.validate()
+
+
+def test_fn_not_callable() -> None:
+    with pytest.raises(TypeError, match="fn must be callable"):
+        Task(id="a", fn=42)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"retries": -1}, "retries"),
+        ({"retries": 1.5}, "retries"),
+        ({"retry_delay": -0.1}, "retry_delay"),
+        ({"timeout": 0}, "timeout"),
+        ({"timeout": -1}, "timeout"),
+        ({"trigger": "one_success"}, "unknown trigger rule 'one_success'"),
+    ],
+)
+def test_bad_task_options(kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        Task(id="a", fn=noop, **kwargs)  # type: ignore[arg-type]
+
+
+def test_bad_dep_type() -> None:
+    with pytest.raises(TypeError, match="task id or a Task"):
+        Task(id="a", fn=noop, deps=[3])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("value", [0, -3])
+def test_max_concurrency_below_one(value: int) -> None:
+    dag = DAG("d")
+    dag.add(Task(id="a", fn=noop))
+    with pytest.raises(ValueError, match="max_concurrency"):
+        orchestra.run_sync(dag, max_concurrency=value)
+
+
+def test_negative_retry_budget() -> None:
+    dag = DAG("d")
+    dag.add(Task(id="a", fn=noop))
+    with pytest.raises(ValueError, match="retry_budget"):
+        orchestra.run_sync(dag, retry_budget=-1)
+
+
+def test_deep_chain_validates_and_runs_without_recursion() -> None:
+    depth = 10_000
+    assert depth > sys.getrecursionlimit()
+    dag = DAG("deep")
+    for i in range(depth):
+        dag.add(Task(id=f"t{i}", fn=noop, deps=[f"t{i - 1}"] if i else [], inline=True))
+    assert len(dag.validate()) == depth
+    result = orchestra.run_sync(dag)
+    assert result.ok
+    assert result.count(orchestra.TaskState.SUCCEEDED) == depth
+
+
+def test_deep_chain_failure_propagates_without_recursion() -> None:
+    dag = DAG("deep")
+
+    def boom() -> None:
+        raise ValueError("root")
+
+    dag.add(Task(id="t0", fn=boom, inline=True))
+    for i in range(1, 10_000):
+        dag.add(Task(id=f"t{i}", fn=noop, deps=[f"t{i - 1}"]))
+    result = orchestra.run_sync(dag)
+    assert result.states["t0"] is orchestra.TaskState.FAILED
+    assert result.count(orchestra.TaskState.UPSTREAM_FAILED) == 9_999
+
+
+def test_deep_cycle_is_found_without_recursion() -> None:
+    dag = DAG("ring")
+    n = 5_000
+    for i in range(n):
+        dag.add(Task(id=f"t{i}", fn=noop, deps=[f"t{(i - 1) % n}"]))
+    with pytest.raises(DAGError, match="cycle"):
+        dag.validate()

@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import dag_specs
+
+from orchestra import DAG, Task, TaskHookContext, TaskHooks, TaskState
+from orchestra.dag._scheduler import _Run
+
+S = TaskState
+FAILED_LIKE = (S.FAILED, S.UPSTREAM_FAILED)
+
+
+class Scripted(TaskHooks):
+    """Answers from each task's script, per attempt."""
+
+    def __init__(self, specs: dict[str, dict[str, Any]]) -> None:
+        self.specs = specs
+
+    def before_execute(self, ctx: TaskHookContext) -> Any:
+        answers = self.specs[ctx.task.id]["before"]
+        return answers[ctx.attempt - 1] if ctx.attempt <= len(answers) else None
+
+    def on_failure(self, ctx: TaskHookContext, error: BaseException) -> Any:
+        answers = self.specs[ctx.task.id]["on_failure"]
+        return answers[ctx.attempt - 1] if ctx.attempt <= len(answers) else None
+
+
+def expected_gate(trigger: str, upstream: list[TaskState]) -> TaskState | None:
+    if trigger == "all_done":
+        return None
+    if any(s in FAILED_LIKE for s in upstream):
+        return S.UPSTREAM_FAILED
+    if any(s is S.CANCELLED for s in upstream):
+        return S.CANCELLED
+    if trigger == "all_success" and any(s is S.SKIPPED for s in upstream):
+        return S.SKIPPED
+    return None
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    specs=dag_specs(),
+    budget=st.none() | st.integers(0, 4),
+    max_attempts=st.integers(1, 4),
+    concurrency=st.integers(1, 4),
+    fail_fast=st.booleans(),
+)
+def test_random_dags_keep_the_invariants(
+    backend: str,
+    specs: list[dict[str, Any]],
+    budget: int | None,
+    max_attempts: int,
+    concurrency: int,
+    fail_fast: bool,
+) -> None:
+    by_id = {s["id"]: s for s in specs}
+    calls: dict[str, int] = {}
+    violations: list[str] = []
+    run: _Run
+
+    def make_body(spec: dict[str, Any]) -> Any:
+        async def body(**upstream: Any) -> str:
+            tid = spec["id"]
+            for dep in spec["deps"]:  # no task starts before its deps end
+                if not run.states[run_index[dep]].terminal:
+                    violations.append(f"{tid} started before {dep} ended")
+            n = calls[tid] = calls.get(tid, 0) + 1
+            if spec["suspend"]:
+                await anyio.lowlevel.checkpoint()
+            if n <= len(spec["fails"]) and spec["fails"][n - 1]:
+                raise RuntimeError(f"{tid} attempt {n}")
+            return f"out:{tid}"
+
+        return body
+
+    dag = DAG("prop")
+    for spec in specs:
+        dag.add(
+            Task(
+                id=spec["id"],
+                fn=make_body(spec),
+                deps=spec["deps"],
+                trigger=spec["trigger"],
+                retries=spec["retries"],
+            )
+        )
+    run = _Run(
+        dag,
+        hooks=[Scripted(by_id)],
+        max_concurrency=concurrency,
+        fail_fast=fail_fast,
+        retry_budget=budget,
+        executor=None,
+        dispatcher=None,
+        max_attempts=max_attempts,
+    )
+    run_index = {t.id: i for i, t in enumerate(run.order)}
+    result = anyio.run(run.execute, backend=backend)
+
+    assert violations == []
+    # exactly one terminal state per task
+    assert set(result.states) == set(by_id)
+    assert all(s.terminal for s in result.states.values())
+    # outputs kept for every SUCCEEDED task, and only for those
+    succeeded = {t for t, s in result.states.items() if s is S.SUCCEEDED}
+    assert set(result.outputs) == succeeded
+    assert all(result.outputs[t] == f"out:{t}" for t in succeeded)
+    # attempts within the caps
+    assert all(a <= max_attempts for a in result.attempts.values())
+    retries = sum(max(0, a - 1) for a in result.attempts.values())
+    if budget is not None:
+        assert retries <= budget
+    stopped = fail_fast and any(s is S.FAILED for s in result.states.values())
+    # propagation by trigger rule (a fail-fast stop cancels whatever had not ended)
+    for tid, spec in by_id.items():
+        if stopped and result.states[tid] is S.CANCELLED:
+            continue
+        upstream = [result.states[d] for d in spec["deps"]]
+        gate = expected_gate(spec["trigger"], upstream)
+        if result.attempts[tid] == 0:
+            assert gate is not None, tid
+            assert result.states[tid] is gate, tid
+        else:
+            assert gate is None, tid
+            assert calls.get(tid, 0) <= result.attempts[tid]
+    assert result.ok == all(s not in (*FAILED_LIKE, S.CANCELLED) for s in result.states.values())
