@@ -27,7 +27,10 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(VENV)/bin/pytest -q $(if $(INTEGRATIONS),tests $(dir $(INTEGRATIONS)),tests)
 
-test: lint typecheck pytest
+test: lint typecheck pytest docs
+
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 bench: $(STAMP)
 	$(PY) bench/scheduler.py

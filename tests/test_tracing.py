@@ -305,3 +305,12 @@ def test_name_constants_are_namespaced() -> None:
             assert value.startswith(("orchestra.", "error.", "process.")), name
         if name.startswith("GEN_AI_"):
             assert getattr(ot, name).startswith("gen_ai."), name
+
+
+def test_reference_page_lists_every_name() -> None:
+    page = (ROOT / "docs" / "reference" / "tracing-attributes.md").read_text()
+    from orchestra.tracing import _names
+
+    for name in _names.__all__:
+        assert f"`{getattr(_names, name)}`" in page, name
+        assert f"`{name}`" in page, name
