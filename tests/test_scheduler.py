@@ -683,3 +683,53 @@ async def test_run_result_repr_is_a_summary() -> None:
     dag.add(Task(id="a", fn=lambda: 1))
     result = await orchestra.run(dag)
     assert repr(result).startswith("<RunResult ok=True succeeded=1 ")
+
+
+def make_run(dag: DAG, hooks: list[object] | None = None) -> _Run:
+    return _Run(
+        dag,
+        hooks=hooks or [],
+        max_concurrency=8,
+        fail_fast=False,
+        retry_budget=None,
+        executor=None,
+        dispatcher=None,
+        max_attempts=10,
+    )
+
+
+async def test_fatal_error_records_states_then_propagates_bare() -> None:
+    started = anyio.Event()
+
+    async def interrupt() -> None:
+        await started.wait()
+        raise SystemExit(3)
+
+    async def forever() -> None:
+        started.set()
+        await anyio.sleep_forever()
+
+    dag = DAG("fatal")
+    dag.add(Task(id="exit", fn=interrupt))
+    dag.add(Task(id="forever", fn=forever))
+    dag.add(Task(id="after", fn=lambda: 1, deps=["exit"], trigger="all_done"))
+    run = make_run(dag)
+    with pytest.raises(SystemExit) as info:
+        await run.execute()
+    assert info.value.code == 3
+    result = run.result()
+    assert result.states == {"exit": S.FAILED, "forever": S.CANCELLED, "after": S.CANCELLED}
+    assert isinstance(result.errors["exit"], SystemExit)
+
+
+async def test_keyboard_interrupt_in_a_hook_propagates_and_is_recorded() -> None:
+    class Interrupting(TaskHooks):
+        def before_execute(self, ctx: TaskHookContext) -> None:
+            raise KeyboardInterrupt
+
+    dag = DAG("fatal")
+    dag.add(Task(id="a", fn=lambda: 1))
+    run = make_run(dag, [Interrupting()])
+    with pytest.raises(KeyboardInterrupt):
+        await run.execute()
+    assert run.result().states == {"a": S.FAILED}

@@ -98,6 +98,8 @@ class RunResult:
 class _Run:
     """One execution of a DAG (internal; ``run()`` is the public face)."""
 
+    executor: Executor  # set by execute(): the default one needs the event loop
+
     def __init__(
         self,
         dag: DAG,
@@ -149,7 +151,7 @@ class _Run:
         self.retry_budget = retry_budget
         self.retries_used = 0
         self.max_attempts = max_attempts
-        self.executor = executor
+        self.given_executor = executor
         self.dispatcher = dispatcher
         self.run_id = uuid.uuid4().hex
         compiled = compile_hooks(hooks, TaskHooks, TASK_ANSWERS)
@@ -166,8 +168,9 @@ class _Run:
     async def execute(self) -> RunResult:
         self.started = time.perf_counter()
         cancelled = anyio.get_cancelled_exc_class()
-        if self.executor is None:
-            self.executor = LocalExecutor(anyio.CapacityLimiter(self.workers or 1))
+        self.executor = self.given_executor or LocalExecutor(
+            anyio.CapacityLimiter(max(self.workers, 1))
+        )
         try:
             async with anyio.create_task_group() as tg:
                 self.tg = tg
@@ -232,16 +235,14 @@ class _Run:
                 attempt += 1
                 self.attempts[i] = attempt
                 if self.before:
-                    ctx = TaskHookContext(
-                        task, attempt, task.agent, self.run_id, tuple(errors), started
-                    )
+                    ctx = self.context(task, attempt, errors, started)
                     decision, impl = await call_hooks(self.before, (ctx,), tid, self.record)
                     if decision is not None:
                         self.decided(i, decision, impl, None)
                         return
                 try:
                     if task.timeout is None and task.agent is None:
-                        result = await self.executor.execute(task, kwargs)  # type: ignore[union-attr]
+                        result = await self.executor.execute(task, kwargs)
                     else:
                         result = await self.body(task, kwargs)
                 except Exception as exc:
@@ -266,22 +267,16 @@ class _Run:
                 except cancelled:
                     raise
                 except BaseException as exc:
-                    # KeyboardInterrupt, SystemExit...: never retried; hooks see it, then
-                    # the state is recorded and the run stops and re-raises it.
+                    # KeyboardInterrupt, SystemExit...: never retried; the hooks see it,
+                    # then the handler below records it and stops the run.
                     errors.append(exc)
                     if self.on_failure:
                         ctx = self.context(task, attempt, errors, started)
                         await call_hooks(self.on_failure, (ctx, exc), tid, self.record)
-                    self.errors[tid] = exc
-                    self.fatal = exc
-                    self.settle(i, _FAILED)
-                    self.stop()
-                    return
+                    raise
                 outputs[tid] = result
                 if self.after:
-                    ctx = TaskHookContext(
-                        task, attempt, task.agent, self.run_id, tuple(errors), started
-                    )
+                    ctx = self.context(task, attempt, errors, started)
                     decision, impl = await call_hooks(self.after, (ctx, result), tid, self.record)
                     if decision is not None:  # only a fail-closed hook error answers here
                         del outputs[tid]
@@ -293,6 +288,15 @@ class _Run:
             if not self.states[i].terminal:
                 self.settle(i, _CANCELLED)
             raise
+        except BaseException as exc:
+            # A fatal error from the body or a hook: record it, stop the run, and let
+            # execute() re-raise it once every worker has ended.
+            self.errors[tid] = exc
+            if self.fatal is None:
+                self.fatal = exc
+            if not self.states[i].terminal:
+                self.settle(i, _FAILED)
+            self.stop()
         finally:
             self.durations[tid] = time.perf_counter() - started
 
@@ -303,7 +307,6 @@ class _Run:
 
     async def body(self, task: Task, kwargs: dict[str, Any]) -> Any:
         """The attempt's body, with its timeout and, for agent tasks, the dispatch."""
-        assert self.executor is not None
         if task.timeout is not None:
             with anyio.fail_after(task.timeout):
                 result = await self.executor.execute(task, kwargs)
