@@ -1,1 +1,74 @@
-"""YAML and SKILL.md hooks run at agent events."""
+"""Skills hooks: YAML and SKILL.md hooks run at agent events.
+
+Load hooks written the way Claude Code hooks are written, from ``orchestra.yaml`` files,
+the front matter of ``SKILL.md`` files, or folders of skills, and fire them at the 20
+events of the catalog (``EVENTS``)::
+
+    registry = orchestra.skills.load("orchestra.yaml", "skills/")
+    outcome = await registry.fire("PreToolUse", {"tool_name": "Bash", "tool_input": {...}})
+    if outcome.blocked:
+        ...
+
+Adapters plug a registry into orchestra's engines: ``registry.as_task_hooks()``,
+``registry.as_subagent_hooks()`` and ``@registry.guard("Tool")``.
+"""
+
+from orchestra._errors import ConfigError as ConfigError
+from orchestra._errors import ToolDenied as ToolDenied
+from orchestra.skills._adapters import AskCallback as AskCallback
+from orchestra.skills._adapters import Guard as Guard
+from orchestra.skills._adapters import RegistrySubagentHooks as RegistrySubagentHooks
+from orchestra.skills._adapters import RegistryTaskHooks as RegistryTaskHooks
+from orchestra.skills._catalog import EVENTS as EVENTS
+from orchestra.skills._catalog import EventSpec as EventSpec
+from orchestra.skills._catalog import OnError as OnError
+from orchestra.skills._config import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+from orchestra.skills._config import HOOK_TYPES as HOOK_TYPES
+from orchestra.skills._config import MAX_COMMAND_BYTES as MAX_COMMAND_BYTES
+from orchestra.skills._config import MAX_FILE_BYTES as MAX_FILE_BYTES
+from orchestra.skills._config import MAX_TIMEOUT as MAX_TIMEOUT
+from orchestra.skills._config import HookSpec as HookSpec
+from orchestra.skills._config import HookType as HookType
+from orchestra.skills._config import McpServerSpec as McpServerSpec
+from orchestra.skills._config import TlsMode as TlsMode
+from orchestra.skills._registry import Decision as Decision
+from orchestra.skills._registry import HookOutcome as HookOutcome
+from orchestra.skills._registry import HookRecord as HookRecord
+from orchestra.skills._registry import HookRegistry as HookRegistry
+from orchestra.skills._registry import load as load
+from orchestra.skills._result import HookResult as HookResult
+from orchestra.skills._result import HookRunError as HookRunError
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "EVENTS",
+    "HOOK_TYPES",
+    "MAX_COMMAND_BYTES",
+    "MAX_FILE_BYTES",
+    "MAX_TIMEOUT",
+    "AskCallback",
+    "ConfigError",
+    "Decision",
+    "EventSpec",
+    "Guard",
+    "HookOutcome",
+    "HookRecord",
+    "HookRegistry",
+    "HookResult",
+    "HookRunError",
+    "HookSpec",
+    "HookType",
+    "McpServerSpec",
+    "OnError",
+    "RegistrySubagentHooks",
+    "RegistryTaskHooks",
+    "TlsMode",
+    "ToolDenied",
+    "load",
+]
+
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type) and _obj.__module__.startswith("orchestra.skills._"):
+        _obj.__module__ = __name__
+del _name, _obj

@@ -1,0 +1,295 @@
+"""Adapters that fire a ``HookRegistry`` at the moments of orchestra's engines.
+
+- ``registry.as_task_hooks()``: a ``TaskHooks`` firing ``TaskCreated`` before a task's
+  first attempt (a deny fails the task) and ``TaskCompleted`` when it ended, with its
+  state and error.
+- ``registry.as_subagent_hooks()``: a ``SubagentHooks`` firing ``SubagentStart`` before
+  each attempt of a dispatch (a deny fails the dispatch) and ``SubagentStop`` after it.
+- ``@registry.guard("Tool")``: wraps a tool function; ``PreToolUse`` may deny the call
+  (``ToolDenied``) or rewrite its arguments, then ``PostToolUse`` gets the result or
+  ``PostToolUseFailure`` the error.
+
+An adapter only overrides the moments whose events have hooks, so the engines skip the
+others at no cost.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar, final, overload
+
+import anyio.to_thread
+
+from orchestra._decisions import Fail
+from orchestra._errors import ToolDenied
+from orchestra._hooks import SubagentHookContext, SubagentHooks, TaskHookContext, TaskHooks
+
+if TYPE_CHECKING:
+    from orchestra.skills._registry import HookOutcome, HookRegistry
+
+__all__ = ["AskCallback", "Guard", "RegistrySubagentHooks", "RegistryTaskHooks"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+AskCallback: TypeAlias = Callable[[str, Mapping[str, Any], "str | None"], "bool | Awaitable[bool]"]
+"""Answers a hook's ``ask`` for a guarded tool: (tool, tool_input, reason) -> approve?"""
+
+
+def _refusal(event: str, outcome: HookOutcome) -> str:
+    return outcome.reason or f"blocked by a {event} hook at {outcome.decided_by}"
+
+
+def _trim(cls: type, base: type, keep: Mapping[str, bool]) -> type:
+    """A subclass of ``cls`` with the moments not in ``keep`` reset to ``base``'s."""
+    reset = {moment: getattr(base, moment) for moment, wanted in keep.items() if not wanted}
+    return type(cls.__name__, (cls,), reset) if reset else cls
+
+
+def _error_fields(error: BaseException | None) -> dict[str, Any]:
+    if error is None:
+        return {"error": None, "error_type": None}
+    return {"error": str(error) or type(error).__name__, "error_type": type(error).__qualname__}
+
+
+class RegistryTaskHooks(TaskHooks):
+    """``TaskHooks`` that fire ``TaskCreated`` and ``TaskCompleted`` hooks.
+
+    ``TaskCreated`` fires before a task's first attempt; a deny or block fails the task
+    with the hook's reason. ``TaskCompleted`` fires after the attempt that succeeded
+    (``state: "succeeded"``), or after a failed attempt that the task's own ``retries``
+    do not repeat (``state: "failed"``, with ``error`` and ``error_type``); a retry that
+    another hook asks for past that point is not foreseen.
+
+    Args:
+        registry: the hooks to fire.
+    """
+
+    def __init__(self, registry: HookRegistry) -> None:
+        self.registry = registry
+
+    @staticmethod
+    def payload(ctx: TaskHookContext) -> dict[str, Any]:
+        """The event fields for a task: ``task_id``, ``run_id``, ``attempt``, ..."""
+        return {
+            "task_id": ctx.task.id,
+            "run_id": ctx.run_id,
+            "attempt": ctx.attempt,
+            "executor": ctx.executor,
+            "metadata": dict(ctx.task.metadata),
+        }
+
+    async def before_execute(self, ctx: TaskHookContext) -> Fail | None:
+        """Fire ``TaskCreated`` before the first attempt; a deny answers ``Fail``."""
+        if ctx.attempt != 1:
+            return None
+        outcome = await self.registry.fire("TaskCreated", self.payload(ctx))
+        return Fail(_refusal("TaskCreated", outcome)) if outcome.blocked else None
+
+    async def after_execute(self, ctx: TaskHookContext, result: Any) -> None:
+        """Fire ``TaskCompleted`` with ``state: "succeeded"``."""
+        payload = {**self.payload(ctx), "state": "succeeded", **_error_fields(None)}
+        await self.registry.fire("TaskCompleted", payload)
+
+    async def on_failure(self, ctx: TaskHookContext, error: BaseException) -> None:
+        """Fire ``TaskCompleted`` with ``state: "failed"`` once no own retry is left."""
+        if isinstance(error, Exception) and ctx.attempt <= ctx.task.retries:
+            return None
+        payload = {**self.payload(ctx), "state": "failed", **_error_fields(error)}
+        await self.registry.fire("TaskCompleted", payload)
+        return None
+
+
+class RegistrySubagentHooks(SubagentHooks):
+    """``SubagentHooks`` that fire ``SubagentStart`` and ``SubagentStop`` hooks.
+
+    ``SubagentStart`` fires before each attempt of a dispatch (the matcher sees the
+    agent's name); a deny or block fails the dispatch with the hook's reason.
+    ``SubagentStop`` fires after each attempt, with ``state`` ``"succeeded"`` and the
+    ``output``, or ``"failed"`` with ``error`` and ``error_type``.
+
+    Args:
+        registry: the hooks to fire.
+    """
+
+    def __init__(self, registry: HookRegistry) -> None:
+        self.registry = registry
+
+    @staticmethod
+    def payload(ctx: SubagentHookContext) -> dict[str, Any]:
+        """The event fields for a dispatch: ``agent_name``, ``task``, ``attempt``, ..."""
+        return {
+            "agent_name": ctx.subagent_name,
+            "agent_type": ctx.subagent_name,  # the field Claude Code's scripts read
+            "parent_agent": ctx.parent_agent,
+            "execution_mode": ctx.execution_mode.value,
+            "task": ctx.task,
+            "attempt": ctx.attempt,
+            "delegated_from": list(ctx.delegated_from),
+        }
+
+    async def before_dispatch(self, ctx: SubagentHookContext) -> Fail | None:
+        """Fire ``SubagentStart``; a deny answers ``Fail`` with the hook's reason."""
+        outcome = await self.registry.fire("SubagentStart", self.payload(ctx))
+        return Fail(_refusal("SubagentStart", outcome)) if outcome.blocked else None
+
+    async def after_dispatch(self, ctx: SubagentHookContext, result: Any) -> None:
+        """Fire ``SubagentStop`` with ``state: "succeeded"`` and the output."""
+        output = getattr(result, "output", result)
+        payload = {**self.payload(ctx), "state": "succeeded", "output": output}
+        await self.registry.fire("SubagentStop", {**payload, **_error_fields(None)})
+
+    async def on_failure(self, ctx: SubagentHookContext, error: BaseException) -> None:
+        """Fire ``SubagentStop`` with ``state: "failed"`` and the error."""
+        payload = {**self.payload(ctx), "state": "failed", "output": None}
+        await self.registry.fire("SubagentStop", {**payload, **_error_fields(error)})
+        return None
+
+
+def task_hooks(registry: HookRegistry) -> TaskHooks:
+    """The ``TaskHooks`` of a registry, overriding only the moments with hooks."""
+    completed = registry.has_hooks("TaskCompleted")
+    keep = {
+        "before_execute": registry.has_hooks("TaskCreated"),
+        "after_execute": completed,
+        "on_failure": completed,
+    }
+    cls: type[RegistryTaskHooks] = _trim(RegistryTaskHooks, TaskHooks, keep)
+    return cls(registry)
+
+
+def subagent_hooks(registry: HookRegistry) -> SubagentHooks:
+    """The ``SubagentHooks`` of a registry, overriding only the moments with hooks."""
+    stop = registry.has_hooks("SubagentStop")
+    keep = {
+        "before_dispatch": registry.has_hooks("SubagentStart"),
+        "after_dispatch": stop,
+        "on_failure": stop,
+    }
+    cls: type[RegistrySubagentHooks] = _trim(RegistrySubagentHooks, SubagentHooks, keep)
+    return cls(registry)
+
+
+def _tool_input(sig: inspect.Signature, bound: inspect.BoundArguments) -> dict[str, Any]:
+    """The call's arguments by name (``**kwargs`` spread, ``*args`` as a list)."""
+    out: dict[str, Any] = {}
+    for name, value in bound.arguments.items():
+        kind = sig.parameters[name].kind
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            out.update(value)
+        elif kind is inspect.Parameter.VAR_POSITIONAL:
+            out[name] = list(value)
+        else:
+            out[name] = value
+    return out
+
+
+def _call_args(
+    tool: str, sig: inspect.Signature, tool_input: Mapping[str, Any]
+) -> tuple[list[Any], dict[str, Any]]:
+    """Positional and keyword arguments for a (modified) tool input.
+
+    Raises:
+        TypeError: the input has names the function does not take.
+    """
+    rest = dict(tool_input)
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    spread = False
+    for name, param in sig.parameters.items():
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            spread = True
+        elif name not in rest:
+            continue
+        elif param.kind is inspect.Parameter.POSITIONAL_ONLY:
+            args.append(rest.pop(name))
+        elif param.kind is inspect.Parameter.VAR_POSITIONAL:
+            args.extend(rest.pop(name))
+        else:
+            kwargs[name] = rest.pop(name)
+    if rest and not spread:
+        raise TypeError(f"tool {tool!r} takes no argument(s) {', '.join(map(repr, rest))}")
+    kwargs.update(rest)
+    return args, kwargs
+
+
+@final
+class Guard:
+    """The decorator ``registry.guard(tool)`` returns; see ``HookRegistry.guard``."""
+
+    __slots__ = ("ask", "registry", "tool")
+
+    def __init__(self, registry: HookRegistry, tool: str, ask: AskCallback | None) -> None:
+        self.registry = registry
+        self.tool = tool
+        self.ask = ask
+
+    @overload
+    def __call__(
+        self, fn: Callable[_P, Awaitable[_R]]
+    ) -> Callable[_P, Coroutine[Any, Any, _R]]: ...
+
+    @overload
+    def __call__(self, fn: Callable[_P, _R]) -> Callable[_P, Coroutine[Any, Any, _R]]: ...
+
+    def __call__(self, fn: Callable[_P, Any]) -> Callable[_P, Coroutine[Any, Any, Any]]:
+        """Wrap ``fn`` (``def`` or ``async def``) into a guarded ``async`` function."""
+        sig = inspect.signature(fn)
+        is_async = inspect.iscoroutinefunction(fn)
+        registry, tool, ask = self.registry, self.tool, self.ask
+
+        async def call(args: list[Any] | tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            if is_async:
+                return await fn(*args, **kwargs)
+            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+        @functools.wraps(fn)
+        async def guarded(*args: _P.args, **kwargs: _P.kwargs) -> Any:
+            pre_hooks = registry.has_hooks("PreToolUse")
+            post_hooks = registry.has_hooks("PostToolUse")
+            fail_hooks = registry.has_hooks("PostToolUseFailure")
+            if not (pre_hooks or post_hooks or fail_hooks):
+                return await call(args, kwargs)
+            tool_input = _tool_input(sig, sig.bind(*args, **kwargs))
+            fields = {"tool_name": tool, "tool_use_id": f"toolu_{uuid.uuid4().hex}"}
+            call_args: list[Any] | tuple[Any, ...] = args
+            call_kwargs: dict[str, Any] = kwargs
+            modified = False
+            if pre_hooks:
+                pre = await registry.fire("PreToolUse", {**fields, "tool_input": tool_input})
+                if pre.blocked:
+                    raise ToolDenied(tool, _refusal("PreToolUse", pre))
+                if pre.decision == "ask" and not await _approve(ask, tool, tool_input, pre):
+                    raise ToolDenied(tool, pre.reason or f"needs approval ({pre.decided_by})")
+                if pre.modified_input is not None:
+                    tool_input = dict(pre.modified_input)
+                    modified = True
+            try:
+                if modified:
+                    call_args, call_kwargs = _call_args(tool, sig, tool_input)
+                result = await call(call_args, call_kwargs)
+            except Exception as exc:
+                if fail_hooks:
+                    payload = {**fields, "tool_input": tool_input, **_error_fields(exc)}
+                    await registry.fire("PostToolUseFailure", payload)
+                raise
+            if post_hooks:
+                payload = {**fields, "tool_input": tool_input, "tool_response": result}
+                await registry.fire("PostToolUse", payload)
+            return result
+
+        return guarded
+
+
+async def _approve(
+    ask: AskCallback | None, tool: str, tool_input: Mapping[str, Any], outcome: HookOutcome
+) -> bool:
+    if ask is None:
+        return False
+    answer = ask(tool, tool_input, outcome.reason)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    return bool(answer)

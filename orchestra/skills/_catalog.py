@@ -1,0 +1,193 @@
+"""The events catalog: the one table of the 20 skills-hook events.
+
+Config validation, firing and aggregation all read this table: which payload field a
+matcher is matched against, whether a hook can block the event or modify its input,
+whether the event's messages are meant as context for the agent, and what a hook error
+means by default (``on_error``).
+
+Guard events (``PreToolUse``, ``PermissionRequest``) default to ``on_error: block``: a
+guard that cannot run must not silently allow. Every other event defaults to
+``continue``. Events that report something already over (``PostToolUse``,
+``SubagentStop``, ``TaskCompleted``, ...) cannot block: there is nothing left to stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final, Literal, TypeAlias, final
+
+import attrs
+
+__all__ = ["EVENTS", "EventSpec", "OnError"]
+
+OnError: TypeAlias = Literal["continue", "block"]
+"""What a hook error (crash, timeout, bad output) means: go on, or block the event."""
+
+
+@final
+@attrs.frozen
+class EventSpec:
+    """What one event allows, as the catalog says.
+
+    Attributes:
+        name: the event's name, e.g. ``"PreToolUse"``.
+        matcher_field: the payload field a hook's ``matcher`` is matched against (e.g.
+            ``"tool_name"``), or None when the event takes no matcher.
+        can_block: a hook may deny or block the event (``decision: deny|block``, exit 2,
+            a fixed ``permission`` hook, or an error under ``on_error: block``).
+        can_modify: a hook may replace the event's input (``modified_input``,
+            Claude Code's ``updatedInput``); the input is the payload field
+            ``input_field``.
+        adds_context: the messages hooks return are meant as context for the agent.
+        default_on_error: ``on_error`` of a hook that does not set it.
+        input_field: the payload field that ``modified_input`` replaces, if any.
+        description: when the event fires.
+    """
+
+    name: str
+    matcher_field: str | None
+    can_block: bool
+    can_modify: bool
+    adds_context: bool
+    default_on_error: OnError
+    input_field: str | None
+    description: str
+
+
+def _event(
+    name: str,
+    matcher_field: str | None,
+    *,
+    block: bool = False,
+    modify: bool = False,
+    context: bool = False,
+    guard: bool = False,
+    description: str,
+) -> EventSpec:
+    return EventSpec(
+        name=name,
+        matcher_field=matcher_field,
+        can_block=block,
+        can_modify=modify,
+        adds_context=context,
+        default_on_error="block" if guard else "continue",
+        input_field="tool_input" if modify else None,
+        description=description,
+    )
+
+
+_SPECS: Final = (
+    _event(
+        "PreToolUse",
+        "tool_name",
+        block=True,
+        modify=True,
+        context=True,
+        guard=True,
+        description="before a tool runs, with tool_name and tool_input",
+    ),
+    _event(
+        "PostToolUse",
+        "tool_name",
+        context=True,
+        description="after a tool returned, with tool_input and tool_response",
+    ),
+    _event(
+        "PostToolUseFailure",
+        "tool_name",
+        context=True,
+        description="after a tool raised, with tool_input and error",
+    ),
+    _event(
+        "PermissionRequest",
+        "tool_name",
+        block=True,
+        modify=True,
+        guard=True,
+        description="when a tool call needs a permission decision",
+    ),
+    _event(
+        "PermissionDenied",
+        "tool_name",
+        context=True,
+        description="after a tool call was denied",
+    ),
+    _event(
+        "SessionStart",
+        "source",
+        context=True,
+        description="when a session starts or resumes (source: startup, resume, ...)",
+    ),
+    _event("SessionEnd", "reason", description="when a session ends"),
+    _event(
+        "Stop",
+        None,
+        block=True,
+        context=True,
+        description="when the agent is about to stop; a block asks it to go on",
+    ),
+    _event("StopFailure", "error", description="when the agent stopped on an error"),
+    _event(
+        "Notification",
+        "notification_type",
+        description="when the agent sends a notification",
+    ),
+    _event(
+        "UserPromptSubmit",
+        None,
+        block=True,
+        context=True,
+        description="when a prompt is submitted, before the agent reads it",
+    ),
+    _event(
+        "PreCompact",
+        "trigger",
+        block=True,
+        description="before the context is compacted (trigger: manual, auto)",
+    ),
+    _event("PostCompact", "trigger", description="after the context was compacted"),
+    _event(
+        "ConfigChange",
+        "source",
+        block=True,
+        description="when a configuration changes; a block refuses the change",
+    ),
+    _event(
+        "InstructionsLoaded",
+        "load_reason",
+        description="when instruction files were loaded",
+    ),
+    _event(
+        "PostToolBatch",
+        None,
+        context=True,
+        description="after every tool call of a batch has returned",
+    ),
+    _event(
+        "SubagentStart",
+        "agent_name",
+        block=True,
+        context=True,
+        description="before a subagent attempt starts; a deny fails the dispatch",
+    ),
+    _event(
+        "SubagentStop",
+        "agent_name",
+        description="after a subagent answered or raised",
+    ),
+    _event(
+        "TaskCreated",
+        "task_id",
+        block=True,
+        description="before a DAG task first runs; a deny fails the task",
+    ),
+    _event(
+        "TaskCompleted",
+        "task_id",
+        description="when a DAG task ended, with its state and error",
+    ),
+)
+
+EVENTS: Final[Mapping[str, EventSpec]] = MappingProxyType({spec.name: spec for spec in _SPECS})
+"""The catalog: every event's ``EventSpec``, by name, in documentation order."""
