@@ -1,0 +1,57 @@
+"""orchestra-dask: run orchestra DAG task bodies on a dask.distributed cluster.
+
+Pass a ``DaskExecutor`` to ``orchestra.run`` (or ``run_sync``). Task bodies run on the
+cluster's workers; the scheduler, ``TaskHooks``, YAML hooks and every decision (retry,
+skip, fail) stay in the driver process::
+
+    from dask.distributed import Client, LocalCluster
+    import orchestra
+    from orchestra_dask import DaskExecutor
+
+    dag = orchestra.DAG("etl")
+
+    @dag.task
+    def extract() -> list[int]:
+        return list(range(10))
+
+    @dag.task(deps=[extract], retries=2)
+    def total(extract: list[int]) -> int:
+        return sum(extract)
+
+    with LocalCluster(n_workers=2) as cluster, Client(cluster) as client:
+        result = orchestra.run_sync(dag, executor=DaskExecutor(client))
+        assert result.outputs["total"] == 45
+
+What to know:
+
+- Upstream outputs travel to the workers as keyword arguments and results come back to
+  the driver (hooks see them), all through dask's serialization: bodies, arguments and
+  results must be picklable (cloudpickle). Keep large data on the cluster and pass
+  references (paths, dask collections) between tasks.
+- Each attempt is a fresh dask task (key ``"{task id}-{uuid}"``): a ``Retry`` runs the
+  body again, even after a worker died (dask raises ``KilledWorker`` once
+  ``distributed.scheduler.allowed-failures`` is spent; your ``on_failure`` sees it).
+- Cancelling the run (an outer cancel scope, ``fail_fast``, a task ``timeout``) cancels
+  the task's dask future. A body already running in a worker thread cannot be
+  interrupted: dask drops its result when it ends.
+- ``async def`` bodies run with ``anyio.run`` in a worker thread, on the driver's backend
+  (``async_backend=`` to choose).
+- The OpenTelemetry context of the task attempt is propagated (W3C ``traceparent``) and
+  attached on the worker: give the workers a tracer provider (a ``WorkerPlugin``, say)
+  and the spans started by the body join the run's trace.
+- Works on both anyio backends (asyncio and trio) with a normal synchronous ``Client``,
+  which runs its own event loop in a thread; the driver's loop never blocks on it. On
+  asyncio, an asynchronous ``Client`` (``await Client(cluster, asynchronous=True)``)
+  created on the driver's loop is awaited directly.
+- Per task, ``metadata={"dask": {"resources": {"GPU": 1}}}`` passes ``workers``,
+  ``resources``, ``priority`` or ``allow_other_workers`` to ``Client.submit``.
+"""
+
+from orchestra_dask._executor import SUBMIT_OPTIONS as SUBMIT_OPTIONS
+from orchestra_dask._executor import DaskExecutor as DaskExecutor
+
+__version__ = "0.1.0"
+
+__all__ = ["SUBMIT_OPTIONS", "DaskExecutor"]
+
+DaskExecutor.__module__ = __name__
