@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from tenacity import stop_after_attempt
 
 from orchestra import (
@@ -21,6 +25,7 @@ from orchestra import (
     SubagentHookContext,
     SubagentHooks,
     SubagentResult,
+    tracing,
 )
 from orchestra.agents import DEFAULT_MAX_ATTEMPTS, RunContext
 
@@ -469,3 +474,50 @@ async def test_agent_can_dispatch_through_its_context() -> None:
     d = Dispatcher([Planner(), Agent("a")], hooks=[Spy()])
     assert (await d.dispatch("planner", "q", parent="user")).output == "plan(a: Q)"
     assert parents == ["user", "planner"]
+
+
+# -- tracing ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.set_tracer_provider(provider)
+    try:
+        yield exporter
+    finally:
+        tracing.set_tracer_provider(None)
+
+
+async def test_each_attempt_is_an_invoke_agent_span_with_its_decision(
+    spans: InMemorySpanExporter,
+) -> None:
+    class Crash(SubagentHooks):
+        def before_dispatch(self, ctx: SubagentHookContext) -> None:
+            raise RuntimeError("hook bug")
+
+    answers = {"a": Retry(0)}
+
+    class Policy(SubagentHooks):
+        def on_failure(self, ctx: SubagentHookContext, error: BaseException) -> Any:
+            return answers.get(ctx.subagent_name) if ctx.attempt == 1 else Delegate("b")
+
+    d = Dispatcher([Agent("a", 9), Agent("b")], hooks=[Crash(), Policy()])
+    result = await d.dispatch("a", "t", parent="planner")
+    assert result.agent == "b"
+    finished = spans.get_finished_spans()
+    assert [s.name for s in finished] == ["invoke_agent a", "invoke_agent a", "invoke_agent b"]
+    first, second, third = (dict(s.attributes or {}) for s in finished)
+    assert first["gen_ai.operation.name"] == "invoke_agent"
+    assert first["gen_ai.agent.name"] == "a"
+    assert (first["orchestra.agent.mode"], first["orchestra.agent.parent"]) == ("sync", "planner")
+    assert (first["orchestra.agent.attempt"], first["orchestra.decision"]) == (1, "retry")
+    assert first["orchestra.decision.by"] == "Policy.on_failure"
+    assert (second["orchestra.decision"], second["orchestra.decision.agent"]) == ("delegate", "b")
+    assert third["orchestra.agent.delegated_from"] == ("a",)
+    assert "orchestra.decision" not in third
+    assert "gen_ai.input.messages" not in first  # no content unless opted in
+    events = [e.name for e in finished[0].events]
+    assert events == ["orchestra.hook.error", "exception", "orchestra.decision"]

@@ -12,8 +12,9 @@ from typing import Any, Final, Literal, TypeAlias, final, overload
 
 import anyio
 import anyio.abc
+from opentelemetry.trace import Span
 
-from orchestra._decisions import Decision, Delegate, Retry
+from orchestra._decisions import Decision, Delegate, Fail, Retry
 from orchestra._errors import DispatchError, HookError
 from orchestra._hooks import (
     SUBAGENT_ANSWERS,
@@ -25,6 +26,14 @@ from orchestra._hooks import (
     compile_hooks,
 )
 from orchestra.agents._types import RunContext, Subagent, SubagentResult, _Session
+from orchestra.tracing._spans import (
+    agent_span,
+    record_decision,
+    record_error,
+    record_hook_error,
+    set_agent_output,
+)
+from orchestra.tracing._state import get_tracer
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "Dispatcher", "Fork"]
 
@@ -185,8 +194,10 @@ class _Dispatch:
         "mode",
         "name",
         "parent",
+        "span",
         "started",
         "task",
+        "tracer",
     )
 
     def __init__(
@@ -202,6 +213,8 @@ class _Dispatch:
         self.errors: list[BaseException] = []
         self.hook_errors: list[HookError] | None = None
         self.started = time.monotonic() if d._hooked else 0.0
+        self.tracer = get_tracer()
+        self.span: Span | None = None
 
     # -- errors ---------------------------------------------------------------------------
 
@@ -209,6 +222,8 @@ class _Dispatch:
         if self.hook_errors is None:
             self.hook_errors = []
         self.hook_errors.append(error)
+        if self.span is not None:
+            record_hook_error(self.span, error, error.hook)
 
     def error(self, message: str, reason: str | None = None) -> DispatchError:
         return DispatchError(
@@ -271,75 +286,112 @@ class _Dispatch:
 
     async def run_agent(self, agent: Subagent, session: _Session) -> SubagentResult | _Delegation:
         """All the attempts of one agent: its result, or a delegation to another agent."""
-        d = self.d
-        before = d._before
-        on_failure = d._on_failure
-        name = self.name
-        errors = self.errors
+        tracer = self.tracer
         while True:
             self.attempt += 1
-            if before:
-                decision, impl = await call_hooks(before, (self.context(),), name, self.record)
-                if decision is not None:
-                    if type(decision) is Delegate:
-                        return decision, impl, errors[-1] if errors else None
-                    raise self.failed(decision, impl) from (errors[-1] if errors else None)
-            ctx = RunContext(
-                name, self.parent, self.mode, self.attempt, self.delegated_from, d, session
-            )
-            try:
-                output = await agent.run(self.task, ctx)
-            except Exception as exc:
-                errors.append(exc)
-                decision = impl = None
-                if on_failure:
-                    decision, impl = await call_hooks(
-                        on_failure, (self.context(), exc), name, self.record
-                    )
-                if decision is None:
-                    raise self.error(
-                        f"agent {name!r} failed on attempt {self.attempt}: "
-                        f"{type(exc).__name__}: {exc}"
-                    ) from exc
-                if type(decision) is Retry:
-                    if self.attempt >= d._max_attempts:
-                        raise self.error(
-                            f"agent {name!r} reached the attempt cap of {d._max_attempts} "
-                            f"(last error: {type(exc).__name__}: {exc})",
-                            f"attempt cap of {d._max_attempts} reached",
-                        ) from exc
-                    if decision.delay:
-                        await anyio.sleep(decision.delay)
-                    continue
+            if tracer is None:
+                outcome = await self.attempt_once(agent, session)
+            else:
+                with agent_span(
+                    tracer,
+                    self.name,
+                    task=self.task,
+                    mode=self.mode.value,
+                    parent=self.parent,
+                    attempt=self.attempt,
+                    delegated_from=self.delegated_from,
+                ) as span:
+                    self.span = span
+                    try:
+                        outcome = await self.attempt_once(agent, session)
+                    finally:
+                        self.span = None
+            if type(outcome) is Retry:
+                if outcome.delay:
+                    await anyio.sleep(outcome.delay)
+                continue
+            assert not isinstance(outcome, Retry)
+            return outcome
+
+    async def attempt_once(
+        self, agent: Subagent, session: _Session
+    ) -> SubagentResult | _Delegation | Retry:
+        """One attempt: hooks around one run; what comes next, or DispatchError."""
+        d = self.d
+        name = self.name
+        errors = self.errors
+        if d._before:
+            decision, impl = await call_hooks(d._before, (self.context(),), name, self.record)
+            if decision is not None:
+                self.decided(decision, impl)
                 if type(decision) is Delegate:
-                    return decision, impl, exc
-                raise self.failed(decision, impl) from exc
-            except BaseException as exc:
-                # Cancellation is not the agent's failure; anything else (KeyboardInterrupt,
-                # SystemExit...) is shown to the hooks, never retried, and propagates.
-                if on_failure and not isinstance(exc, anyio.get_cancelled_exc_class()):
-                    errors.append(exc)
-                    await call_hooks(on_failure, (self.context(), exc), name, self.record)
-                raise
-            result = SubagentResult(
-                name,
-                output,
-                self.attempt,
-                self.delegated_from,
-                tuple(self.hook_errors) if self.hook_errors else (),
-            )
-            if d._after:
-                recorded = len(self.hook_errors or ())
+                    return decision, impl, errors[-1] if errors else None
+                raise self.failed(decision, impl) from (errors[-1] if errors else None)
+        ctx = RunContext(
+            name, self.parent, self.mode, self.attempt, self.delegated_from, d, session
+        )
+        try:
+            output = await agent.run(self.task, ctx)
+        except Exception as exc:
+            errors.append(exc)
+            if self.span is not None:
+                record_error(self.span, exc)
+            decision = impl = None
+            if d._on_failure:
                 decision, impl = await call_hooks(
-                    d._after, (self.context(), result), name, self.record
+                    d._on_failure, (self.context(), exc), name, self.record
                 )
-                if decision is not None:  # only a fail-closed hook error answers here
-                    raise self.failed(decision, impl)
-                if self.hook_errors and len(self.hook_errors) > recorded:
-                    result = SubagentResult(
-                        name, output, self.attempt, self.delegated_from, tuple(self.hook_errors)
-                    )
-            return result
+            if decision is None:
+                raise self.error(
+                    f"agent {name!r} failed on attempt {self.attempt}: {type(exc).__name__}: {exc}"
+                ) from exc
+            if type(decision) is Retry and self.attempt >= d._max_attempts:
+                reason = f"attempt cap of {d._max_attempts} reached"
+                self.decided(Fail(reason), None)
+                raise self.error(
+                    f"agent {name!r} reached the attempt cap of {d._max_attempts} "
+                    f"(last error: {type(exc).__name__}: {exc})",
+                    reason,
+                ) from exc
+            self.decided(decision, impl)
+            if type(decision) is Retry:
+                return decision
+            if type(decision) is Delegate:
+                return decision, impl, exc
+            raise self.failed(decision, impl) from exc
+        except BaseException as exc:
+            # Cancellation is not the agent's failure; anything else (KeyboardInterrupt,
+            # SystemExit...) is shown to the hooks, never retried, and propagates.
+            if d._on_failure and not isinstance(exc, anyio.get_cancelled_exc_class()):
+                errors.append(exc)
+                await call_hooks(d._on_failure, (self.context(), exc), name, self.record)
+            raise
+        if self.span is not None:
+            set_agent_output(self.span, output)
+        result = SubagentResult(
+            name,
+            output,
+            self.attempt,
+            self.delegated_from,
+            tuple(self.hook_errors) if self.hook_errors else (),
+        )
+        if d._after:
+            recorded = len(self.hook_errors or ())
+            decision, impl = await call_hooks(d._after, (self.context(), result), name, self.record)
+            if decision is not None:  # only a fail-closed hook error answers here
+                self.decided(decision, impl)
+                raise self.failed(decision, impl)
+            if self.hook_errors and len(self.hook_errors) > recorded:
+                result = SubagentResult(
+                    name, output, self.attempt, self.delegated_from, tuple(self.hook_errors)
+                )
+        return result
+
+    def decided(self, decision: Decision, impl: HookImpl | None) -> None:
+        """Put a decision on the attempt's span, when tracing."""
+        if self.span is not None:
+            by = f"{impl.name}.{impl.moment}" if impl is not None else "orchestra"
+            record_decision(self.span, decision, by, attempt=self.attempt)
 
     def delegate(
         self, decision: Delegate, impl: HookImpl | None, cause: BaseException | None
