@@ -1,0 +1,290 @@
+"""Adapters: task hooks in a real DAG run, subagent hooks, and guarded tools."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import orchestra
+from orchestra import ExecutionMode, Fail, SubagentHookContext, TaskHooks, TaskState, ToolDenied
+from orchestra._hooks import SUBAGENT_ANSWERS, TASK_ANSWERS, compile_hooks
+from orchestra.skills import HookRegistry, load
+
+pytestmark = pytest.mark.anyio
+
+# Appends the event JSON, one line each, to events.jsonl in the project folder.
+RECORD = "cat >> events.jsonl; echo >> events.jsonl"
+
+
+def registry(tmp_path: Path, yaml: str) -> HookRegistry:
+    path = tmp_path / "orchestra.yaml"
+    path.write_text(textwrap.dedent(yaml).lstrip("\n"))
+    return load(path, project_dir=tmp_path)
+
+
+def recorded(tmp_path: Path) -> list[dict[str, Any]]:
+    path = tmp_path / "events.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# --- task hooks ---------------------------------------------------------------------------
+
+
+async def test_task_hooks_fire_created_then_completed_with_state(tmp_path: Path) -> None:
+    reg = registry(
+        tmp_path,
+        f"""
+        hooks:
+          TaskCreated:
+            - hooks: [{{type: command, command: '{RECORD}'}}]
+          TaskCompleted:
+            - hooks: [{{type: command, command: '{RECORD}'}}]
+        """,
+    )
+    dag = orchestra.DAG("d")
+    ran: list[str] = []
+
+    @dag.task
+    def ok() -> int:
+        ran.append("ok")
+        return 1
+
+    @dag.task(retries=1)
+    def flaky() -> None:
+        ran.append("flaky")
+        raise RuntimeError("disk full")
+
+    result = await orchestra.run(dag, hooks=[reg.as_task_hooks()], max_concurrency=1)
+    assert result.states == {"ok": TaskState.SUCCEEDED, "flaky": TaskState.FAILED}
+    events = [(e["hook_event_name"], e["task_id"], e.get("state")) for e in recorded(tmp_path)]
+    assert events == [
+        ("TaskCreated", "ok", None),
+        ("TaskCompleted", "ok", "succeeded"),
+        ("TaskCreated", "flaky", None),
+        ("TaskCompleted", "flaky", "failed"),
+    ]
+    failed = recorded(tmp_path)[-1]
+    assert (failed["error"], failed["error_type"], failed["attempt"]) == (
+        "disk full",
+        "RuntimeError",
+        2,
+    )
+    assert failed["run_id"] == result.run_id
+    assert ran == ["ok", "flaky", "flaky"]
+
+
+async def test_task_created_deny_fails_the_task_before_it_runs(tmp_path: Path) -> None:
+    reg = registry(
+        tmp_path,
+        """
+        hooks:
+          TaskCreated:
+            - matcher: deploy
+              hooks: [{type: command, command: 'echo "frozen until Monday" >&2; exit 2'}]
+        """,
+    )
+    dag = orchestra.DAG("d")
+    ran: list[str] = []
+
+    @dag.task
+    def build() -> None:
+        ran.append("build")
+
+    @dag.task(deps=[build])
+    def deploy() -> None:
+        ran.append("deploy")
+
+    result = await orchestra.run(dag, hooks=[reg.as_task_hooks()])
+    assert ran == ["build"]
+    assert result.states["deploy"] is TaskState.FAILED
+    assert "frozen until Monday" in str(result.errors["deploy"])
+
+
+async def test_adapters_override_only_the_moments_with_hooks(tmp_path: Path) -> None:
+    empty = HookRegistry()
+    assert all(not impls for impls in _task_moments(empty.as_task_hooks()).values())
+    subagent = compile_hooks([empty.as_subagent_hooks()], orchestra.SubagentHooks, SUBAGENT_ANSWERS)
+    assert all(not impls for impls in subagent.values())
+    only_created = registry(
+        tmp_path, "hooks:\n  TaskCreated:\n    - hooks: [{type: prompt, prompt: x}]\n"
+    )
+    moments = _task_moments(only_created.as_task_hooks())
+    assert {name for name, impls in moments.items() if impls} == {"before_execute"}
+
+
+def _task_moments(hooks: TaskHooks) -> dict[str, Any]:
+    return compile_hooks([hooks], TaskHooks, TASK_ANSWERS)
+
+
+# --- subagent hooks -----------------------------------------------------------------------
+
+
+def _context(name: str) -> SubagentHookContext:
+    return SubagentHookContext(
+        parent_agent="lead",
+        subagent_name=name,
+        execution_mode=ExecutionMode.SYNC,
+        task="summarise the logs",
+        attempt=1,
+    )
+
+
+async def test_subagent_start_deny_answers_fail_and_stop_gets_the_output(tmp_path: Path) -> None:
+    reg = registry(
+        tmp_path,
+        f"""
+        hooks:
+          SubagentStart:
+            - matcher: intern
+              hooks: [{{type: permission, decision: deny, reason: interns may not run}}]
+            - hooks: [{{type: command, command: '{RECORD}'}}]
+          SubagentStop:
+            - hooks: [{{type: command, command: '{RECORD}'}}]
+        """,
+    )
+    hooks = reg.as_subagent_hooks()
+    assert await hooks.before_dispatch(_context("intern")) == Fail("interns may not run")
+    assert await hooks.before_dispatch(_context("senior")) is None
+    await hooks.after_dispatch(_context("senior"), "42 errors")
+    await hooks.on_failure(_context("senior"), ValueError("bad"))
+    start, stop, failed = recorded(tmp_path)
+    assert (start["hook_event_name"], start["agent_name"], start["task"]) == (
+        "SubagentStart",
+        "senior",
+        "summarise the logs",
+    )
+    assert (start["parent_agent"], start["execution_mode"]) == ("lead", "sync")
+    assert (stop["state"], stop["output"]) == ("succeeded", "42 errors")
+    assert (failed["state"], failed["error"], failed["error_type"]) == (
+        "failed",
+        "bad",
+        "ValueError",
+    )
+
+
+# --- guarded tools ------------------------------------------------------------------------
+
+GUARD = """
+hooks:
+  PreToolUse:
+    - matcher: Bash
+      hooks:
+        - type: command
+          command: >-
+            python3 -c 'import json, sys;
+            c = json.load(sys.stdin)["tool_input"]["command"];
+            print(json.dumps({"decision": "deny", "reason": "no rm"}) if c.startswith("rm")
+            else json.dumps({"modified_input": {"command": c + " --dry-run"}})
+            if c.startswith("deploy") else "")'
+  PostToolUse:
+    - hooks: [{type: command, command: 'cat >> events.jsonl; echo >> events.jsonl'}]
+  PostToolUseFailure:
+    - hooks: [{type: command, command: 'cat >> events.jsonl; echo >> events.jsonl'}]
+"""
+
+
+async def test_guard_denies_rewrites_and_reports_results(tmp_path: Path) -> None:
+    reg = registry(tmp_path, GUARD)
+    calls: list[str] = []
+
+    @reg.guard("Bash")
+    def bash(command: str, *, cwd: str = ".") -> str:
+        calls.append(command)
+        if command == "false":
+            raise RuntimeError("exit status 1")
+        return f"ran {command}"
+
+    assert await bash("ls") == "ran ls"
+    assert await bash("deploy prod") == "ran deploy prod --dry-run"
+    with pytest.raises(ToolDenied) as denied:
+        await bash("rm -rf /")
+    assert isinstance(denied.value, PermissionError)
+    assert (denied.value.tool, denied.value.reason) == ("Bash", "no rm")
+    with pytest.raises(RuntimeError, match="exit status 1"):
+        await bash(command="false")
+    assert calls == ["ls", "deploy prod --dry-run", "false"]
+    events = recorded(tmp_path)
+    assert [(e["hook_event_name"], e["tool_input"]) for e in events] == [
+        ("PostToolUse", {"command": "ls"}),
+        ("PostToolUse", {"command": "deploy prod --dry-run"}),
+        ("PostToolUseFailure", {"command": "false"}),
+    ]
+    assert events[0]["tool_response"] == "ran ls"
+    assert (events[2]["error"], events[2]["error_type"]) == ("exit status 1", "RuntimeError")
+    assert bash.__name__ == "bash"
+
+
+async def test_guard_on_async_tool_with_positional_and_var_kwargs(tmp_path: Path) -> None:
+    reg = registry(
+        tmp_path,
+        """
+        hooks:
+          PreToolUse:
+            - hooks:
+                - type: command
+                  command: >-
+                    printf '{"modified_input": {"path": "/safe", "mode": "r", "extra": 1}}'
+        """,
+    )
+    seen: list[Any] = []
+
+    @reg.guard("Read")
+    async def read(path: str, /, mode: str = "rb", **options: Any) -> str:
+        seen.append((path, mode, options))
+        return "data"
+
+    assert await read("/etc/shadow", mode="w", follow=True) == "data"
+    assert seen == [("/safe", "r", {"extra": 1})]
+
+
+async def test_guard_ask_is_refused_without_a_callback_and_asks_with_one(tmp_path: Path) -> None:
+    reg = registry(
+        tmp_path,
+        """
+        hooks:
+          PreToolUse:
+            - hooks: [{type: permission, decision: ask, reason: "sure?"}]
+        """,
+    )
+
+    def tool(x: int) -> int:
+        return x * 2
+
+    with pytest.raises(ToolDenied, match=r"sure\?"):
+        await reg.guard("Calc")(tool)(2)
+    asked: list[Any] = []
+
+    async def approve(name: str, tool_input: Any, reason: str | None) -> bool:
+        asked.append((name, dict(tool_input), reason))
+        return True
+
+    assert await reg.guard("Calc", ask=approve)(tool)(3) == 6
+    assert asked == [("Calc", {"x": 3}, "sure?")]
+
+
+async def test_guard_hook_error_blocks_by_default(tmp_path: Path) -> None:
+    reg = registry(
+        tmp_path,
+        "hooks:\n  PreToolUse:\n    - hooks: [{type: command, command: 'exit 1'}]\n",
+    )
+
+    @reg.guard("Bash")
+    def bash(command: str) -> str:
+        raise AssertionError("must not run")
+
+    with pytest.raises(ToolDenied, match="hook error: exited 1"):
+        await bash("ls")
+
+
+async def test_guard_without_hooks_just_calls_the_tool() -> None:
+    @HookRegistry().guard("Bash")
+    async def bash(command: str) -> str:
+        return command
+
+    assert await bash("ls") == "ls"
