@@ -162,3 +162,33 @@ def test_run_sync_with_an_unopened_dispatcher() -> None:
     result = orchestra.run_sync(research_dag(), dispatcher=d)
     assert result.ok
     assert result.outputs["research"] == "researcher(look into why?)"
+
+
+class Fatal(BaseException):
+    pass
+
+
+async def test_base_exception_from_agent_goes_through_both_hooks_and_stops_the_run() -> None:
+    class Doomed(Subagent):
+        name = "doomed"
+
+        async def run(self, task: str, ctx: RunContext) -> None:
+            raise Fatal
+
+    events: list[tuple[Any, ...]] = []
+    hooks = Both(events, agent_answer=Retry(0))
+    dag = DAG("study")
+
+    @dag.task(agent="doomed", retries=3)
+    def research() -> str:
+        return "topic"
+
+    d = Dispatcher([Doomed()], hooks=[hooks])
+    with pytest.raises(Fatal):
+        await orchestra.run(dag, hooks=[hooks], dispatcher=d)
+    assert events == [
+        ("task.before", "research", 1, "doomed"),
+        ("agent.before", "doomed", 1, "study", "topic"),
+        ("agent.failure", "doomed", 1, Fatal),
+        ("task.failure", "research", 1, Fatal),
+    ]
