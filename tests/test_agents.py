@@ -440,6 +440,8 @@ async def test_dispatch_refuses_bad_arguments() -> None:
     d = Dispatcher([Agent("a")])
     with pytest.raises(TypeError, match="agent 'a': task must be a str"):
         await d.dispatch("a", 42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"dispatch needs an agent name \(a str\), got \['a'\]"):
+        await d.dispatch(["a"], "t")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="agent 'a': mode must be an ExecutionMode"):
         await d.dispatch("a", "t", mode="fork")  # type: ignore[call-overload]
     for timeout in (0, -1, float("nan"), "1"):

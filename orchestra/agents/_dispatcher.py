@@ -625,8 +625,11 @@ class Dispatcher:
             raise DispatchError(
                 f"cannot dispatch to agent {name!r}: the dispatcher is closed", agent=name
             )
-        if type(task) is not str:
-            raise TypeError(f"dispatch to agent {name!r}: task must be a str, got {task!r}")
+        if type(task) is not str or type(name) is not str:
+            if not isinstance(name, str):
+                raise TypeError(f"dispatch needs an agent name (a str), got {name!r}")
+            if not isinstance(task, str):
+                raise TypeError(f"dispatch to agent {name!r}: task must be a str, got {task!r}")
         if mode is _SYNC and timeout is None:
             return await _Dispatch(self, name, task, parent, mode).run()
         if not isinstance(mode, ExecutionMode):
@@ -638,8 +641,7 @@ class Dispatcher:
             if (
                 isinstance(timeout, bool)
                 or not isinstance(timeout, int | float)
-                or not timeout > 0
-                or math.isnan(timeout)
+                or not timeout > 0  # NaN too
             ):
                 raise ValueError(
                     f"dispatch to agent {name!r}: timeout must be a number > 0 or None, "
