@@ -1,0 +1,28 @@
+"""The ``orchestra`` command (extra ``cli``).
+
+``main`` is a plain ``click.Group``; each command family lives in its own module and is
+added with ``main.add_command(...)``::
+
+    orchestra hooks validate PATH...
+    orchestra hooks list PATH...
+    orchestra hooks test EVENT --payload JSON|@FILE PATH...
+    orchestra hooks events
+"""
+
+from __future__ import annotations
+
+import click
+
+from orchestra import __version__
+from orchestra.cli._hooks import hooks
+
+__all__ = ["main"]
+
+
+@click.group()
+@click.version_option(__version__, prog_name="orchestra")
+def main() -> None:
+    """orchestra: lifecycle hooks for orchestration."""
+
+
+main.add_command(hooks)

@@ -1,0 +1,308 @@
+"""``orchestra hooks ...``: validate, list and test YAML hook configs.
+
+- ``orchestra hooks validate PATH...``: every problem as ``file:line: field: message``;
+  exit status 1 if there is any.
+- ``orchestra hooks list PATH...``: the merged hooks, in the order they run.
+- ``orchestra hooks test EVENT --payload JSON|@file PATH...``: fires the event for real
+  and shows what each hook answered, how long it took, its exit code and stderr, and the
+  final outcome.
+- ``orchestra hooks events``: the events catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from orchestra._errors import ConfigError
+from orchestra.skills import EVENTS, HookOutcome, HookRecord, HookRegistry, HookSpec, load
+
+__all__ = ["hooks"]
+
+_STDERR_SHOWN: Final = 2000
+_PATHS = click.argument(
+    "paths", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=True)
+)
+
+
+def _console() -> Console:
+    # Off a terminal, do not wrap: file:line must stay on one line for grep and tests.
+    return Console(width=None if sys.stdout.isatty() else 10_000, highlight=False)
+
+
+def _load(paths: Sequence[Path], project_dir: Path | None = None) -> HookRegistry:
+    try:
+        return load(*paths, project_dir=project_dir)
+    except ConfigError as error:
+        for problem in error.errors:
+            click.echo(str(problem))
+        count = len(error.errors)
+        click.echo(f"{count} problem{'s' if count != 1 else ''} found", err=True)
+        raise SystemExit(1) from None
+
+
+def _what(hook: HookSpec) -> str:
+    """A one-line summary of what a hook does."""
+    if hook.type == "command":
+        return hook.command if hook.command is not None else json.dumps(list(hook.args or ()))
+    if hook.type == "prompt":
+        return hook.prompt or ""
+    if hook.type == "permission":
+        return f"{hook.decision}" + (f": {hook.reason}" if hook.reason else "")
+    if hook.type == "http":
+        return f"POST {hook.url}" + (f" (tls: {hook.tls})" if hook.tls != "verify" else "")
+    server = hook.server
+    command = " ".join([server.command, *server.args]) if server else "?"
+    return f"{hook.tool} on {command}"
+
+
+def _spec_json(hook: HookSpec) -> dict[str, Any]:
+    return {
+        "event": hook.event,
+        "matcher": hook.matcher,
+        "type": hook.type,
+        "what": _what(hook),
+        "timeout": hook.timeout,
+        "on_error": hook.on_error,
+        "source": hook.source,
+    }
+
+
+@click.group("hooks")
+def hooks() -> None:
+    """Validate, list and test YAML hooks (orchestra.yaml, SKILL.md, folders of skills)."""
+
+
+@hooks.command("validate")
+@_PATHS
+def validate(paths: tuple[Path, ...]) -> None:
+    """Check hook configs; print every problem as file:line and exit 1 if any."""
+    registry = _load(paths)
+    count = len(registry.hooks)
+    click.echo(f"ok: {count} hook{'s' if count != 1 else ''} in {len(paths)} path(s)")
+
+
+@hooks.command("list")
+@_PATHS
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def list_hooks(paths: tuple[Path, ...], as_json: bool) -> None:
+    """Show the merged hooks in the order they run: event, matcher, type, source."""
+    registry = _load(paths)
+    if as_json:
+        click.echo(json.dumps([_spec_json(hook) for hook in registry.hooks], indent=2))
+        return
+    console = _console()
+    count = len(registry.hooks)
+    console.print(f"{count} hook{'s' if count != 1 else ''}, in the order they run")
+    table = Table()
+    for column in ("event", "matcher", "type", "what", "on_error", "timeout", "source"):
+        table.add_column(column, overflow="fold" if column == "what" else "ellipsis")
+    for hook in registry.hooks:
+        table.add_row(
+            hook.event,
+            escape(hook.matcher or "*"),
+            hook.type,
+            escape(_what(hook)),
+            hook.on_error,
+            f"{hook.timeout:g} s",
+            escape(hook.source),
+        )
+    console.print(table)
+
+
+@hooks.command("events")
+def events() -> None:
+    """Show the events catalog: matcher field, can block, can modify, default on_error."""
+    table = Table()
+    for column in ("event", "matcher field", "can block", "can modify", "on_error", "fires"):
+        table.add_column(column)
+    for spec in EVENTS.values():
+        table.add_row(
+            spec.name,
+            spec.matcher_field or "-",
+            "yes" if spec.can_block else "no",
+            "yes" if spec.can_modify else "no",
+            spec.default_on_error,
+            spec.description,
+        )
+    _console().print(table)
+
+
+def _payload(value: str) -> dict[str, Any]:
+    text = value
+    if value.startswith("@"):
+        name = value[1:]
+        try:
+            text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise click.BadParameter(f"cannot read {name}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise click.BadParameter("the payload must be a JSON object")
+    return data
+
+
+def _event(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    if value not in EVENTS:
+        import difflib
+
+        close = difflib.get_close_matches(value, list(EVENTS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise click.BadParameter(f"unknown event {value!r}{hint}")
+    return value
+
+
+def _result_text(record: HookRecord) -> str:
+    if record.error is not None:
+        return f"[red]error: {escape(record.error)}[/red]"
+    result = record.result
+    assert result is not None
+    parts: list[str] = []
+    if result.decision:
+        parts.append(f"decision: {result.decision}")
+    if result.reason:
+        parts.append(f"reason: {escape(result.reason)}")
+    if result.modified_input is not None:
+        parts.append(f"modified_input: {escape(json.dumps(result.modified_input, default=str))}")
+    parts.extend(f"message: {escape(message)}" for message in result.messages)
+    if result.stop:
+        parts.append("stop" + (f": {escape(result.stop_reason)}" if result.stop_reason else ""))
+    return "\n".join(parts) or "[dim]no opinion[/dim]"
+
+
+def _record_json(record: HookRecord) -> dict[str, Any]:
+    result = record.result
+    return {
+        **_spec_json(record.hook),
+        "duration_ms": round(record.duration * 1000, 3),
+        "exit_code": record.exit_code,
+        "stderr": record.stderr,
+        "error": record.error,
+        "note": record.note,
+        "result": None
+        if result is None
+        else {
+            "decision": result.decision,
+            "reason": result.reason,
+            "modified_input": result.modified_input,
+            "messages": list(result.messages),
+            "stop": result.stop,
+            "stop_reason": result.stop_reason,
+        },
+    }
+
+
+def _outcome_json(outcome: HookOutcome) -> dict[str, Any]:
+    return {
+        "decision": outcome.decision,
+        "blocked": outcome.blocked,
+        "reason": outcome.reason,
+        "decided_by": outcome.decided_by,
+        "modified_input": outcome.modified_input,
+        "messages": list(outcome.messages),
+        "stop": outcome.stop,
+        "stop_reason": outcome.stop_reason,
+    }
+
+
+@hooks.command("test")
+@click.argument("event", callback=_event)
+@_PATHS
+@click.option(
+    "--payload",
+    default="{}",
+    show_default=True,
+    help="The event's fields as a JSON object, or @FILE to read them (@- for stdin).",
+)
+@click.option(
+    "--project-dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="The hooks' working directory (default: the current one).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+def test(
+    event: str,
+    paths: tuple[Path, ...],
+    payload: str,
+    project_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Fire EVENT with a payload and show each hook's result and the final outcome.
+
+    The hooks really run (commands, http calls, MCP tools). Example:
+
+        orchestra hooks test PreToolUse --payload '{"tool_name": "Bash",
+        "tool_input": {"command": "rm -rf /"}}' orchestra.yaml
+    """
+    data = _payload(payload)
+    registry = _load(paths, project_dir)
+    matching = registry.hooks_for(event, data)
+    outcome = anyio.run(registry.fire, event, data)
+    if as_json:
+        report = {
+            "event": event,
+            "hooks": [_record_json(record) for record in outcome.records],
+            "not_run": [_spec_json(h) for h in matching[len(outcome.records) :]],
+            "outcome": _outcome_json(outcome),
+        }
+        click.echo(json.dumps(report, indent=2, default=str))
+        return
+    console = _console()
+    total = sum(1 for hook in registry.hooks if hook.event == event)
+    console.print(
+        f"[bold]{event}[/bold]: {len(matching)} of {total} hook{'s' if total != 1 else ''} "
+        "match the payload"
+    )
+    if matching:
+        table = Table()
+        for column in ("#", "source", "type", "result", "time", "exit", "stderr", "note"):
+            table.add_column(column, overflow="fold")
+        for i, record in enumerate(outcome.records, 1):
+            stderr = record.stderr[-_STDERR_SHOWN:].rstrip()
+            table.add_row(
+                str(i),
+                escape(record.hook.source),
+                record.hook.type,
+                _result_text(record),
+                f"{record.duration * 1000:.1f} ms",
+                "-" if record.exit_code is None else str(record.exit_code),
+                escape(stderr),
+                escape(record.note or ""),
+            )
+        for i, hook in enumerate(matching[len(outcome.records) :], len(outcome.records) + 1):
+            table.add_row(str(i), escape(hook.source), hook.type, "[dim]not run: chain ended[/dim]")
+        console.print(table)
+    _print_outcome(console, outcome)
+
+
+def _print_outcome(console: Console, outcome: HookOutcome) -> None:
+    if outcome.blocked:
+        verdict = "[bold red]blocked (deny)[/bold red]"
+    elif outcome.decision is not None:
+        verdict = f"[bold]{outcome.decision}[/bold]"
+    else:
+        verdict = "no opinion"
+    lines: list[str] = [f"outcome: {verdict}"]
+    fields: Mapping[str, Any] = {
+        "reason": outcome.reason,
+        "decided by": outcome.decided_by,
+        "modified_input": None
+        if outcome.modified_input is None
+        else json.dumps(outcome.modified_input, default=str),
+        "stop": outcome.stop_reason or "requested" if outcome.stop else None,
+    }
+    lines.extend(f"  {name}: {escape(str(value))}" for name, value in fields.items() if value)
+    lines.extend(f"  message: {escape(message)}" for message in outcome.messages)
+    console.print("\n".join(lines))
