@@ -118,10 +118,8 @@ async def _dispose(process: Process) -> None:
     """Kill what is left of the group, reap the child, close the pipes; never cancelled."""
     with anyio.CancelScope(shield=True):
         _kill_group(process.pid, signal.SIGKILL)
-        await process.wait()
-        for stream in (process.stdin, process.stdout, process.stderr):
-            if stream is not None:
-                await stream.aclose()
+        # Also closes the pipe transports (asyncio) of a pipe that was not read to its end.
+        await process.aclose()
 
 
 def _describe(returncode: int, shell: bool) -> str:

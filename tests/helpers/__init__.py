@@ -1,0 +1,1 @@
+"""Test servers and leak checks for the skills-hook runner tests."""

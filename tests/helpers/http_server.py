@@ -1,0 +1,124 @@
+"""A real HTTP server on 127.0.0.1 for the http runner tests.
+
+Run as ``python http_server.py [CERTFILE KEYFILE]``: it serves (https when given a
+certificate) on a free port and prints ``PORT`` on its first line. ``start()`` does
+that from a test and answers the base URL and the process, which the test stops.
+
+Paths: ``/allow``, ``/echo`` (answers the request body as ``modified_input`` and the
+``X-Token`` header as ``message``), ``/claude``, ``/empty``, ``/redirect``, ``/500``,
+``/text``, ``/array``, ``/big`` (2 MiB), ``/big-chunked`` (2 MiB, no Content-Length),
+``/hang`` (never answers).
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+_STOP = threading.Event()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        request = self.rfile.read(length)
+        path = self.path
+        if path == "/allow":
+            self._send(200, b'{"decision": "allow", "reason": "fine"}')
+        elif path == "/echo":
+            answer = {"modified_input": json.loads(request), "message": self.headers["X-Token"]}
+            self._send(200, json.dumps(answer).encode())
+        elif path == "/claude":
+            answer = {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": "not on Fridays",
+                }
+            }
+            self._send(200, json.dumps(answer).encode())
+        elif path == "/empty":
+            self._send(204, b"")
+        elif path == "/redirect":
+            self._send(302, b"", {"Location": "https://evil.example/steal"})
+        elif path == "/500":
+            self._send(500, b"internal error: the guard crashed")
+        elif path == "/text":
+            self._send(200, b"OK, allowed", {"Content-Type": "text/plain"})
+        elif path == "/array":
+            self._send(200, b'[{"decision": "allow"}]')
+        elif path == "/big":
+            self._send(200, b" " * (2 << 20))
+        elif path == "/big-chunked":
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            chunk = b" " * 65536
+            try:
+                for _ in range(32):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.write(b"0\r\n\r\n")
+            except OSError:
+                pass  # the client hung up at its limit
+        elif path == "/hang":
+            _STOP.wait(120)
+        else:
+            self._send(404, b"no such hook")
+
+
+def main() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server.daemon_threads = True
+    if len(sys.argv) == 3:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[1], sys.argv[2])
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    print(server.server_address[1], flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        _STOP.set()
+
+
+def start(*tls_files: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    """Start the server in a subprocess; answer its base URL and the process."""
+    process = subprocess.Popen(
+        [sys.executable, __file__, *map(str, tls_files)], stdout=subprocess.PIPE
+    )
+    assert process.stdout is not None
+    port = int(process.stdout.readline())
+    process.stdout.close()
+    scheme = "https" if tls_files else "http"
+    return f"{scheme}://127.0.0.1:{port}", process
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a server that ``start`` started, and reap it."""
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Leak checks for hook runners: orphan processes, zombies and file descriptors.
+
+Every hook a test starts gets ``ORCHESTRA_TEST_MARK=<uuid>`` in its environment, which
+its children inherit; a live process that carries the mark after the runner returned
+is an orphan. A zombie is a child of the test process that nobody reaped.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import anyio
+
+MARK_VAR = "ORCHESTRA_TEST_MARK"
+
+
+def _state(stat: str) -> tuple[str, int, int]:
+    """Answer (state, ppid, pgrp) from a /proc/PID/stat line."""
+    fields = stat.rpartition(")")[2].split()
+    return fields[0], int(fields[1]), int(fields[2])
+
+
+def _processes() -> list[tuple[int, str, int, int]]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                state, ppid, pgrp = _state((entry / "stat").read_text())
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+            found.append((int(entry.name), state, ppid, pgrp))
+    return found
+
+
+def marked(mark: str) -> list[int]:
+    """Live (not zombie) processes whose environment carries ``mark``."""
+    needle = f"{MARK_VAR}={mark}".encode()
+    live = []
+    for pid, state, _, _ in _processes():
+        if state in "ZX":
+            continue
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            live.append(pid)
+    return live
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is still running (zombies do not count)."""
+    return any(pgrp == pgid and state not in "ZX" for _, state, _, pgrp in _processes())
+
+
+async def group_gone(pgid: int) -> bool:
+    """Whether the group ``pgid`` is gone, waiting up to 5 s for killed processes to die.
+
+    SIGKILL cannot be caught, but a process on another CPU takes a moment to act on it.
+    """
+    with anyio.move_on_after(5):
+        while group_alive(pgid):  # noqa: ASYNC110 -- polling /proc, nothing to wait on
+            await anyio.sleep(0.01)
+    return not group_alive(pgid)
+
+
+def zombies() -> list[int]:
+    """Children of this process that exited and were not reaped."""
+    me = os.getpid()
+    return [pid for pid, state, ppid, _ in _processes() if ppid == me and state == "Z"]
+
+
+def open_fds() -> set[str]:
+    """The file descriptors this process has open, with what each points at."""
+    fds = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            fds.add(f"{fd} -> {os.readlink(f'/proc/self/fd/{fd}')}")
+        except OSError:
+            continue  # the directory's own fd, closed by now
+    return fds
+
+
+class LeakCheck:
+    """Marks hook environments; ``await check()`` asserts nothing was left behind.
+
+    Attributes:
+        mark: the value of ``ORCHESTRA_TEST_MARK`` for this test.
+        env: a full environment for hooks: this process's plus the mark.
+    """
+
+    def __init__(self) -> None:
+        self.mark = uuid.uuid4().hex
+        self.env = {**os.environ, MARK_VAR: self.mark}
+        self.fds: set[str] = set()
+
+    def snapshot(self) -> None:
+        """Record the open file descriptors to compare with later."""
+        self.fds = open_fds()
+
+    async def check(self) -> None:
+        """Assert no orphan, no zombie and no new file descriptor.
+
+        Closing a transport can take a loop iteration or two, and a killed process
+        a moment to be gone: the check polls until clean, for at most 5 s.
+        """
+        with anyio.move_on_after(5):
+            while marked(self.mark) or zombies() or open_fds() - self.fds:  # noqa: ASYNC110
+                await anyio.sleep(0.01)  # polling /proc, nothing to wait on
+        assert marked(self.mark) == [], "orphan processes"
+        assert zombies() == [], "unreaped children"
+        assert open_fds() - self.fds == set(), "leaked file descriptors"
