@@ -16,6 +16,7 @@ $(STAMP): $(PY) pyproject.toml $(INTEGRATIONS)
 
 demo: $(STAMP)
 	$(PY) examples/pipeline.py
+	$(PY) examples/agents_research.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -34,6 +35,7 @@ docs: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/scheduler.py
+	$(PY) bench/dispatch.py
 
 clean:
 	rm -rf $(VENV) site .mypy_cache .pytest_cache .ruff_cache
