@@ -26,8 +26,12 @@ import anyio.to_thread
 from orchestra._decisions import Fail
 from orchestra._errors import ToolDenied
 from orchestra._hooks import SubagentHookContext, SubagentHooks, TaskHookContext, TaskHooks
+from orchestra.tracing import ATTR_TOOL_DECISION, get_tracer
+from orchestra.tracing._spans import set_tool_result, tool_span
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
     from orchestra.skills._registry import HookOutcome, HookRegistry
 
 __all__ = ["AskCallback", "Guard", "RegistrySubagentHooks", "RegistryTaskHooks"]
@@ -187,6 +191,16 @@ def _tool_input(sig: inspect.Signature, bound: inspect.BoundArguments) -> dict[s
     return out
 
 
+def _arguments(
+    sig: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The call's arguments by name for the tool span, None if they do not bind."""
+    try:
+        return _tool_input(sig, sig.bind(*args, **kwargs))
+    except TypeError:
+        return None
+
+
 def _call_args(
     tool: str, sig: inspect.Signature, tool_input: Mapping[str, Any]
 ) -> tuple[list[Any], dict[str, Any]]:
@@ -247,7 +261,7 @@ class Guard:
             return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
         @functools.wraps(fn)
-        async def guarded(*args: _P.args, **kwargs: _P.kwargs) -> Any:
+        async def checked(args: tuple[Any, ...], kwargs: dict[str, Any], span: Span | None) -> Any:
             pre_hooks = registry.has_hooks("PreToolUse")
             post_hooks = registry.has_hooks("PostToolUse")
             fail_hooks = registry.has_hooks("PostToolUseFailure")
@@ -260,10 +274,15 @@ class Guard:
             modified = False
             if pre_hooks:
                 pre = await registry.fire("PreToolUse", {**fields, "tool_input": tool_input})
+                refusal: str | None = None
                 if pre.blocked:
-                    raise ToolDenied(tool, _refusal("PreToolUse", pre))
-                if pre.decision == "ask" and not await _approve(ask, tool, tool_input, pre):
-                    raise ToolDenied(tool, pre.reason or f"needs approval ({pre.decided_by})")
+                    refusal = _refusal("PreToolUse", pre)
+                elif pre.decision == "ask" and not await _approve(ask, tool, tool_input, pre):
+                    refusal = pre.reason or f"needs approval ({pre.decided_by})"
+                if span is not None:
+                    span.set_attribute(ATTR_TOOL_DECISION, "deny" if refusal else "allow")
+                if refusal is not None:
+                    raise ToolDenied(tool, refusal)
                 if pre.modified_input is not None:
                     tool_input = dict(pre.modified_input)
                     modified = True
@@ -280,6 +299,16 @@ class Guard:
                 payload = {**fields, "tool_input": tool_input, "tool_response": result}
                 await registry.fire("PostToolUse", payload)
             return result
+
+        @functools.wraps(fn)
+        async def guarded(*args: _P.args, **kwargs: _P.kwargs) -> Any:
+            tracer = get_tracer()
+            if tracer is None:
+                return await checked(args, kwargs, None)
+            with tool_span(tracer, tool, arguments=_arguments(sig, args, kwargs)) as span:
+                result = await checked(args, kwargs, span)
+                set_tool_result(span, result)
+                return result
 
         return guarded
 

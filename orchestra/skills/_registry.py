@@ -37,8 +37,7 @@ from typing import Any, Final, Literal, TypeAlias, final
 
 import anyio
 import attrs
-from opentelemetry import propagate
-from opentelemetry.propagators.textmap import Setter
+from opentelemetry.trace import Span, Tracer
 
 from orchestra._errors import ConfigError
 from orchestra._hooks import SubagentHooks, TaskHooks
@@ -46,6 +45,8 @@ from orchestra.skills._adapters import AskCallback, Guard, subagent_hooks, task_
 from orchestra.skills._catalog import EVENTS, EventSpec
 from orchestra.skills._config import HookSpec, load_hooks
 from orchestra.skills._result import HookResult, HookRunError
+from orchestra.tracing import get_tracer, inject_env
+from orchestra.tracing._spans import hook_span, record_decision, record_error
 
 __all__ = ["Decision", "HookOutcome", "HookRecord", "HookRegistry", "load"]
 
@@ -362,18 +363,21 @@ class HookRegistry:
         current = payload.get(field) if field else None
         combiner = _Combiner(spec, current if isinstance(current, Mapping) else None)
         env = self._environment(spec.name, matching)
+        tracer = get_tracer()
+        raw = payload.get(spec.matcher_field) if spec.matcher_field else None
+        subject = None if raw is None else str(raw)
         if spec.can_block or spec.can_modify or len(matching) == 1:
             for hook in matching:
                 if combiner.modified and field is not None:
                     data[field] = combiner.input
-                if combiner.add(await self._run(hook, data, env)):
+                if combiner.add(await self._run(hook, data, env, tracer, subject)):
                     break
         else:
             records: list[HookRecord | None] = [None] * len(matching)
             body = event_json(data)
 
             async def run(i: int, hook: HookSpec) -> None:
-                records[i] = await self._run(hook, data, env, body)
+                records[i] = await self._run(hook, data, env, tracer, subject, body)
 
             async with anyio.create_task_group() as group:
                 for i, hook in enumerate(matching):
@@ -389,15 +393,40 @@ class HookRegistry:
         env = dict(os.environ)
         env["ORCHESTRA_EVENT"] = event
         env["ORCHESTRA_PROJECT_DIR"] = self.project_dir
-        propagate.inject(env, setter=_ENV_SETTER)
-        return env
+        return inject_env(env)
 
     async def _run(
         self,
         hook: HookSpec,
         data: Mapping[str, Any],
         env: Mapping[str, str] | None,
+        tracer: Tracer | None,
+        subject: str | None,
         body: bytes | None = None,
+    ) -> HookRecord:
+        if tracer is None:
+            return await self._attempt(hook, data, env, body)
+        with hook_span(
+            tracer,
+            hook.event,
+            hook_type=hook.type,
+            name=f"{hook.type} {hook.source}",
+            source=hook.source,
+            subject=subject,
+            matcher=hook.matcher,
+        ) as span:
+            if env is not None:
+                env = inject_env(env)  # TRACEPARENT: the hook's own span
+            record = await self._attempt(hook, data, env, body)
+            _trace(span, record)
+        return record
+
+    async def _attempt(
+        self,
+        hook: HookSpec,
+        data: Mapping[str, Any],
+        env: Mapping[str, str] | None,
+        body: bytes | None,
     ) -> HookRecord:
         started = time.perf_counter()
         try:
@@ -484,14 +513,13 @@ class HookRegistry:
         )
 
 
-class _EnvSetter(Setter[dict[str, str]]):
-    """Writes W3C trace context into an environment as ``TRACEPARENT``/``TRACESTATE``."""
-
-    def set(self, carrier: dict[str, str], key: str, value: str) -> None:
-        carrier[key.upper()] = value
-
-
-_ENV_SETTER: Final = _EnvSetter()
+def _trace(span: Span, record: HookRecord) -> None:
+    """Put a hook's answer (or error) on its span."""
+    if record.error is not None:
+        record_error(span, HookRunError(record.error, exit_code=record.exit_code))
+    elif record.result is not None and record.result.decision is not None:
+        result = record.result
+        record_decision(span, result.decision, record.hook.source, reason=result.reason)
 
 
 def _expand_headers(hook: HookSpec) -> dict[str, str]:
