@@ -7,6 +7,7 @@ added with ``main.add_command(...)``::
     orchestra hooks list PATH...
     orchestra hooks test EVENT --payload JSON|@FILE PATH...
     orchestra hooks events
+    orchestra trace show FILE.jsonl
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import click
 
 from orchestra import __version__
 from orchestra.cli._hooks import hooks
+from orchestra.cli._trace import trace
 
 __all__ = ["main"]
 
@@ -26,3 +28,4 @@ def main() -> None:
 
 
 main.add_command(hooks)
+main.add_command(trace)
