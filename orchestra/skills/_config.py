@@ -110,7 +110,7 @@ class McpServerSpec:
 
 
 @final
-@attrs.frozen
+@attrs.frozen(repr=False)
 class HookSpec:
     """One validated hook, as loaded from a config file.
 
@@ -160,6 +160,10 @@ class HookSpec:
     tool: str | None = None
     arguments: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
     pattern: re.Pattern[str] | None = attrs.field(default=None, eq=False, repr=False)
+
+    def __repr__(self) -> str:
+        matcher = f" {self.matcher!r}" if self.matcher is not None else ""
+        return f"<HookSpec {self.event}{matcher} {self.type} at {self.source}>"
 
     @property
     def source(self) -> str:
