@@ -45,17 +45,37 @@ def _ssl_context(verify: bool) -> ssl.SSLContext:
     return context
 
 
+def _explain(exc: BaseException) -> str:
+    """Name an httpx error with the first message found along its causes."""
+    seen: BaseException | None = exc
+    while seen is not None and not str(seen):
+        seen = seen.__cause__ or seen.__context__
+    return f"{type(exc).__name__}: {seen}" if seen is not None else type(exc).__name__
+
+
 async def _read_body(response: httpx.Response) -> bytes:
+    import httpx  # imported by post_http already
+
     length = response.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > BODY_LIMIT:
         raise HookRunError("output over 1 MiB in the http response", exit_code=response.status_code)
     body = bytearray()
-    async for chunk in response.aiter_bytes():
-        body += chunk
-        if len(body) > BODY_LIMIT:
-            raise HookRunError(
-                "output over 1 MiB in the http response", exit_code=response.status_code
-            )
+    over = False
+    try:
+        async for chunk in response.aiter_bytes():
+            if over:
+                continue
+            body += chunk
+            if len(body) > BODY_LIMIT:
+                over = True
+                # Close the stream and let the iteration end on it, rather than leave
+                # httpcore's generators suspended (trio warns when they are collected).
+                await response.aclose()
+    except (httpx.HTTPError, httpx.StreamError):
+        if not over:
+            raise
+    if over:
+        raise HookRunError("output over 1 MiB in the http response", exit_code=response.status_code)
     return bytes(body)
 
 
@@ -125,7 +145,7 @@ async def post_http(
     except (TimeoutError, httpx.TimeoutException):
         raise HookRunError(f"timed out after {timeout:g} s") from None
     except httpx.HTTPError as exc:
-        raise HookRunError(f"http request failed: {type(exc).__name__}: {exc}") from exc
+        raise HookRunError(f"http request failed: {_explain(exc)}") from exc
     if not 200 <= status < 300:
         excerpt = data[:_EXCERPT].decode("utf-8", "replace")
         raise HookRunError(f"http {status}: {excerpt}".rstrip(": "), exit_code=status)
