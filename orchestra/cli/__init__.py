@@ -7,6 +7,7 @@ added with ``main.add_command(...)``::
     orchestra hooks list PATH...
     orchestra hooks test EVENT --payload JSON|@FILE PATH...
     orchestra hooks events
+    orchestra run FILE.py[:NAME] [--trace OUT.jsonl] [--otlp URL] [--hooks orchestra.yaml]
     orchestra trace show FILE.jsonl
 """
 
@@ -16,6 +17,7 @@ import click
 
 from orchestra import __version__
 from orchestra.cli._hooks import hooks
+from orchestra.cli._run import run
 from orchestra.cli._trace import trace
 
 __all__ = ["main"]
@@ -29,3 +31,4 @@ def main() -> None:
 
 main.add_command(hooks)
 main.add_command(trace)
+main.add_command(run)

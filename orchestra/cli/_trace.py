@@ -171,10 +171,8 @@ def _details(node: SpanNode, attempts: dict[str, int]) -> Text:
                 )
             )
     error = node.error
-    if error is not None and not (state in ("failed",) and decision is not None):
+    if error is not None and n.ATTR_RUN_OK not in a:
         parts.append(Text(error, style="red"))
-    elif error is not None:
-        parts.append(Text(error, style="dim red"))
     return Text("  ").join(parts)
 
 
@@ -191,8 +189,9 @@ def _walk(
         yield from _walk(node.children, prefix + ("   " if last else "│  "), root=False)
 
 
-def render(spans: Sequence[dict[str, Any]], console: Console, *, bar_width: int = 24) -> None:
+def render(spans: Sequence[dict[str, Any]], console: Console) -> None:
     """Print every trace in ``spans`` as a tree with a waterfall."""
+    bar_width = max(10, min(32, console.width // 6))
     for trace_id, roots in build_traces(spans).items():
         everything = list(_walk(roots))
         t0 = min(node.start for _, node in everything)
@@ -212,7 +211,7 @@ def render(spans: Sequence[dict[str, Any]], console: Console, *, bar_width: int 
         table.add_column("span", no_wrap=True)
         table.add_column("waterfall", width=bar_width, no_wrap=True)
         table.add_column("duration", justify="right", no_wrap=True)
-        table.add_column("state, attempt, decisions")
+        table.add_column("state, attempt, decisions", ratio=1)
         for prefix, node in everything:
             name = Text(prefix, style="dim")
             name.append(node.name, style="bold red" if node.error else "bold")

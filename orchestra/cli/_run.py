@@ -1,0 +1,338 @@
+"""``orchestra run FILE.py[:NAME]``: run a DAG defined in a file, with live progress.
+
+The file is loaded as a module. Besides the DAG, it may define:
+
+- ``hooks``: ``TaskHooks`` objects passed to the run;
+- ``agents``: subagents, for tasks with ``agent=``; the command builds a ``Dispatcher``
+  from them with ``agent_hooks`` (``SubagentHooks``) and the YAML subagent hooks;
+- ``dispatcher``: a ready ``Dispatcher`` instead (YAML subagent hooks cannot be added);
+- ``tools``: a dict of tool functions by name, which ``--hooks`` guards in place with
+  ``registry.guard(name)`` (call them through the dict, with ``await``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from collections.abc import Iterable, MutableMapping
+from contextlib import AsyncExitStack
+from contextvars import ContextVar
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Final, final
+
+import anyio
+import click
+from opentelemetry import context as otel_context
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from orchestra import DAG, ConfigError, DAGError, Dispatcher, LocalExecutor, RunResult, TaskState
+from orchestra import run as run_dag
+from orchestra.tracing import configure, extract_env
+
+if TYPE_CHECKING:
+    from orchestra.dag import Task
+
+__all__ = ["run"]
+
+_STATE_STYLE: Final = {
+    TaskState.SUCCEEDED: "green",
+    TaskState.FAILED: "bold red",
+    TaskState.UPSTREAM_FAILED: "red",
+    TaskState.SKIPPED: "yellow",
+    TaskState.CANCELLED: "magenta",
+}
+
+
+def load_module(path: Path) -> ModuleType:
+    """Import ``path`` as a module (its folder first on ``sys.path``, for its imports)."""
+    path = path.resolve()
+    name = f"_orchestra_run_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise click.BadParameter(f"{path} is not a Python file", param_hint="FILE")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def find_dag(module: ModuleType, name: str | None, where: str) -> DAG:
+    """The DAG named ``name`` in ``module`` (or a function returning one), or its only DAG."""
+    if name is not None:
+        if not hasattr(module, name):
+            raise click.BadParameter(f"{where} has no {name!r}", param_hint="FILE")
+        target = getattr(module, name)
+        if callable(target) and not isinstance(target, DAG):
+            target = target()
+        if not isinstance(target, DAG):
+            raise click.BadParameter(f"{where}:{name} is not a DAG", param_hint="FILE")
+        return target
+    found = {id(v): (k, v) for k, v in vars(module).items() if isinstance(v, DAG)}
+    if len(found) != 1:
+        names = ", ".join(sorted(k for k, _ in found.values())) or "none"
+        raise click.BadParameter(
+            f"{where} defines {len(found)} DAGs ({names}): pick one with {where}:NAME",
+            param_hint="FILE",
+        )
+    return next(iter(found.values()))[1]
+
+
+@final
+class _Progress:
+    """Live counts of a run, drawn with rich (internal)."""
+
+    def __init__(self, progress: Progress, total: int) -> None:
+        self.progress = progress
+        self.bar = progress.add_task("starting", total=total)
+        self.seen: set[str] = set()
+        self.running: set[str] = set()
+        self.failing: set[str] = set()
+        self.done = 0
+        self.retried = 0
+
+    def start(self, task_id: str) -> None:
+        if task_id in self.seen:
+            self.retried += 1
+        self.seen.add(task_id)
+        self.failing.discard(task_id)
+        self.running.add(task_id)
+        self.draw()
+
+    def end(self, task_id: str, ok: bool) -> None:
+        self.running.discard(task_id)
+        if ok:
+            self.done += 1
+        else:
+            self.failing.add(task_id)
+        self.draw()
+
+    def draw(self) -> None:
+        text = (
+            f"done {self.done}  running {len(self.running)}  "
+            f"failed {len(self.failing)}  retried {self.retried}"
+        )
+        self.progress.update(self.bar, description=text, completed=self.done)
+
+
+@final
+class _ProgressExecutor:
+    """Wraps the executor to see attempts start and end, without any hook (internal)."""
+
+    def __init__(self, inner: LocalExecutor, progress: _Progress) -> None:
+        self.inner = inner
+        self.progress = progress
+
+    async def execute(self, task: Task, kwargs: dict[str, Any]) -> Any:
+        self.progress.start(task.id)
+        try:
+            result = await self.inner.execute(task, kwargs)
+        except BaseException:
+            self.progress.end(task.id, ok=False)
+            raise
+        if task.agent is None:
+            self.progress.end(task.id, ok=True)
+        else:
+            _AGENT_TASK.set(task.id)  # the dispatch that follows, in this same context
+        return result
+
+
+@final
+class _ProgressDispatcher:
+    """Wraps the dispatcher so an agent task counts as running until its agent answers."""
+
+    def __init__(self, inner: Dispatcher, progress: _Progress) -> None:
+        self.inner = inner
+        self.progress = progress
+
+    async def dispatch(self, name: str, task: str, /, *, parent: str | None = None) -> Any:
+        task_id = _AGENT_TASK.get()
+        try:
+            result = await self.inner.dispatch(name, task, parent=parent)
+        except BaseException:
+            if task_id is not None:
+                self.progress.end(task_id, ok=False)
+            raise
+        if task_id is not None:
+            self.progress.end(task_id, ok=True)
+        return result
+
+
+_AGENT_TASK: Final[ContextVar[str | None]] = ContextVar("orchestra_cli_agent_task", default=None)
+
+
+def _summary(result: RunResult, dag: DAG) -> Table:
+    table = Table(title=f"run {dag.name}  ·  {result.duration:.2f} s", title_justify="left")
+    table.add_column("task", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("attempts", justify="right")
+    table.add_column("duration", justify="right")
+    table.add_column("why")
+    for task_id, state in result.states.items():
+        why = result.reasons.get(task_id)
+        error = result.errors.get(task_id)
+        if why is None and error is not None:
+            why = f"{type(error).__name__}: {error}"
+        seconds = result.durations.get(task_id)
+        table.add_row(
+            task_id,
+            Text(state.value, style=_STATE_STYLE.get(state, "")),
+            str(result.attempts.get(task_id, 0)),
+            "" if seconds is None else f"{seconds * 1e3:.1f} ms",
+            why or "",
+        )
+    return table
+
+
+def _guard_tools(tools: object, registry: Any) -> None:
+    if not isinstance(tools, MutableMapping):
+        raise click.BadParameter("'tools' must be a dict of tool functions by name")
+    for name, fn in list(tools.items()):
+        tools[name] = registry.guard(str(name))(fn)
+
+
+async def _run(
+    dag: DAG,
+    module: ModuleType,
+    registry: Any,
+    max_concurrency: int,
+    fail_fast: bool,
+    console: Console,
+) -> RunResult:
+    hooks: list[object] = list(getattr(module, "hooks", ()) or ())
+    agent_hooks: list[object] = list(getattr(module, "agent_hooks", ()) or ())
+    if registry is not None:
+        hooks.append(registry.as_task_hooks())
+        agent_hooks.append(registry.as_subagent_hooks())
+    dispatcher: Dispatcher | None = getattr(module, "dispatcher", None)
+    agents: Iterable[Any] | None = getattr(module, "agents", None)
+    async with AsyncExitStack() as stack:
+        if dispatcher is None and agents is not None:
+            dispatcher = await stack.enter_async_context(Dispatcher(agents, hooks=agent_hooks))
+        elif dispatcher is not None and registry is not None:
+            console.print(
+                "[yellow]note:[/] the file's 'dispatcher' is used as is: define 'agents' "
+                "instead to have --hooks attach SubagentStart/SubagentStop hooks"
+            )
+        progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        with progress:
+            counts = _Progress(progress, len(dag))
+            executor = _ProgressExecutor(
+                LocalExecutor(anyio.CapacityLimiter(max_concurrency)), counts
+            )
+            result = await run_dag(
+                dag,
+                hooks=hooks,
+                max_concurrency=max_concurrency,
+                fail_fast=fail_fast,
+                executor=executor,
+                dispatcher=(
+                    _ProgressDispatcher(dispatcher, counts) if dispatcher is not None else None
+                ),
+            )
+            progress.update(counts.bar, completed=len(dag))
+    return result
+
+
+@click.command("run")
+@click.argument("target", metavar="FILE.py[:NAME]")
+@click.option(
+    "--trace",
+    "trace_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the run's spans to this JSONL file (one OTLP-JSON span per line).",
+)
+@click.option("--otlp", metavar="URL", help="Send spans to an OTLP/HTTP endpoint.")
+@click.option(
+    "--hooks",
+    "hook_paths",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="YAML hooks (orchestra.yaml, SKILL.md or a skills folder); repeatable.",
+)
+@click.option(
+    "--max-concurrency",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="How many tasks may run at once.",
+)
+@click.option("--fail-fast", is_flag=True, help="Cancel the rest on the first failure.")
+@click.option(
+    "--capture-content", is_flag=True, help="Put payload content (inputs, outputs) on spans."
+)
+def run(
+    target: str,
+    trace_path: Path | None,
+    otlp: str | None,
+    hook_paths: tuple[Path, ...],
+    max_concurrency: int,
+    fail_fast: bool,
+    capture_content: bool,
+) -> None:
+    """Run the DAG defined in FILE.py (NAME picks one if the file has several).
+
+    Shows live progress and a summary table; exits with status 1 if the run failed.
+    """
+    file, _, name = target.partition(":")
+    path = Path(file)
+    if not path.is_file():
+        raise click.BadParameter(f"{file}: no such file", param_hint="FILE")
+    console = Console(highlight=False)
+    provider = None
+    if trace_path is not None or otlp:
+        provider = configure(jsonl=trace_path, otlp=otlp, capture_content=capture_content or None)
+    registry = None
+    if hook_paths:
+        from orchestra.skills import load
+
+        try:
+            registry = load(*hook_paths)
+        except ConfigError as exc:
+            raise click.ClickException(str(exc)) from None
+    module = load_module(path)
+    dag = find_dag(module, name or None, file)
+    if registry is not None and hasattr(module, "tools"):
+        _guard_tools(module.tools, registry)
+    token = otel_context.attach(extract_env())  # a TRACEPARENT parents the run span
+    started = time.perf_counter()
+    try:
+        result = anyio.run(_run, dag, module, registry, max_concurrency, fail_fast, console)
+    except DAGError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        otel_context.detach(token)
+        if provider is not None:
+            provider.shutdown()  # flush the spans still queued
+    console.print(_summary(result, dag))
+    elapsed = time.perf_counter() - started
+    if trace_path is not None:
+        console.print(f"trace written to {trace_path}  (orchestra trace show {trace_path})")
+    if result.ok:
+        console.print(f"[green]ok[/]: {len(result.states)} tasks in {elapsed:.2f} s")
+        return
+    bad = sum(
+        1 for s in result.states.values() if s not in (TaskState.SUCCEEDED, TaskState.SKIPPED)
+    )
+    console.print(f"[bold red]failed[/]: {bad} of {len(result.states)} tasks not ok")
+    sys.exit(1)
