@@ -253,7 +253,7 @@ class HookRegistry:
         unknown = [hook.event for hook in self.hooks if hook.event not in EVENTS]
         if unknown:
             raise ConfigError(f"unknown event {unknown[0]!r}")
-        self.project_dir = os.fspath(project_dir) if project_dir is not None else os.getcwd()
+        self.project_dir = os.path.abspath(project_dir if project_dir is not None else os.curdir)
         self.session_id = session_id or str(uuid.uuid4())
         self._by_event: dict[str, tuple[HookSpec, ...]] = {
             name: tuple(hook for hook in self.hooks if hook.event == name) for name in EVENTS
