@@ -87,6 +87,9 @@ async def test_task_created_deny_fails_the_task_before_it_runs(tmp_path: Path) -
           TaskCreated:
             - matcher: deploy
               hooks: [{type: command, command: 'echo "frozen until Monday" >&2; exit 2'}]
+          TaskCompleted:
+            - matcher: deploy
+              hooks: [{type: command, command: 'cat >> events.jsonl; echo >> events.jsonl'}]
         """,
     )
     dag = orchestra.DAG("d")
@@ -104,6 +107,43 @@ async def test_task_created_deny_fails_the_task_before_it_runs(tmp_path: Path) -
     assert ran == ["build"]
     assert result.states["deploy"] is TaskState.FAILED
     assert "frozen until Monday" in str(result.errors["deploy"])
+    (completed,) = recorded(tmp_path)
+    assert (completed["state"], completed["error"]) == ("failed", "frozen until Monday")
+
+
+async def test_subagent_hooks_in_a_real_dispatcher(tmp_path: Path) -> None:
+    reg = registry(
+        tmp_path,
+        f"""
+        hooks:
+          SubagentStart:
+            - matcher: intern
+              hooks: [{{type: command, command: 'echo "interns may not deploy" >&2; exit 2'}}]
+          SubagentStop:
+            - hooks: [{{type: command, command: '{RECORD}'}}]
+        """,
+    )
+
+    class Echo:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        async def run(self, task: str, ctx: Any) -> str:
+            return f"{self.name}: {task}"
+
+    dispatcher = orchestra.Dispatcher(
+        [Echo("intern"), Echo("senior")], hooks=[reg.as_subagent_hooks()]
+    )
+    result = await dispatcher.dispatch("senior", "deploy", parent="lead")
+    assert result.output == "senior: deploy"
+    with pytest.raises(orchestra.DispatchError, match="interns may not deploy"):
+        await dispatcher.dispatch("intern", "deploy", parent="lead")
+    (stop,) = recorded(tmp_path)
+    assert (stop["agent_name"], stop["state"], stop["output"]) == (
+        "senior",
+        "succeeded",
+        "senior: deploy",
+    )
 
 
 async def test_adapters_override_only_the_moments_with_hooks(tmp_path: Path) -> None:

@@ -63,7 +63,8 @@ class RegistryTaskHooks(TaskHooks):
     """``TaskHooks`` that fire ``TaskCreated`` and ``TaskCompleted`` hooks.
 
     ``TaskCreated`` fires before a task's first attempt; a deny or block fails the task
-    with the hook's reason. ``TaskCompleted`` fires after the attempt that succeeded
+    with the hook's reason (and ``TaskCompleted`` fires for it, ``state: "failed"``).
+    ``TaskCompleted`` fires after the attempt that succeeded
     (``state: "succeeded"``), or after a failed attempt that the task's own ``retries``
     do not repeat (``state: "failed"``, with ``error`` and ``error_type``); a retry that
     another hook asks for past that point is not foreseen.
@@ -87,11 +88,21 @@ class RegistryTaskHooks(TaskHooks):
         }
 
     async def before_execute(self, ctx: TaskHookContext) -> Fail | None:
-        """Fire ``TaskCreated`` before the first attempt; a deny answers ``Fail``."""
+        """Fire ``TaskCreated`` before the first attempt; a deny answers ``Fail``.
+
+        A denied task ends there: ``TaskCompleted`` fires for it with ``state:
+        "failed"`` and the hook's reason as ``error``.
+        """
         if ctx.attempt != 1:
             return None
-        outcome = await self.registry.fire("TaskCreated", self.payload(ctx))
-        return Fail(_refusal("TaskCreated", outcome)) if outcome.blocked else None
+        payload = self.payload(ctx)
+        outcome = await self.registry.fire("TaskCreated", payload)
+        if not outcome.blocked:
+            return None
+        reason = _refusal("TaskCreated", outcome)
+        failed = {"state": "failed", "error": reason, "error_type": "TaskFailed"}
+        await self.registry.fire("TaskCompleted", {**payload, **failed})
+        return Fail(reason)
 
     async def after_execute(self, ctx: TaskHookContext, result: Any) -> None:
         """Fire ``TaskCompleted`` with ``state: "succeeded"``."""
