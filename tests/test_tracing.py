@@ -314,3 +314,13 @@ def test_reference_page_lists_every_name() -> None:
     for name in _names.__all__:
         assert f"`{getattr(_names, name)}`" in page, name
         assert f"`{name}`" in page, name
+
+
+def test_public_names() -> None:
+    assert len(set(ot.__all__)) == len(ot.__all__)
+    for name in ot.__all__:
+        obj = getattr(ot, name)
+        if callable(obj):
+            assert obj.__doc__, name
+            if name != "JsonlSpanExporter":  # loaded lazily, with the SDK
+                assert obj.__module__ == "orchestra.tracing", name
