@@ -31,7 +31,7 @@ from orchestra.skills._config import HookSpec as HookSpec
 from orchestra.skills._config import HookType as HookType
 from orchestra.skills._config import McpServerSpec as McpServerSpec
 from orchestra.skills._config import TlsMode as TlsMode
-from orchestra.skills._registry import Decision as Decision
+from orchestra.skills._registry import HookDecision as HookDecision
 from orchestra.skills._registry import HookOutcome as HookOutcome
 from orchestra.skills._registry import HookRecord as HookRecord
 from orchestra.skills._registry import HookRegistry as HookRegistry
@@ -48,9 +48,9 @@ __all__ = [
     "MAX_TIMEOUT",
     "AskCallback",
     "ConfigError",
-    "Decision",
     "EventSpec",
     "Guard",
+    "HookDecision",
     "HookOutcome",
     "HookRecord",
     "HookRegistry",

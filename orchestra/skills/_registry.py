@@ -48,9 +48,9 @@ from orchestra.skills._result import HookResult, HookRunError
 from orchestra.tracing import get_tracer, inject_env
 from orchestra.tracing._spans import hook_span, record_decision, record_error
 
-__all__ = ["Decision", "HookOutcome", "HookRecord", "HookRegistry", "load"]
+__all__ = ["HookDecision", "HookOutcome", "HookRecord", "HookRegistry", "load"]
 
-Decision: TypeAlias = Literal["allow", "deny", "ask"]
+HookDecision: TypeAlias = Literal["allow", "deny", "ask"]
 """The decision of a fired event."""
 
 # Extra seconds a runner gets past a hook's own timeout before it is cancelled from here
@@ -106,7 +106,7 @@ class HookOutcome:
         records: what each hook that ran did, in config order.
     """
 
-    decision: Decision | None = None
+    decision: HookDecision | None = None
     blocked: bool = False
     reason: str | None = None
     modified_input: Mapping[str, Any] | None = None
@@ -183,7 +183,7 @@ class _Combiner:
         return False
 
     def outcome(self) -> HookOutcome:
-        decision: Decision | None = None
+        decision: HookDecision | None = None
         reason = source = None
         if self.blocked_by is not None:
             decision, (reason, source) = "deny", self.blocked_by
