@@ -221,6 +221,33 @@ def test_merge_order_is_global_project_skill_and_identical_hooks_are_kept_once(
     assert registry.hooks[0].file == str(global_config)
 
 
+def test_empty_optional_fields_count_as_absent_for_duplicates(tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "orchestra.yaml",
+        """
+        hooks:
+          PreToolUse:
+            - matcher: ""
+              hooks:
+                - {type: permission, decision: deny, reason: "", headers: {}}
+            - hooks:
+                - {type: permission, decision: deny, on_error: block, timeout: 10}
+                - {type: command, command: ""}
+        """,
+    )
+    error = refused(config)
+    assert [e.line for e in error.errors] == [5, 8]
+    assert "headers: unknown field for a permission hook" in str(error)
+    assert "command: expected a non-empty string" in str(error)
+    config.write_text(
+        "hooks:\n  PreToolUse:\n    - matcher: ''\n"
+        "      hooks: [{type: permission, decision: deny, reason: ''}]\n"
+        "    - hooks: [{type: permission, decision: deny, on_error: block, timeout: 10}]\n"
+    )
+    (hook,) = load(config).hooks
+    assert (hook.matcher, hook.reason, hook.line) == (None, None, 4)
+
+
 def test_http_tls_off_allows_plain_http_and_listed_header_variables(tmp_path: Path) -> None:
     config = write(
         tmp_path / "orchestra.yaml",

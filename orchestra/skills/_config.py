@@ -670,7 +670,7 @@ class _Checker:
 
     def string(self, hook: _Map, key: str, where: str, *, required: bool) -> str | None:
         value = hook.get(key)
-        if value is None:
+        if value is None or (value == "" and not required):  # empty = absent when optional
             if required:
                 self.bad(hook.line, f"{where}.{key}", "missing")
             return None
@@ -725,7 +725,7 @@ class _Checker:
     def fields_command(self, spec: EventSpec, hook: _Map, where: str) -> dict[str, Any]:
         if ("command" in hook) == ("args" in hook):
             self.bad(hook.line, where, "a command hook needs 'command' or 'args' (exactly one)")
-        command = self.string(hook, "command", where, required=False)
+        command = self.string(hook, "command", where, required="command" in hook)
         args = self.strings(hook, "args", hook.lines, where) if "args" in hook else None
         if args is not None and not args and hook.get("args") is not None:
             self.bad(hook.lines["args"], f"{where}.args", "must not be empty")
