@@ -372,3 +372,25 @@ async def test_stop_request_is_reported(tmp_path: Path) -> None:
     )
     outcome = await reg.fire("Stop", {})
     assert (outcome.stop, outcome.stop_reason, outcome.blocked) == (True, "x", False)
+
+
+async def test_a_payload_that_is_not_json_is_a_hook_error_not_a_crash(tmp_path: Path) -> None:
+    reg = registry(
+        tmp_path,
+        """
+        hooks:
+          PreToolUse:
+            - hooks: [{type: command, command: 'true'}]
+          PostToolUse:
+            - hooks: [{type: command, command: 'true'}, {type: command, command: ':'}]
+        """,
+    )
+    loop: dict[str, Any] = {"tool_name": "Bash"}
+    loop["self"] = loop
+    guarded = await reg.fire("PreToolUse", loop)
+    assert guarded.blocked
+    assert guarded.reason is not None
+    assert "Circular reference" in guarded.reason
+    after = await reg.fire("PostToolUse", loop)
+    assert len(after.errors) == 2
+    assert not after.blocked

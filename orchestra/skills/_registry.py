@@ -374,7 +374,10 @@ class HookRegistry:
                     break
         else:
             records: list[HookRecord | None] = [None] * len(matching)
-            body = event_json(data)
+            try:
+                body: bytes | None = event_json(data)
+            except (TypeError, ValueError):  # each hook records the error itself
+                body = None
 
             async def run(i: int, hook: HookSpec) -> None:
                 records[i] = await self._run(hook, data, env, tracer, subject, body)
