@@ -136,6 +136,7 @@ class HookSpec:
         server: mcp_tool hooks: the MCP server to start.
         tool: mcp_tool hooks: the tool to call.
         arguments: mcp_tool hooks: fixed arguments, added to the event's fields.
+        pattern: the compiled matcher, None for every value.
     """
 
     event: str
