@@ -284,6 +284,16 @@ async def test_never_reads_a_1_mb_stdin_and_exits(leaks: LeakCheck) -> None:
     await goes_on(leaks)
 
 
+async def test_grandchild_holds_an_unread_1_mb_stdin(leaks: LeakCheck) -> None:
+    # The child answers without reading; a grandchild keeps stdin open and never reads
+    # it. The runner stops writing when the child exits (no timeout).
+    result = await sh(
+        leaks, """sleep 60 & echo '{"decision": "allow"}'""", stdin=b"x" * (1 << 20), timeout=30
+    )
+    assert result.decision == "allow"
+    await goes_on(leaks)
+
+
 async def test_ignores_sigterm(leaks: LeakCheck, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     error = await fails(

@@ -41,7 +41,7 @@ from typing import Final
 
 import anyio
 import attrs
-from anyio.abc import ByteReceiveStream, Process
+from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
 from orchestra.skills._result import HookResult, HookRunError, parse_result
 
@@ -92,17 +92,21 @@ async def _read(stream: ByteReceiveStream, out: _Output, pgid: int) -> None:
         return
 
 
-async def _wait(process: Process, stdin: bytes, seconds: float) -> bool:
-    """Feed stdin and wait for the child to exit; answer whether it timed out."""
+async def _feed(stream: ByteSendStream, data: bytes, scope: anyio.CancelScope) -> None:
+    """Write the whole event on the hook's stdin, then close it."""
+    with scope:
+        try:
+            if data:
+                await stream.send(data)
+            await stream.aclose()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            # The hook exited, or closed its stdin, without reading all of it.
+            pass
+
+
+async def _wait(process: Process, seconds: float) -> bool:
+    """Wait for the child to exit, stopping it on timeout; answer whether it timed out."""
     with anyio.move_on_after(seconds):
-        if process.stdin is not None:
-            try:
-                if stdin:
-                    await process.stdin.send(stdin)
-                await process.stdin.aclose()
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                # The hook exited, or closed its stdin, without reading all of it.
-                pass
         await process.wait()
         return False
     _kill_group(process.pid, signal.SIGTERM)
@@ -117,6 +121,9 @@ async def _wait(process: Process, stdin: bytes, seconds: float) -> bool:
 async def _dispose(process: Process) -> None:
     """Kill what is left of the group, reap the child, close the pipes; never cancelled."""
     with anyio.CancelScope(shield=True):
+        # While a grandchild lives, the group keeps its id, so no other group can have
+        # it. Once empty, the call finds no group; only a new process given the same pid
+        # that made itself a group leader in between could be hit, a negligible race.
         _kill_group(process.pid, signal.SIGKILL)
         # Also closes the pipe transports (asyncio) of a pipe that was not read to its end.
         await process.aclose()
@@ -186,14 +193,20 @@ async def run_command(
 
     out, err = _Output("stdout"), _Output("stderr")
     try:
-        async with anyio.create_task_group() as readers:
-            if process.stdout is not None:
-                readers.start_soon(_read, process.stdout, out, process.pid)
-            if process.stderr is not None:
-                readers.start_soon(_read, process.stderr, err, process.pid)
-            timed_out = await _wait(process, stdin, timeout)
-            # The child is gone; a grandchild may still hold the pipes open.
-            readers.cancel_scope.deadline = anyio.current_time() + _GRACE
+        feeding = anyio.CancelScope()
+        async with anyio.create_task_group() as tasks:
+            # All three are pipes.
+            assert process.stdin is not None
+            assert process.stdout is not None
+            assert process.stderr is not None
+            tasks.start_soon(_feed, process.stdin, stdin, feeding)
+            tasks.start_soon(_read, process.stdout, out, process.pid)
+            tasks.start_soon(_read, process.stderr, err, process.pid)
+            timed_out = await _wait(process, timeout)
+            # The child is gone: stop writing (a grandchild may hold stdin unread), and
+            # read what is left for a short grace (a grandchild may hold the pipes open).
+            feeding.cancel()
+            tasks.cancel_scope.deadline = anyio.current_time() + _GRACE
     finally:
         await _dispose(process)
 
