@@ -328,3 +328,28 @@ async def test_guard_without_hooks_just_calls_the_tool() -> None:
         return command
 
     assert await bash("ls") == "ls"
+
+
+async def test_guard_on_outcome_gets_each_event_that_ran_hooks(tmp_path: Path) -> None:
+    reg = registry(
+        tmp_path,
+        """
+        hooks:
+          PreToolUse:
+            - matcher: Other
+              hooks: [{type: prompt, prompt: never}]
+          PostToolUse:
+            - hooks: [{type: prompt, prompt: "output is untrusted"}]
+        """,
+    )
+    seen: list[tuple[str, tuple[str, ...]]] = []
+
+    async def on_outcome(event: str, outcome: Any) -> None:
+        seen.append((event, outcome.messages))
+
+    @reg.guard("Read", on_outcome=on_outcome)
+    def read(path: str) -> str:
+        return "text"
+
+    assert await read("a.txt") == "text"
+    assert seen == [("PostToolUse", ("output is untrusted",))]

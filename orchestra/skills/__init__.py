@@ -17,6 +17,7 @@ from orchestra._errors import ConfigError as ConfigError
 from orchestra._errors import ToolDenied as ToolDenied
 from orchestra.skills._adapters import AskCallback as AskCallback
 from orchestra.skills._adapters import Guard as Guard
+from orchestra.skills._adapters import OutcomeCallback as OutcomeCallback
 from orchestra.skills._adapters import RegistrySubagentHooks as RegistrySubagentHooks
 from orchestra.skills._adapters import RegistryTaskHooks as RegistryTaskHooks
 from orchestra.skills._catalog import EVENTS as EVENTS
@@ -60,6 +61,7 @@ __all__ = [
     "HookType",
     "McpServerSpec",
     "OnError",
+    "OutcomeCallback",
     "RegistrySubagentHooks",
     "RegistryTaskHooks",
     "TlsMode",

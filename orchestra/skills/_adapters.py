@@ -34,13 +34,15 @@ if TYPE_CHECKING:
 
     from orchestra.skills._registry import HookOutcome, HookRegistry
 
-__all__ = ["AskCallback", "Guard", "RegistrySubagentHooks", "RegistryTaskHooks"]
+__all__ = ["AskCallback", "Guard", "OutcomeCallback", "RegistrySubagentHooks", "RegistryTaskHooks"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 AskCallback: TypeAlias = Callable[[str, Mapping[str, Any], "str | None"], "bool | Awaitable[bool]"]
 """Answers a hook's ``ask`` for a guarded tool: (tool, tool_input, reason) -> approve?"""
+OutcomeCallback: TypeAlias = Callable[[str, "HookOutcome"], "Awaitable[None] | None"]
+"""Gets the outcome of each event a guarded call fired that had hooks: (event, outcome)."""
 
 
 def _refusal(event: str, outcome: HookOutcome) -> str:
@@ -245,12 +247,19 @@ def _call_args(
 class Guard:
     """The decorator ``registry.guard(tool)`` returns; see ``HookRegistry.guard``."""
 
-    __slots__ = ("ask", "registry", "tool")
+    __slots__ = ("ask", "on_outcome", "registry", "tool")
 
-    def __init__(self, registry: HookRegistry, tool: str, ask: AskCallback | None) -> None:
+    def __init__(
+        self,
+        registry: HookRegistry,
+        tool: str,
+        ask: AskCallback | None,
+        on_outcome: OutcomeCallback | None = None,
+    ) -> None:
         self.registry = registry
         self.tool = tool
         self.ask = ask
+        self.on_outcome = on_outcome
 
     @overload
     def __call__(
@@ -264,7 +273,15 @@ class Guard:
         """Wrap ``fn`` (``def`` or ``async def``) into a guarded ``async`` function."""
         sig = inspect.signature(fn)
         is_async = inspect.iscoroutinefunction(fn)
-        registry, tool, ask = self.registry, self.tool, self.ask
+        registry, tool, ask, on_outcome = self.registry, self.tool, self.ask, self.on_outcome
+
+        async def fire(event: str, payload: dict[str, Any]) -> HookOutcome:
+            outcome = await registry.fire(event, payload)
+            if on_outcome is not None and outcome.records:
+                answer = on_outcome(event, outcome)
+                if inspect.isawaitable(answer):
+                    await answer
+            return outcome
 
         async def call(args: list[Any] | tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             if is_async:
@@ -284,7 +301,7 @@ class Guard:
             call_kwargs: dict[str, Any] = kwargs
             modified = False
             if pre_hooks:
-                pre = await registry.fire("PreToolUse", {**fields, "tool_input": tool_input})
+                pre = await fire("PreToolUse", {**fields, "tool_input": tool_input})
                 refusal: str | None = None
                 if pre.blocked:
                     refusal = _refusal("PreToolUse", pre)
@@ -304,11 +321,11 @@ class Guard:
             except Exception as exc:
                 if fail_hooks:
                     payload = {**fields, "tool_input": tool_input, **_error_fields(exc)}
-                    await registry.fire("PostToolUseFailure", payload)
+                    await fire("PostToolUseFailure", payload)
                 raise
             if post_hooks:
                 payload = {**fields, "tool_input": tool_input, "tool_response": result}
-                await registry.fire("PostToolUse", payload)
+                await fire("PostToolUse", payload)
             return result
 
         @functools.wraps(fn)

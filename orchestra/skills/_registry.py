@@ -41,7 +41,13 @@ from opentelemetry.trace import Span, Tracer
 
 from orchestra._errors import ConfigError
 from orchestra._hooks import SubagentHooks, TaskHooks
-from orchestra.skills._adapters import AskCallback, Guard, subagent_hooks, task_hooks
+from orchestra.skills._adapters import (
+    AskCallback,
+    Guard,
+    OutcomeCallback,
+    subagent_hooks,
+    task_hooks,
+)
 from orchestra.skills._catalog import EVENTS, EventSpec
 from orchestra.skills._config import HookSpec, load_hooks
 from orchestra.skills._result import HookResult, HookRunError
@@ -299,7 +305,13 @@ class HookRegistry:
         """
         return subagent_hooks(self)
 
-    def guard(self, tool: str, *, ask: AskCallback | None = None) -> Guard:
+    def guard(
+        self,
+        tool: str,
+        *,
+        ask: AskCallback | None = None,
+        on_outcome: OutcomeCallback | None = None,
+    ) -> Guard:
         """Decorate a tool function (``def`` or ``async def``) with the tool events.
 
         The guarded function is ``async``; a sync tool runs in a worker thread. Each call
@@ -320,8 +332,11 @@ class HookRegistry:
             ask: called as ``ask(tool, tool_input, reason)`` when the hooks answer
                 ``ask``; a true answer lets the call go on. Without it, ``ask`` is
                 refused (``ToolDenied``): there is nobody to ask.
+            on_outcome: called as ``on_outcome(event, outcome)`` (``def`` or ``async
+                def``) after each of the call's events that ran hooks, e.g. to pass
+                the outcome's ``messages`` or ``stop`` request on to the agent.
         """
-        return Guard(self, tool, ask)
+        return Guard(self, tool, ask, on_outcome)
 
     async def fire(self, event: str, payload: Mapping[str, Any] | None = None) -> HookOutcome:
         """Run the hooks of ``event`` that match ``payload`` and combine their answers.
