@@ -197,6 +197,15 @@ def test_folder_loads_its_config_then_every_skill_below(tmp_path: Path) -> None:
     assert [hook.prompt for hook in load(tmp_path).hooks] == ["project", "a", "b"]
 
 
+def test_folder_search_skips_tool_folders(tmp_path: Path) -> None:
+    for folder in (".venv/lib/site-packages/pkg", "node_modules/x", ".git/y", ".claude/skills/z"):
+        write(
+            tmp_path / folder / "SKILL.md",
+            f"---\nhooks:\n  Stop:\n    - hooks: [{{type: prompt, prompt: '{folder}'}}]\n---\n",
+        )
+    assert [hook.prompt for hook in load(tmp_path).hooks] == [".claude/skills/z"]
+
+
 def test_merge_order_is_global_project_skill_and_identical_hooks_are_kept_once(
     tmp_path: Path,
 ) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import json
+import os
 import re
 import shlex
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -89,6 +90,24 @@ _CORE_TAGS: Final = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "seq", "map")
 )
 _MERGE_TAG: Final = "tag:yaml.org,2002:merge"
+# Folders never searched for skills: version control, virtualenvs, caches, dependencies.
+_SKIPPED_DIRS: Final = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        "node_modules",
+        "site-packages",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+    }
+)
 
 
 @final
@@ -416,8 +435,7 @@ def _sources(paths: Sequence[str | Path], problems: _Problems) -> list[_Source]:
             config = path / "orchestra.yaml"
             if config.is_file():
                 configs.append(_Source(config, skill=False))
-            found = sorted(path.rglob("SKILL.md"))
-            skills.extend(_Source(p, skill=True) for p in found if p.is_file())
+            skills.extend(_Source(p, skill=True) for p in _skill_files(path))
         elif path.is_file():
             is_skill = path.suffix.lower() == ".md"
             (skills if is_skill else configs).append(_Source(path, skill=is_skill))
@@ -431,6 +449,16 @@ def _sources(paths: Sequence[str | Path], problems: _Problems) -> list[_Source]:
             seen.add(resolved)
             ordered.append(source)
     return ordered
+
+
+def _skill_files(folder: Path) -> list[Path]:
+    """Every ``SKILL.md`` below ``folder``, sorted, not looking into tool folders."""
+    found: list[Path] = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d not in _SKIPPED_DIRS]
+        if "SKILL.md" in files:
+            found.append(Path(root) / "SKILL.md")
+    return sorted(found)
 
 
 def _read_text(path: Path, problems: _Problems) -> str | None:
