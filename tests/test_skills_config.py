@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -496,9 +495,7 @@ def test_yaml_alias_bomb_is_refused_without_expanding(tmp_path: Path) -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 30)]
     config = write(tmp_path / "orchestra.yaml", "\n".join(lines) + "\nhooks: *a29\n")
-    started = time.perf_counter()
-    error = refused(config)
-    assert time.perf_counter() - started < 5  # a real expansion would never end
+    error = refused(config)  # refused at the first anchor: nothing is expanded
     assert error.line == 1
     assert "YAML anchors (&name) are not allowed" in str(error)
 
