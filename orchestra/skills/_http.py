@@ -13,20 +13,17 @@ from __future__ import annotations
 import functools
 import ssl
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Final
 
 import anyio
 
+from orchestra.skills._config import TlsMode
 from orchestra.skills._result import HookResult, HookRunError, parse_result
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["TlsMode", "post_http"]
-
-TlsMode: TypeAlias = Literal["verify", "no_verify", "off"]
-"""``verify``: https with certificate checks; ``no_verify``: https without them;
-``off``: plain http is allowed too."""
+__all__ = ["BODY_LIMIT", "post_http"]
 
 BODY_LIMIT: Final = 1 << 20
 """The largest response body read (1 MiB); a longer one is a hook error."""
@@ -96,7 +93,8 @@ async def post_http(
             ``application/json``.
         body: the event JSON.
         timeout: seconds for the whole exchange.
-        tls: ``"verify"``, ``"no_verify"`` or ``"off"`` (see ``TlsMode``).
+        tls: ``"verify"`` (https, certificates checked), ``"no_verify"`` (https,
+            not checked) or ``"off"`` (plain http allowed too).
         strict_output: refuse result fields that are not known (see ``parse_result``).
 
     Returns:
