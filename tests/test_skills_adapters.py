@@ -7,6 +7,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
 
 import orchestra
@@ -353,3 +355,47 @@ async def test_guard_on_outcome_gets_each_event_that_ran_hooks(tmp_path: Path) -
 
     assert await read("a.txt") == "text"
     assert seen == [("PostToolUse", ("output is untrusted",))]
+
+
+def test_guarded_sync_tool_is_callable_from_sync_code(tmp_path: Path) -> None:
+    reg = registry(
+        tmp_path,
+        """
+        hooks:
+          PreToolUse:
+            - matcher: Bash
+              hooks:
+                - type: command
+                  command: >-
+                    grep -q 'rm -rf' && { echo 'no rm' >&2; exit 2; };
+                    printf '{"modified_input": {"command": "echo safe"}}'
+        """,
+    )
+
+    @reg.guard("Bash")
+    def bash(command: str) -> str:
+        return f"ran {command}"
+
+    assert bash("ls") == "ran echo safe"
+    with pytest.raises(ToolDenied, match="no rm"):
+        bash("rm -rf /")
+
+
+async def test_guarded_sync_tool_from_a_worker_thread(tmp_path: Path) -> None:
+    reg = registry(
+        tmp_path,
+        "hooks:\n  PreToolUse:\n    - hooks: [{type: permission, decision: deny, reason: nope}]\n",
+    )
+
+    @reg.guard("Bash")
+    def bash(command: str) -> str:
+        return command
+
+    def body() -> str:
+        try:
+            bash("ls")
+        except ToolDenied as denied:
+            return str(denied.reason)
+        return "allowed"
+
+    assert await anyio.to_thread.run_sync(body) == "nope"

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar, final, overload
 
+import anyio
 import anyio.to_thread
 
 from orchestra._decisions import Fail
@@ -267,10 +268,15 @@ class Guard:
     ) -> Callable[_P, Coroutine[Any, Any, _R]]: ...
 
     @overload
-    def __call__(self, fn: Callable[_P, _R]) -> Callable[_P, Coroutine[Any, Any, _R]]: ...
+    def __call__(self, fn: Callable[_P, _R]) -> Callable[_P, Any]: ...
 
     def __call__(self, fn: Callable[_P, Any]) -> Callable[_P, Coroutine[Any, Any, Any]]:
-        """Wrap ``fn`` (``def`` or ``async def``) into a guarded ``async`` function."""
+        """Wrap ``fn`` (``def`` or ``async def``) into a guarded function of the same kind.
+
+        A guarded ``async def`` tool is awaited as before. A guarded ``def`` tool stays
+        callable from sync code (its events fire in a private event loop, the tool runs
+        in a worker thread); called on an event loop it returns an awaitable instead.
+        """
         sig = inspect.signature(fn)
         is_async = inspect.iscoroutinefunction(fn)
         registry, tool, ask, on_outcome = self.registry, self.tool, self.ask, self.on_outcome
@@ -338,7 +344,21 @@ class Guard:
                 set_tool_result(span, result)
                 return result
 
-        return guarded
+        if is_async:
+            return guarded
+
+        @functools.wraps(fn)
+        def guarded_sync(*args: _P.args, **kwargs: _P.kwargs) -> Any:
+            # On an event loop the caller can only await: hand it the coroutine. From
+            # sync code (a plain script, a worker thread) the events fire in a private
+            # event loop and the tool's result comes back as from the plain function.
+            try:
+                anyio.get_current_task()
+            except anyio.NoEventLoopError:
+                return anyio.run(functools.partial(guarded, *args, **kwargs))
+            return guarded(*args, **kwargs)
+
+        return guarded_sync
 
 
 async def _approve(

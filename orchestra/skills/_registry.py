@@ -314,7 +314,9 @@ class HookRegistry:
     ) -> Guard:
         """Decorate a tool function (``def`` or ``async def``) with the tool events.
 
-        The guarded function is ``async``; a sync tool runs in a worker thread. Each call
+        A guarded ``async def`` tool is awaited as before. A guarded ``def`` tool stays
+        callable from sync code (its events fire in a private event loop and the tool
+        runs in a worker thread); called on an event loop it returns an awaitable. Each call
         fires ``PreToolUse`` with ``tool_name`` and ``tool_input`` (the call's arguments
         by name): a deny or block raises ``ToolDenied`` with the reason, a
         ``modified_input`` is what the tool gets. Then ``PostToolUse`` with
