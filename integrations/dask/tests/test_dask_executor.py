@@ -172,7 +172,7 @@ async def test_task_retries_resubmit_too(client: Client, tmp_path: Path) -> None
     assert result.attempts["once_bad"] == 2
 
 
-def add_blocking_task(dag: DAG, name: str) -> tuple[str, str, str]:
+def add_blocking_task(dag: DAG, name: str, **options: Any) -> tuple[str, str, str]:
     """Add a task that sets the ``started`` dask Event, then waits for ``release``."""
     tag = uuid.uuid4().hex
     task_id, started, release = f"{name}_{tag}", f"started-{tag}", f"release-{tag}"
@@ -182,7 +182,7 @@ def add_blocking_task(dag: DAG, name: str) -> tuple[str, str, str]:
         Event(release).wait(60)
         return "too late"
 
-    dag.add(Task(id=task_id, fn=block))
+    dag.add(Task(id=task_id, fn=block, **options))
     return task_id, started, release
 
 
@@ -226,6 +226,21 @@ async def test_outer_cancel_cancels_the_future(client: Client) -> None:
     assert outcome == []  # the run was cancelled, not finished
     await eventually(lambda: cancel_events(client) == before + 1)
     await eventually(lambda: keys_with_prefix(client, f"{wait}-") == [])
+
+
+async def test_task_timeout_cancels_the_future(client: Client) -> None:
+    dag = DAG("timeout")
+    stuck, _, release = add_blocking_task(dag, "stuck", timeout=0.2)
+    before = cancel_events(client)
+    try:
+        result = await orchestra.run(dag, executor=DaskExecutor(client))
+    finally:
+        Event(release, client=client).set()
+
+    assert result.states[stuck] is TaskState.FAILED
+    assert isinstance(result.errors[stuck], TimeoutError)
+    await eventually(lambda: cancel_events(client) == before + 1)
+    await eventually(lambda: keys_with_prefix(client, f"{stuck}-") == [])
 
 
 async def test_trace_context_reaches_the_worker(client: Client) -> None:

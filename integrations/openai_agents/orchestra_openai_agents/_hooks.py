@@ -223,6 +223,15 @@ class OrchestraRunHooks(RunHooks[Any]):
     ) -> Retry | Fail | None:
         if state is not None and state.ctx is not None:
             ctx = state.ctx
+        elif state is not None and state.handoff_from is not None:  # failed in a handoff
+            ctx = SubagentHookContext(
+                state.handoff_from,
+                state.handoff_to or agent.name,
+                ExecutionMode.SYNC,
+                _input_text(input),
+                attempt,
+                (*state.handoffs, state.handoff_from),
+            )
         else:  # it failed before an agent started
             ctx = SubagentHookContext(
                 self.parent, agent.name, ExecutionMode.SYNC, _input_text(input), attempt
@@ -267,7 +276,7 @@ class OrchestraRunHooks(RunHooks[Any]):
         if state.handoff_from is not None:
             parent: str | None = state.handoff_from
             state.handoffs.append(state.handoff_from)
-            state.handoff_from = None
+            state.handoff_from = state.handoff_to = None
         else:
             parent = self.parent
         name = str(agent.name)
@@ -341,6 +350,7 @@ class OrchestraRunHooks(RunHooks[Any]):
         state = state_for(context)
         assert state is not None
         state.handoff_from = str(from_agent.name)
+        state.handoff_to = str(to_agent.name)
 
     async def _finish(self, context: Any, output: Any, handoff_to: str | None) -> None:
         state = state_for(context)

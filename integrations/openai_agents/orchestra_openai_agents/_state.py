@@ -34,6 +34,7 @@ class RunState:
     span: Span | None = None  # its invoke_agent span
     handoffs: list[str] = attrs.Factory(list)  # agents that handed off, in order
     handoff_from: str | None = None  # set by on_handoff, read by the next agent start
+    handoff_to: str | None = None
     started_at: float = attrs.Factory(time.monotonic)
     hook_errors: list[HookError] = attrs.Factory(list)  # Python hook errors, in order
 
