@@ -91,6 +91,12 @@ async def test_prose_is_not_a_result(leaks: LeakCheck) -> None:
     await goes_on(leaks)
 
 
+async def test_big_answer(leaks: LeakCheck) -> None:
+    error = await fails(leaks, "big")
+    assert str(error) == "output over 1 MiB in the mcp tool result"
+    await goes_on(leaks)
+
+
 async def test_tool_error(leaks: LeakCheck) -> None:
     error = await fails(leaks, "fail")
     assert str(error).startswith("mcp tool 'fail' failed: ")

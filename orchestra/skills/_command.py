@@ -43,12 +43,9 @@ import anyio
 import attrs
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
-from orchestra.skills._result import HookResult, HookRunError, parse_result
+from orchestra.skills._result import OUTPUT_LIMIT, HookResult, HookRunError, parse_result
 
-__all__ = ["OUTPUT_LIMIT", "run_command"]
-
-OUTPUT_LIMIT: Final = 1 << 20
-"""The most a hook may write on stdout, and on stderr (1 MiB each)."""
+__all__ = ["run_command"]
 
 # How long a process group gets between SIGTERM and SIGKILL, and how long the pipes are
 # read after the direct child exited.
@@ -57,10 +54,6 @@ _CHUNK: Final = 65536
 _PIPE: Final = subprocess.PIPE
 # What sh means by these codes (POSIX); the hook's stderr says which command.
 _SHELL_CODES: Final = {126: "not executable", 127: "command not found"}
-
-
-def _seconds(value: float) -> str:
-    return f"{value:g} s"
 
 
 def _kill_group(pgid: int, sig: signal.Signals) -> None:
@@ -148,7 +141,7 @@ async def run_command(
     stdin: bytes,
     env: Mapping[str, str],
     cwd: str | None,
-    timeout: float,  # noqa: ASYNC109 -- the deadline is the hook's, applied in two stages
+    timeout: float,  # noqa: ASYNC109 -- the hook's limit: then SIGTERM, SIGKILL, an error
     strict_output: bool = False,
 ) -> HookResult:
     """Run one command hook and read its answer.
@@ -219,9 +212,7 @@ async def run_command(
                 f"output over 1 MiB on {pipe.name}", exit_code=returncode, stderr=stderr
             )
     if timed_out:
-        raise HookRunError(
-            f"timed out after {_seconds(timeout)}", exit_code=returncode, stderr=stderr
-        )
+        raise HookRunError(f"timed out after {timeout:g} s", exit_code=returncode, stderr=stderr)
     if returncode == 0:
         try:
             result = parse_result(bytes(out.data), strict=strict_output)

@@ -18,15 +18,12 @@ from typing import TYPE_CHECKING, Final
 import anyio
 
 from orchestra.skills._config import TlsMode
-from orchestra.skills._result import HookResult, HookRunError, parse_result
+from orchestra.skills._result import OUTPUT_LIMIT, HookResult, HookRunError, parse_result
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["BODY_LIMIT", "post_http"]
-
-BODY_LIMIT: Final = 1 << 20
-"""The largest response body read (1 MiB); a longer one is a hook error."""
+__all__ = ["post_http"]
 
 # Shown in an error message: how much of a failing response's body.
 _EXCERPT: Final = 200
@@ -54,7 +51,7 @@ async def _read_body(response: httpx.Response) -> bytes:
     import httpx  # imported by post_http already
 
     length = response.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > BODY_LIMIT:
+    if length is not None and length.isdigit() and int(length) > OUTPUT_LIMIT:
         raise HookRunError("output over 1 MiB in the http response", exit_code=response.status_code)
     body = bytearray()
     over = False
@@ -63,7 +60,7 @@ async def _read_body(response: httpx.Response) -> bytes:
             if over:
                 continue
             body += chunk
-            if len(body) > BODY_LIMIT:
+            if len(body) > OUTPUT_LIMIT:
                 over = True
                 # Close the stream and let the iteration end on it, rather than leave
                 # httpcore's generators suspended (trio warns when they are collected).

@@ -8,8 +8,8 @@ terminates and kills its process group, also when the call is cancelled or times
 The tool's answer is read as a hook result: its structured content when it is a JSON
 object (a ``{"result": ...}`` wrapper, as FastMCP makes of a function that returns a
 string or a dict, is unwrapped), else its text content, which must be a result JSON
-object (empty: no opinion). A tool error (``isError``), a server that cannot start,
-crashes or answers garbage, and a timeout are ``HookRunError``.
+object (empty: no opinion), of at most 1 MiB. A tool error (``isError``), a server that
+cannot start, crashes or answers garbage, and a timeout are ``HookRunError``.
 """
 
 from __future__ import annotations
@@ -21,12 +21,19 @@ from typing import IO, Any, Final, final
 import anyio
 import attrs
 
-from orchestra.skills._result import HookResult, HookRunError, parse_result, result_from_json
+from orchestra.skills._result import (
+    OUTPUT_LIMIT,
+    HookResult,
+    HookRunError,
+    parse_result,
+    result_from_json,
+)
 
 __all__ = ["McpServer", "call_mcp_tool"]
 
-# How much of the server's stderr an error keeps.
+# How much of the server's stderr an error keeps, and of a failed tool's message.
 _STDERR_TAIL: Final = 1 << 16
+_EXCERPT: Final = 2000
 
 
 @final
@@ -65,7 +72,7 @@ def _text_of(content: list[Any]) -> str:
     return "".join(block.text for block in content if getattr(block, "type", None) == "text")
 
 
-def _read_tool_result(tool: str, result: Any) -> HookResult:
+def _read_tool_result(tool: str, result: Any, strict: bool) -> HookResult:
     # mcp 2 names the fields in snake case, mcp 1 as on the wire.
     is_error = getattr(result, "is_error", None) or getattr(result, "isError", False)
     structured = getattr(result, "structured_content", None)
@@ -73,15 +80,17 @@ def _read_tool_result(tool: str, result: Any) -> HookResult:
         structured = getattr(result, "structuredContent", None)
     text = _text_of(list(result.content or ()))
     if is_error:
-        raise HookRunError(f"mcp tool {tool!r} failed: {text or 'no message'}")
+        raise HookRunError(f"mcp tool {tool!r} failed: {text[:_EXCERPT] or 'no message'}")
+    if len(text) > OUTPUT_LIMIT:
+        raise HookRunError("output over 1 MiB in the mcp tool result")
     if isinstance(structured, dict):
         if set(structured) == {"result"}:
             inner = structured["result"]
             if isinstance(inner, str):
-                return parse_result(inner.encode("utf-8"))
-            return result_from_json(inner)
-        return result_from_json(structured)
-    return parse_result(text.encode("utf-8"))
+                return parse_result(inner.encode("utf-8"), strict=strict)
+            return result_from_json(inner, strict=strict)
+        return result_from_json(structured, strict=strict)
+    return parse_result(text.encode("utf-8"), strict=strict)
 
 
 async def call_mcp_tool(
@@ -90,6 +99,7 @@ async def call_mcp_tool(
     tool: str,
     arguments: Mapping[str, Any],
     timeout: float,  # noqa: ASYNC109 -- one deadline for start, call and stop together
+    strict_output: bool = False,
 ) -> HookResult:
     """Start an MCP server, call one of its tools and read the answer as a hook result.
 
@@ -98,6 +108,7 @@ async def call_mcp_tool(
         tool: the tool's name.
         arguments: the tool's arguments (the event).
         timeout: seconds for starting the server, initializing and calling the tool.
+        strict_output: refuse result fields that are not known (see ``parse_result``).
 
     Returns:
         The tool's answer as a hook result.
@@ -141,4 +152,4 @@ async def call_mcp_tool(
                 raise cause from None
             message = f"mcp server failed: {type(cause).__name__}: {cause}"
             raise HookRunError(message, stderr=_tail(errlog)) from cause
-    return _read_tool_result(tool, result)
+    return _read_tool_result(tool, result, strict_output)

@@ -41,7 +41,18 @@ import attrs
 
 from orchestra._errors import OrchestraError
 
-__all__ = ["HookResult", "HookRunError", "HookVerdict", "parse_result", "result_from_json"]
+__all__ = [
+    "OUTPUT_LIMIT",
+    "HookResult",
+    "HookRunError",
+    "HookVerdict",
+    "parse_result",
+    "result_from_json",
+]
+
+OUTPUT_LIMIT: Final = 1 << 20
+"""The most output a hook may give (1 MiB): each of a command's stdout and stderr, an
+http response body, an MCP tool's text; more is a ``HookRunError``."""
 
 HookVerdict: TypeAlias = Literal["allow", "deny", "ask", "block"]
 """A decision a single hook can answer."""

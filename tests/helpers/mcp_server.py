@@ -52,6 +52,12 @@ def prose() -> str:
 
 
 @server.tool()
+def big() -> str:
+    """An answer over 1 MiB."""
+    return " " * (2 << 20)
+
+
+@server.tool()
 def fail() -> str:
     """A tool error (isError)."""
     raise ValueError("the guard's database is down")
