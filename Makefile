@@ -36,6 +36,7 @@ docs: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/scheduler.py
 	$(PY) bench/dispatch.py
+	$(PY) bench/hooks.py
 
 clean:
 	rm -rf $(VENV) site .mypy_cache .pytest_cache .ruff_cache

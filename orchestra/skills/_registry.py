@@ -530,6 +530,7 @@ class HookRegistry:
             tool=hook.tool or "",
             arguments=arguments,
             timeout=hook.timeout,
+            strict_output=hook.strict_output,
         )
 
 
