@@ -74,7 +74,7 @@ _TYPE_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
     "prompt": ("prompt",),
     "permission": ("decision", "reason"),
     "http": ("url", "headers", "allowed_env_vars", "tls", "strict_output"),
-    "mcp_tool": ("server", "tool", "arguments"),
+    "mcp_tool": ("server", "tool", "arguments", "strict_output"),
 }
 _GROUP_FIELDS: Final = ("matcher", "hooks")
 _SERVER_FIELDS: Final = ("command", "args", "env", "cwd")
@@ -144,7 +144,8 @@ class HookSpec:
         skill_dir: the folder of the ``SKILL.md`` it comes from, None for a config file.
         command: command hooks: the shell command, ``${SKILL_DIR}`` expanded.
         args: command hooks: the argv to run without a shell, ``${SKILL_DIR}`` expanded.
-        strict_output: command and http hooks: unknown fields in the result are errors.
+        strict_output: command, http and mcp_tool hooks: unknown fields in the result are
+            errors.
         prompt: prompt hooks: the text added to the outcome's messages.
         decision: permission hooks: the fixed ``"allow"``, ``"deny"`` or ``"ask"``.
         reason: permission hooks: the reason given with the decision.
