@@ -377,3 +377,12 @@ def test_async_backend_is_checked(client: Client) -> None:
     with pytest.raises(ValueError, match="async_backend"):
         DaskExecutor(client, async_backend="curio")
     assert DaskExecutor(client, async_backend="trio").async_backend == "trio"
+
+
+def test_public_names() -> None:
+    import orchestra_dask
+
+    assert orchestra_dask.__all__ == ["SUBMIT_OPTIONS", "DaskExecutor"]
+    assert orchestra_dask.DaskExecutor.__module__ == "orchestra_dask"
+    assert orchestra_dask.__doc__ is not None
+    assert "DaskExecutor(client)" in orchestra_dask.__doc__

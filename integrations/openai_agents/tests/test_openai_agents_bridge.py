@@ -461,3 +461,17 @@ async def test_an_unguarded_tool_fires_pre_and_post_tool_use(tmp_path: Path) -> 
         ("PreToolUse", "add", {"a": 3, "b": 4}, None),
         ("PostToolUse", "add", {"a": 3, "b": 4}, 7),
     ]
+
+
+def test_public_names() -> None:
+    import orchestra_openai_agents
+
+    assert sorted(orchestra_openai_agents.__all__) == [
+        "AskCallback",
+        "OnDeny",
+        "OrchestraRunHooks",
+        "guard_agent",
+        "guard_tool",
+        "is_guarded",
+    ]
+    assert OrchestraRunHooks.__module__ == "orchestra_openai_agents"
