@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(PY) bench/scheduler.py
 	$(PY) bench/dispatch.py
 	$(PY) bench/hooks.py
+	$(PY) bench/dask_cluster.py
 
 clean:
 	rm -rf $(VENV) site .mypy_cache .pytest_cache .ruff_cache

@@ -14,24 +14,18 @@ Prints wall times (median of the repeats), the CPU seconds this process spent (t
 scheduler and the client live here too: on a small machine they are the bottleneck) and
 the overhead ratio of wall times (b) / (a); target <= 1.3.
 
-Run: ``.venv/bin/python bench/dask.py [--quick] [--workers N] [--threads N]``.
+Run: ``.venv/bin/python bench/dask_cluster.py [--quick] [--workers N] [--threads N]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
-import sys
 import time
 from typing import Any
 
-# This file is named dask.py: keep its folder off sys.path so `import dask` finds dask.
-if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
-    del sys.path[0]
-
-from distributed import Client, LocalCluster  # after the sys.path fix
+from distributed import Client, LocalCluster
 from orchestra_dask import DaskExecutor
 
 import orchestra
