@@ -73,6 +73,7 @@ def __getattr__(name: str) -> Any:
         return JsonlSpanExporter
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 for _name in __all__:
     _obj = globals().get(_name)
     if callable(_obj) and getattr(_obj, "__module__", "").startswith("orchestra.tracing._"):
