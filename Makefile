@@ -23,7 +23,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy --strict orchestra
+	$(VENV)/bin/mypy --strict orchestra $(foreach p,$(INTEGRATIONS),$(wildcard $(dir $(p))orchestra_*))
 
 pytest: $(STAMP)
 	$(VENV)/bin/pytest -q $(if $(INTEGRATIONS),tests $(dir $(INTEGRATIONS)),tests)
