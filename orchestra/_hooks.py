@@ -18,8 +18,16 @@ import attrs
 
 from orchestra._decisions import Decision, Delegate, Fail, Retry, Skip, pick
 from orchestra._errors import HookError
+from orchestra.tracing._spans import (
+    hook_span,
+    record_decision,
+    record_error,
+    record_hook_error,
+)
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
+
     from orchestra.dag._model import Task
 
 __all__ = [
@@ -225,17 +233,21 @@ async def call_hooks(
     args: tuple[Any, ...],
     subject: str | None,
     record: Callable[[HookError], None] | None = None,
+    tracer: Tracer | None = None,
 ) -> tuple[Decision | None, HookImpl | None]:
     """Call every implementation in order and merge their answers.
 
     A hook that raises ``Exception`` or answers something its moment does not allow is
     logged on the ``orchestra`` logger, passed to ``record``, and counts as no opinion, or
     as ``Fail`` if the hook is fail-closed. ``BaseException`` (cancellation,
-    ``KeyboardInterrupt``) propagates.
+    ``KeyboardInterrupt``) propagates. With a ``tracer`` (tracing is on for this run),
+    each call is a ``hook {moment}`` span with its answer or error.
 
     Returns:
         The merged decision and the implementation that gave it (None, None if no opinion).
     """
+    if tracer is not None:
+        return await _call_hooks_traced(impls, args, subject, record, tracer)
     answers: list[Decision | None] = []
     for impl in impls:
         try:
@@ -253,6 +265,33 @@ async def call_hooks(
                     impl, subject, f"returned {answer!r}; None or {allowed} expected"
                 )
                 answer = _isolate(impl, error, record)
+        answers.append(answer)
+    i = pick(answers)
+    return (answers[i], impls[i]) if i >= 0 else (None, None)
+
+
+async def _call_hooks_traced(
+    impls: Sequence[HookImpl],
+    args: tuple[Any, ...],
+    subject: str | None,
+    record: Callable[[HookError], None] | None,
+    tracer: Tracer,
+) -> tuple[Decision | None, HookImpl | None]:
+    """``call_hooks`` with a ``hook {moment}`` span around each call."""
+    answers: list[Decision | None] = []
+    for impl in impls:
+        with hook_span(
+            tracer, impl.moment, hook_type="python", name=impl.name, subject=subject
+        ) as span:
+            errors: list[HookError] = []
+            answer, _ = await call_hooks((impl,), args, subject, errors.append)
+            for error in errors:
+                record_hook_error(span, error, impl.name)
+                record_error(span, error)
+                if record is not None:
+                    record(error)
+            if answer is not None:
+                record_decision(span, answer, f"{impl.name}.{impl.moment}")
         answers.append(answer)
     i = pick(answers)
     return (answers[i], impls[i]) if i >= 0 else (None, None)

@@ -17,7 +17,7 @@ import uuid
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 import anyio
 import anyio.abc
@@ -36,6 +36,11 @@ from orchestra._hooks import (
 )
 from orchestra.dag._executor import AgentDispatcher, Executor, LocalExecutor
 from orchestra.dag._model import DAG, Task, TaskState
+from orchestra.tracing._names import STATE_RETRYING
+from orchestra.tracing._run import AttemptTrace, RunTelemetry
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "RunResult", "run", "run_sync"]
 
@@ -162,6 +167,10 @@ class _Run:
         self.tg: anyio.abc.TaskGroup | None = None
         self.started = 0.0
         self.finished = 0.0
+        self.max_concurrency = max_concurrency
+        # Telemetry, decided once per run in execute(): None = no span or metric work.
+        self.tel: RunTelemetry | None = None
+        self.tracer: Tracer | None = None
 
     # -- the run --------------------------------------------------------------------------
 
@@ -171,19 +180,41 @@ class _Run:
         self.executor = self.given_executor or LocalExecutor(
             anyio.CapacityLimiter(max(self.workers, 1))
         )
+        tel = self.tel = RunTelemetry.start(
+            self.dag.name, self.run_id, tasks=self.total, max_concurrency=self.max_concurrency
+        )
+        if tel is not None:
+            self.tracer = tel.tracer
+        escaped: BaseException | None = None
         try:
             async with anyio.create_task_group() as tg:
                 self.tg = tg
                 for _ in range(self.workers):
                     tg.start_soon(self.worker, cancelled)
+        except BaseException as exc:
+            escaped = exc
+            raise
         finally:
             self.finished = time.perf_counter()
             for i, state in enumerate(self.states):
                 if not state.terminal:
                     self.states[i] = _CANCELLED
+            if tel is not None:
+                self.finish_trace(tel, self.fatal or escaped)
         if self.fatal is not None:
             raise self.fatal
         return self.result()
+
+    def finish_trace(self, tel: RunTelemetry, error: BaseException | None) -> None:
+        """End the run span: outcome, tasks that never ran, a fatal error."""
+        bad = (_FAILED, _UPSTREAM_FAILED, _CANCELLED)
+        failed = sum(1 for s in self.states if s in bad)
+        not_run = [
+            (task.id, state.value)
+            for task, state, n in zip(self.order, self.states, self.attempts, strict=True)
+            if n == 0
+        ]
+        tel.finish(ok=not failed, failed=failed, not_run=not_run, error=error)
 
     def result(self) -> RunResult:
         ids = [t.id for t in self.order]
@@ -230,14 +261,24 @@ class _Run:
         attempt = 0
         started = time.perf_counter()
         self.states[i] = _RUNNING
+        tel = self.tel
+        at: AttemptTrace | None = None
         try:
             while True:
                 attempt += 1
                 self.attempts[i] = attempt
+                if tel is not None:
+                    at = tel.attempt(
+                        tid, attempt, retries=task.retries, executor=task.agent, previous=at
+                    )
                 if self.before:
                     ctx = self.context(task, attempt, errors, started)
-                    decision, impl = await call_hooks(self.before, (ctx,), tid, self.record)
+                    decision, impl = await call_hooks(
+                        self.before, (ctx,), tid, self.record, self.tracer
+                    )
                     if decision is not None:
+                        if at is not None:
+                            at.decision(decision, _by(impl))
                         self.decided(i, decision, impl, None)
                         return
                 try:
@@ -247,21 +288,32 @@ class _Run:
                         result = await self.body(task, kwargs)
                 except Exception as exc:
                     errors.append(exc)
+                    if at is not None:
+                        at.error(exc)
                     decision = impl = None
                     if self.on_failure:
                         ctx = self.context(task, attempt, errors, started)
                         decision, impl = await call_hooks(
-                            self.on_failure, (ctx, exc), tid, self.record
+                            self.on_failure, (ctx, exc), tid, self.record, self.tracer
                         )
                     if decision is None:
                         decision = Retry(task.retry_delay) if attempt <= task.retries else None
                     if type(decision) is Retry:
                         refusal = self.refuse_retry(attempt)
                         if refusal is None:
+                            if at is not None:
+                                at.decision(decision, _by(impl))
+                                at.end(STATE_RETRYING)
                             if decision.delay:
                                 await anyio.sleep(decision.delay)
                             continue
+                        if at is not None:  # the hook's Retry, refused by orchestra
+                            at.decision(decision, _by(impl))
                         decision = Fail(refusal)
+                        if at is not None:
+                            at.decision(decision, "orchestra")
+                    elif at is not None and decision is not None:
+                        at.decision(decision, _by(impl))
                     self.decided(i, decision, impl, exc)
                     return
                 except cancelled:
@@ -270,16 +322,22 @@ class _Run:
                     # KeyboardInterrupt, SystemExit...: never retried; the hooks see it,
                     # then the handler below records it and stops the run.
                     errors.append(exc)
+                    if at is not None:
+                        at.error(exc)
                     if self.on_failure:
                         ctx = self.context(task, attempt, errors, started)
-                        await call_hooks(self.on_failure, (ctx, exc), tid, self.record)
+                        await call_hooks(self.on_failure, (ctx, exc), tid, self.record, self.tracer)
                     raise
                 outputs[tid] = result
                 if self.after:
                     ctx = self.context(task, attempt, errors, started)
-                    decision, impl = await call_hooks(self.after, (ctx, result), tid, self.record)
+                    decision, impl = await call_hooks(
+                        self.after, (ctx, result), tid, self.record, self.tracer
+                    )
                     if decision is not None:  # only a fail-closed hook error answers here
                         del outputs[tid]
+                        if at is not None:
+                            at.decision(decision, _by(impl))
                         self.decided(i, decision, impl, None)
                         return
                 self.settle(i, _SUCCEEDED)
@@ -298,7 +356,12 @@ class _Run:
                 self.settle(i, _FAILED)
             self.stop()
         finally:
-            self.durations[tid] = time.perf_counter() - started
+            duration = self.durations[tid] = time.perf_counter() - started
+            if tel is not None:
+                state = self.states[i]
+                if at is not None and not at.ended:
+                    at.end(state.value if state.terminal else _CANCELLED.value)
+                tel.task_done(state.value, duration)
 
     def context(
         self, task: Task, attempt: int, errors: list[BaseException], started: float
@@ -415,6 +478,11 @@ class _Run:
         if skipped and rule == "all_success":
             return _SKIPPED
         return None
+
+
+def _by(impl: HookImpl | None) -> str:
+    """Who took a decision, for traces: the hook, or the task's own ``retries``."""
+    return f"{impl.name}.{impl.moment}" if impl is not None else "task.retries"
 
 
 async def run(
