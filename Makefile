@@ -15,8 +15,7 @@ $(STAMP): $(PY) pyproject.toml $(INTEGRATIONS)
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) examples/pipeline.py
-	$(PY) examples/agents_research.py
+	$(PY) examples/main_demo.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -38,6 +37,7 @@ bench: $(STAMP)
 	$(PY) bench/dispatch.py
 	$(PY) bench/hooks.py
 	$(PY) bench/dask_cluster.py
+	$(PY) bench/tracing.py
 
 clean:
 	rm -rf $(VENV) site .mypy_cache .pytest_cache .ruff_cache

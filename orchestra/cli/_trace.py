@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -255,6 +257,8 @@ def show(path: Path, width: int | None) -> None:
         spans = read_jsonl(path)
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
+    if width is None and not sys.stdout.isatty() and "COLUMNS" not in os.environ:
+        width = 160  # off a terminal (CI, a pipe), a waterfall needs room
     console = Console(width=width, highlight=False)
     if not spans:
         console.print(f"{path}: no spans")
