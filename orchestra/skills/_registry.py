@@ -51,7 +51,13 @@ from orchestra.skills._adapters import (
 from orchestra.skills._catalog import EVENTS, EventSpec
 from orchestra.skills._config import HookSpec, load_hooks
 from orchestra.skills._result import HookResult, HookRunError
-from orchestra.tracing import get_tracer, inject_env
+from orchestra.tracing import (
+    ATTR_PROCESS_EXIT_CODE,
+    get_tracer,
+    inject_env,
+    inject_headers,
+    traceparent,
+)
 from orchestra.tracing._spans import hook_span, record_decision, record_error
 
 __all__ = ["HookDecision", "HookOutcome", "HookRecord", "HookRegistry", "load"]
@@ -437,6 +443,10 @@ class HookRegistry:
         ) as span:
             if env is not None:
                 env = inject_env(env)  # TRACEPARENT: the hook's own span
+            tp = traceparent()
+            if tp is not None:  # and in the event JSON, for hooks that read only stdin
+                data = {**data, "traceparent": tp}
+                body = None
             record = await self._attempt(hook, data, env, body)
             _trace(span, record)
         return record
@@ -501,7 +511,7 @@ class HookRegistry:
                 raise HookRunError(f"http hooks need the http extra: {exc}") from None
             return await post_http(
                 url=hook.url or "",
-                headers=_expand_headers(hook),
+                headers=inject_headers(_expand_headers(hook)),  # W3C traceparent
                 body=body,
                 timeout=hook.timeout,
                 tls=hook.tls,
@@ -535,7 +545,9 @@ class HookRegistry:
 
 
 def _trace(span: Span, record: HookRecord) -> None:
-    """Put a hook's answer (or error) on its span."""
+    """Put a hook's answer (or error) and a command's exit code on its span."""
+    if record.exit_code is not None and record.hook.type == "command":
+        span.set_attribute(ATTR_PROCESS_EXIT_CODE, record.exit_code)
     if record.error is not None:
         record_error(span, HookRunError(record.error, exit_code=record.exit_code))
     elif record.result is not None and record.result.decision is not None:
