@@ -222,3 +222,31 @@ async def test_agent_and_tool_spans_inside_a_task(
     dumped = json.dumps([attrs(s) for s in spans], default=str)
     assert "secret task text" not in dumped
     assert "rm -rf" not in dumped
+
+
+async def test_content_capture_opt_in(tmp_path: Path, exporter: InMemorySpanExporter) -> None:
+    (tmp_path / "orchestra.yaml").write_text(
+        "hooks:\n"
+        "  PreToolUse:\n"
+        "    - matcher: Bash\n"
+        "      hooks:\n"
+        "        - type: command\n"
+        '          command: \'echo \'\'{"decision": "allow", "reason": "fine"}\'\'\'\n'
+    )
+    registry = load(tmp_path / "orchestra.yaml", project_dir=tmp_path)
+
+    @registry.guard("Bash")
+    async def bash(command: str) -> str:
+        return f"ran {command}"
+
+    await bash(command="ls -la")
+    ot.set_capture_content(True)
+    await bash(command="ls -la")
+    off_hook, off_tool, on_hook, on_tool = exporter.get_finished_spans()
+    assert ot.ATTR_HOOK_OUTPUT not in attrs(off_hook)
+    assert ot.GEN_AI_TOOL_CALL_ARGUMENTS not in attrs(off_tool)
+    assert ot.GEN_AI_TOOL_CALL_RESULT not in attrs(off_tool)
+    output = json.loads(attrs(on_hook)[ot.ATTR_HOOK_OUTPUT])
+    assert (output["decision"], output["reason"]) == ("allow", "fine")
+    assert json.loads(attrs(on_tool)[ot.GEN_AI_TOOL_CALL_ARGUMENTS]) == {"command": "ls -la"}
+    assert json.loads(attrs(on_tool)[ot.GEN_AI_TOOL_CALL_RESULT]) == "ran ls -la"

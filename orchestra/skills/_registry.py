@@ -52,7 +52,9 @@ from orchestra.skills._catalog import EVENTS, EventSpec
 from orchestra.skills._config import HookSpec, load_hooks
 from orchestra.skills._result import HookResult, HookRunError
 from orchestra.tracing import (
+    ATTR_HOOK_OUTPUT,
     ATTR_PROCESS_EXIT_CODE,
+    capture_content,
     get_tracer,
     inject_env,
     inject_headers,
@@ -553,6 +555,16 @@ def _trace(span: Span, record: HookRecord) -> None:
     elif record.result is not None and record.result.decision is not None:
         result = record.result
         record_decision(span, result.decision, record.hook.source, reason=result.reason)
+    if record.result is not None and capture_content():  # content: only when opted in
+        result = record.result
+        output = {
+            "decision": result.decision,
+            "reason": result.reason,
+            "modified_input": result.modified_input,
+            "messages": list(result.messages),
+            "stderr": record.stderr,
+        }
+        span.set_attribute(ATTR_HOOK_OUTPUT, json.dumps(output, default=str))
 
 
 def _expand_headers(hook: HookSpec) -> dict[str, str]:

@@ -63,7 +63,7 @@ def configure(
             (``/v1/traces`` is added to a URL without a path); True uses the
             ``OTEL_EXPORTER_OTLP_*`` environment variables. Needs ``orchestra[otlp]``.
         capture_content: put payload content (tool inputs, prompts, outputs, hook
-            stdout) on spans; None leaves the ``ORCHESTRA_CAPTURE_CONTENT`` setting.
+            output) on spans; None leaves the ``ORCHESTRA_CAPTURE_CONTENT`` setting.
         enabled: switch orchestra's tracing on or off (see ``set_enabled``); with
             False and nothing else asked for, no provider is made.
         service_name: the ``service.name`` resource attribute of a new provider.

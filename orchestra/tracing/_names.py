@@ -26,8 +26,8 @@ __all__ = [
     "ATTR_HOOK_EVENT",
     "ATTR_HOOK_MATCHER",
     "ATTR_HOOK_NAME",
+    "ATTR_HOOK_OUTPUT",
     "ATTR_HOOK_SOURCE",
-    "ATTR_HOOK_STDOUT",
     "ATTR_HOOK_SUBJECT",
     "ATTR_HOOK_TYPE",
     "ATTR_LINK_TYPE",
@@ -179,8 +179,9 @@ ATTR_HOOK_MATCHER: Final = "orchestra.hook.matcher"
 """The matcher of a YAML hook group."""
 ATTR_HOOK_SUBJECT: Final = "orchestra.hook.subject"
 """What the hook was called about: a task id, an agent or a tool name."""
-ATTR_HOOK_STDOUT: Final = "orchestra.hook.stdout"
-"""Content (opt-in): what a command hook printed on stdout."""
+ATTR_HOOK_OUTPUT: Final = "orchestra.hook.output"
+"""Content (opt-in): a YAML hook's answer as JSON (decision, reason, modified input,
+messages, stderr)."""
 ATTR_TOOL_DECISION: Final = "orchestra.tool.decision"
 """On a tool span: ``allow`` when the call went ahead, ``deny`` or ``block`` if not."""
 EVENT_HOOK_ERROR: Final = "orchestra.hook.error"

@@ -93,7 +93,7 @@ def is_enabled() -> bool:
 
 
 def set_capture_content(capture: bool | None) -> None:
-    """Put payload content (tool inputs, prompts, outputs, hook stdout) on spans, or not.
+    """Put payload content (tool inputs, prompts, outputs, hook output) on spans, or not.
 
     Args:
         capture: True or False; None goes back to the ``ORCHESTRA_CAPTURE_CONTENT``
