@@ -15,6 +15,11 @@ $(STAMP): $(PY) pyproject.toml $(INTEGRATIONS)
 	touch $(STAMP)
 
 demo: $(STAMP)
+	@echo "== examples/pipeline.py: TaskHooks, RetryPolicy, a skip, an all_done cleanup"
+	$(PY) examples/pipeline.py
+	@echo; echo "== examples/agents_research.py: subagents retried, delegated and forked"
+	$(PY) examples/agents_research.py
+	@echo; echo "== examples/main_demo.py: the whole product, traced, and the trace read back"
 	$(PY) examples/main_demo.py
 
 lint: $(STAMP)
