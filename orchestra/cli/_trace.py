@@ -242,7 +242,7 @@ def render(spans: Sequence[dict[str, Any]], console: Console) -> None:
 
 @click.group("trace")
 def trace() -> None:
-    """Read trace files written by ``orchestra run --trace``."""
+    """Read JSONL trace files, as written by orchestra run --trace."""
 
 
 @trace.command("show")
