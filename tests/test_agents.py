@@ -509,8 +509,20 @@ async def test_each_attempt_is_an_invoke_agent_span_with_its_decision(
     d = Dispatcher([Agent("a", 9), Agent("b")], hooks=[Crash(), Policy()])
     result = await d.dispatch("a", "t", parent="planner")
     assert result.agent == "b"
-    finished = spans.get_finished_spans()
+    all_spans = spans.get_finished_spans()
+    finished = [s for s in all_spans if s.name.startswith("invoke_agent ")]
     assert [s.name for s in finished] == ["invoke_agent a", "invoke_agent a", "invoke_agent b"]
+    # every hook call is a span of its own, under the attempt it was called for
+    hooks = [s for s in all_spans if s.name.startswith("hook ")]
+    parent_of = {s.context.span_id: s.name for s in finished if s.context is not None}
+    assert sorted((h.name, parent_of[h.parent.span_id]) for h in hooks if h.parent) == [
+        ("hook before_dispatch", "invoke_agent a"),
+        ("hook before_dispatch", "invoke_agent a"),
+        ("hook before_dispatch", "invoke_agent b"),
+        ("hook on_failure", "invoke_agent a"),
+        ("hook on_failure", "invoke_agent a"),
+    ]
+    assert len(hooks) == 5
     first, second, third = (dict(s.attributes or {}) for s in finished)
     assert first["gen_ai.operation.name"] == "invoke_agent"
     assert first["gen_ai.agent.name"] == "a"

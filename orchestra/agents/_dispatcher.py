@@ -321,7 +321,9 @@ class _Dispatch:
         name = self.name
         errors = self.errors
         if d._before:
-            decision, impl = await call_hooks(d._before, (self.context(),), name, self.record)
+            decision, impl = await call_hooks(
+                d._before, (self.context(),), name, self.record, self.tracer
+            )
             if decision is not None:
                 self.decided(decision, impl)
                 if type(decision) is Delegate:
@@ -339,7 +341,7 @@ class _Dispatch:
             decision = impl = None
             if d._on_failure:
                 decision, impl = await call_hooks(
-                    d._on_failure, (self.context(), exc), name, self.record
+                    d._on_failure, (self.context(), exc), name, self.record, self.tracer
                 )
             if decision is None:
                 raise self.error(
@@ -364,7 +366,9 @@ class _Dispatch:
             # SystemExit...) is shown to the hooks, never retried, and propagates.
             if d._on_failure and not isinstance(exc, anyio.get_cancelled_exc_class()):
                 errors.append(exc)
-                await call_hooks(d._on_failure, (self.context(), exc), name, self.record)
+                await call_hooks(
+                    d._on_failure, (self.context(), exc), name, self.record, self.tracer
+                )
             raise
         if self.span is not None:
             set_agent_output(self.span, output)
@@ -377,7 +381,9 @@ class _Dispatch:
         )
         if d._after:
             recorded = len(self.hook_errors or ())
-            decision, impl = await call_hooks(d._after, (self.context(), result), name, self.record)
+            decision, impl = await call_hooks(
+                d._after, (self.context(), result), name, self.record, self.tracer
+            )
             if decision is not None:  # only a fail-closed hook error answers here
                 self.decided(decision, impl)
                 raise self.failed(decision, impl)
@@ -431,7 +437,9 @@ class _Dispatch:
         on_failure = self.d._on_failure
         if on_failure and self.attempt > 0:
             self.errors.append(error)
-            await call_hooks(on_failure, (self.context(), error), self.name, self.record)
+            await call_hooks(
+                on_failure, (self.context(), error), self.name, self.record, self.tracer
+            )
         dispatch_error = self.error(
             f"dispatch of {self.task!r} to agent {self.name!r} timed out after {seconds:g} s "
             f"(attempt {self.attempt})"
