@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from tenacity import stop_after_attempt
 
@@ -25,7 +22,6 @@ from orchestra import (
     SubagentHookContext,
     SubagentHooks,
     SubagentResult,
-    tracing,
 )
 from orchestra.agents import DEFAULT_MAX_ATTEMPTS, RunContext
 
@@ -479,18 +475,6 @@ async def test_agent_can_dispatch_through_its_context() -> None:
 
 
 # -- tracing ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.set_tracer_provider(provider)
-    try:
-        yield exporter
-    finally:
-        tracing.set_tracer_provider(None)
 
 
 async def test_each_attempt_is_an_invoke_agent_span_with_its_decision(

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import orchestra.tracing as ot
@@ -15,19 +12,6 @@ from orchestra import ToolDenied
 from orchestra.skills import load
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    ot.set_tracer_provider(provider)
-    try:
-        yield exporter
-    finally:
-        ot.set_tracer_provider(None)
-        provider.shutdown()
 
 
 async def test_hook_span_and_traceparent_reach_the_command(

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,20 +22,6 @@ import orchestra.tracing as ot
 from orchestra.tracing import _spans
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    exp = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exp))
-    ot.set_tracer_provider(provider)
-    try:
-        yield exp
-    finally:
-        ot.set_tracer_provider(None)
-        ot.set_enabled(None)
-        ot.set_capture_content(None)
 
 
 def test_no_sdk_means_no_tracer() -> None:

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import orchestra
@@ -29,19 +27,6 @@ from orchestra.agents import RunContext
 from orchestra.skills import load
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    exp = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exp))
-    ot.set_tracer_provider(provider)
-    try:
-        yield exp
-    finally:
-        ot.set_tracer_provider(None)
-        ot.set_capture_content(None)
 
 
 def attrs(span: ReadableSpan) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +13,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 from tenacity import stop_after_attempt
@@ -26,20 +25,6 @@ from orchestra import DAG, Fail, RetryPolicy, Skip, TaskHookContext, TaskHooks, 
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    exp = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exp))
-    ot.set_tracer_provider(provider)
-    try:
-        yield exp
-    finally:
-        ot.set_tracer_provider(None)
-        ot.set_enabled(None)
-        ot.set_capture_content(None)
 
 
 def attrs(span: ReadableSpan) -> dict[str, Any]:
