@@ -15,6 +15,9 @@ Each subclasses the builtin that fits, so ``except ValueError`` keeps working.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 __all__ = [
     "ConfigError",
     "DAGError",
@@ -138,3 +141,14 @@ class ToolDenied(OrchestraError, PermissionError):
         super().__init__(f"tool {tool!r} denied: {reason or 'denied by a hook'}")
         self.tool = tool
         self.reason = reason
+
+
+def did_you_mean(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str:
+    """Return `` (did you mean 'x'?)`` for the choice closest to ``word``, else ``""``.
+
+    The comparison ignores case; the suggestion keeps the choice's own spelling. Every
+    "unknown name" message in orchestra builds its hint here, so they all read alike.
+    """
+    by_lower = {choice.lower(): choice for choice in choices}
+    close = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=cutoff)
+    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from orchestra._errors import ConfigError
+from orchestra._errors import ConfigError, did_you_mean
 from orchestra.skills import EVENTS, HookOutcome, HookRecord, HookRegistry, HookSpec, load
 
 __all__ = ["hooks"]
@@ -156,11 +156,7 @@ def _payload(value: str) -> dict[str, Any]:
 
 def _event(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     if value not in EVENTS:
-        import difflib
-
-        close = difflib.get_close_matches(value, list(EVENTS), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise click.BadParameter(f"unknown event {value!r}{hint}")
+        raise click.BadParameter(f"unknown event {value!r}{did_you_mean(value, EVENTS)}")
     return value
 
 

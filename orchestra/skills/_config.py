@@ -22,7 +22,6 @@ contain another repeated part, an alternation of words, or a backreference. ``(a
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import json
 import os
@@ -36,7 +35,7 @@ from urllib.parse import urlsplit
 import attrs
 import yaml
 
-from orchestra._errors import ConfigError
+from orchestra._errors import ConfigError, did_you_mean
 from orchestra.skills._catalog import EVENTS, EventSpec, OnError
 
 __all__ = [
@@ -330,13 +329,6 @@ class _Problems:
         )
 
 
-def _suggest(word: str, choices: Iterable[str]) -> str:
-    choices = list(choices)
-    by_lower = {choice.lower(): choice for choice in choices}
-    close = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=0.6)
-    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
-
-
 def _kind(value: object) -> str:
     if value is None:
         return "nothing"
@@ -541,7 +533,9 @@ class _Checker:
             for key in data:
                 if key != "hooks":
                     self.bad(
-                        data.lines[key], key, "unknown top-level field" + _suggest(key, ["hooks"])
+                        data.lines[key],
+                        key,
+                        "unknown top-level field" + did_you_mean(key, ["hooks"]),
                     )
         if "hooks" in data:
             self.events(data["hooks"], data.lines["hooks"])
@@ -556,7 +550,7 @@ class _Checker:
             where = f"hooks.{name}"
             spec = EVENTS.get(name)
             if spec is None:
-                self.bad(value.lines[name], where, "unknown event" + _suggest(name, EVENTS))
+                self.bad(value.lines[name], where, "unknown event" + did_you_mean(name, EVENTS))
                 continue
             if groups is None:
                 continue
@@ -576,7 +570,7 @@ class _Checker:
             return
         for key in group:
             if key not in _GROUP_FIELDS:
-                hint = _suggest(key, _GROUP_FIELDS)
+                hint = did_you_mean(key, _GROUP_FIELDS)
                 if not hint and key in _COMMON_FIELDS + tuple(
                     f for fs in _TYPE_FIELDS.values() for f in fs
                 ):
@@ -630,7 +624,7 @@ class _Checker:
             if kind is None:
                 self.bad(tline, f"{where}.type", f"missing; one of {', '.join(HOOK_TYPES)}")
             else:
-                hint = _suggest(str(kind), HOOK_TYPES) if isinstance(kind, str) else ""
+                hint = did_you_mean(str(kind), HOOK_TYPES) if isinstance(kind, str) else ""
                 self.bad(tline, f"{where}.type", f"unknown hook type {kind!r}{hint}")
             return None
         allowed = _COMMON_FIELDS + _TYPE_FIELDS[kind]
@@ -640,7 +634,7 @@ class _Checker:
                 hint = (
                     f" ({key!r} is a field of {' and '.join(owners)} hooks)"
                     if owners
-                    else _suggest(key, allowed)
+                    else did_you_mean(key, allowed)
                 )
                 self.bad(
                     hook.lines[key], f"{where}.{key}", f"unknown field for a {kind} hook{hint}"
@@ -689,7 +683,7 @@ class _Checker:
             return spec.default_on_error
         line = hook.lines["on_error"]
         if value not in _ON_ERROR:
-            hint = _suggest(value, _ON_ERROR) if isinstance(value, str) else ""
+            hint = did_you_mean(value, _ON_ERROR) if isinstance(value, str) else ""
             self.bad(
                 line, f"{where}.on_error", f"expected continue or block, got {_kind(value)}{hint}"
             )
@@ -853,7 +847,9 @@ class _Checker:
                 var = match.group(1) or match.group(2)
                 if var not in allowed:
                     self.bad(
-                        line, field, f"${var} is not in allowed_env_vars" + _suggest(var, allowed)
+                        line,
+                        field,
+                        f"${var} is not in allowed_env_vars" + did_you_mean(var, allowed),
                     )
         return {
             "url": url,
@@ -883,7 +879,7 @@ class _Checker:
                     self.bad(
                         raw.lines[key],
                         f"{field}.{key}",
-                        "unknown field" + _suggest(key, _SERVER_FIELDS),
+                        "unknown field" + did_you_mean(key, _SERVER_FIELDS),
                     )
             command = self.string(raw, "command", field, required=True)
             cwd = self.string(raw, "cwd", field, required=False)

@@ -39,7 +39,7 @@ import anyio
 import attrs
 from opentelemetry.trace import Span, Tracer
 
-from orchestra._errors import ConfigError
+from orchestra._errors import ConfigError, did_you_mean
 from orchestra._hooks import SubagentHooks, TaskHooks
 from orchestra.skills._adapters import (
     AskCallback,
@@ -597,11 +597,7 @@ def _matching(
 
 
 def _unknown_event(event: str) -> ValueError:
-    import difflib
-
-    close = difflib.get_close_matches(str(event), list(EVENTS), n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return ValueError(f"unknown event {event!r}{hint}")
+    return ValueError(f"unknown event {event!r}{did_you_mean(str(event), EVENTS)}")
 
 
 def load(
