@@ -105,7 +105,7 @@ async def post_http(
         import httpx
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise HookRunError(
-            "could not start: http hooks need httpx: pip install 'orchestra[http]'"
+            "could not start: http hooks need httpx: pip install 'orchestra-hooks[http]'"
         ) from exc
     scheme = url.partition(":")[0].lower()
     if scheme == "http" and tls != "off":

@@ -122,7 +122,7 @@ async def call_mcp_tool(
         from mcp.client.stdio import stdio_client
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise HookRunError(
-            "could not start: mcp_tool hooks need the mcp SDK: pip install 'orchestra[mcp]'"
+            "could not start: mcp_tool hooks need the mcp SDK: pip install 'orchestra-hooks[mcp]'"
         ) from exc
 
     params = StdioServerParameters(

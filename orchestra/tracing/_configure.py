@@ -26,7 +26,7 @@ def _otlp_exporter(otlp: str | bool, timeout: float | None) -> SpanExporter:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise ImportError(
-            "configure(otlp=...) needs the OTLP exporter: pip install 'orchestra[otlp]'"
+            "configure(otlp=...) needs the OTLP exporter: pip install 'orchestra-hooks[otlp]'"
         ) from exc
     if otlp is True:
         return OTLPSpanExporter(timeout=timeout)
@@ -61,7 +61,7 @@ def configure(
             truncated first). Read it with ``orchestra trace show``.
         otlp: send spans to an OTLP/HTTP endpoint, e.g. ``http://localhost:4318``
             (``/v1/traces`` is added to a URL without a path); True uses the
-            ``OTEL_EXPORTER_OTLP_*`` environment variables. Needs ``orchestra[otlp]``.
+            ``OTEL_EXPORTER_OTLP_*`` environment variables. Needs ``orchestra-hooks[otlp]``.
         capture_content: put payload content (tool inputs, prompts, outputs, hook
             output) on spans; None leaves the ``ORCHESTRA_CAPTURE_CONTENT`` setting.
         enabled: switch orchestra's tracing on or off (see ``set_enabled``); with

@@ -1,4 +1,4 @@
-"""orchestra-dask: run orchestra DAG task bodies on a dask.distributed cluster.
+"""orchestra-hooks-dask: run orchestra DAG task bodies on a dask.distributed cluster.
 
 Pass a ``DaskExecutor`` to ``orchestra.run`` (or ``run_sync``). Task bodies run on the
 cluster's workers; the scheduler, ``TaskHooks``, YAML hooks and every decision (retry,

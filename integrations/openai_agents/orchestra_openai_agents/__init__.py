@@ -1,4 +1,4 @@
-"""orchestra-openai-agents: the OpenAI Agents SDK's lifecycle, bridged to orchestra.
+"""orchestra-hooks-openai-agents: the OpenAI Agents SDK's lifecycle, bridged to orchestra.
 
 Run an SDK agent through ``OrchestraRunHooks`` and its agents, handoffs and tool calls
 fire orchestra's ``SubagentHooks`` and the YAML skills hooks (``orchestra.yaml``,
