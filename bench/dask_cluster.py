@@ -113,7 +113,7 @@ def main() -> None:
             n_workers=args.workers,
             threads_per_worker=args.threads,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",
         ) as cluster,
         Client(cluster) as client,
     ):

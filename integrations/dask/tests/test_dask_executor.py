@@ -31,7 +31,7 @@ def client(request: pytest.FixtureRequest) -> Iterator[Client]:
             n_workers=2,
             threads_per_worker=2,
             processes=processes,
-            dashboard_address=None,
+            dashboard_address=":0",
         ) as cluster,
         Client(cluster) as client,
     ):

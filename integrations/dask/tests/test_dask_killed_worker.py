@@ -26,7 +26,7 @@ def client() -> Iterator[Client]:
     with (
         dask.config.set({"distributed.scheduler.allowed-failures": 0}),
         LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         Client(cluster) as client,
     ):
