@@ -1,20 +1,26 @@
-# The few commands everyone runs. Each creates .venv and installs what it needs.
+# The few commands everyone runs. Each creates .venv and installs what it needs:
+# `make demo` only the library (a few small packages), the others the whole dev set.
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
+DEMO_STAMP := $(VENV)/.installed-demo
 INTEGRATIONS := $(wildcard integrations/*/pyproject.toml)
 
-.PHONY: demo test lint typecheck pytest bench docs clean
+.PHONY: demo test lint typecheck pytest docs-code bench docs clean
 
 $(PY):
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+
+$(DEMO_STAMP): $(PY) pyproject.toml
+	$(PY) -m pip install -q --disable-pip-version-check -e .
+	touch $(DEMO_STAMP)
 
 $(STAMP): $(PY) pyproject.toml $(INTEGRATIONS)
+	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]' $(foreach p,$(INTEGRATIONS),-e $(dir $(p)))
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	@echo "== examples/pipeline.py: TaskHooks, RetryPolicy, a skip, an all_done cleanup"
 	$(PY) examples/pipeline.py
 	@echo; echo "== examples/agents_research.py: subagents retried, delegated and forked"
@@ -30,7 +36,12 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict orchestra $(foreach p,$(INTEGRATIONS),$(wildcard $(dir $(p))orchestra_*))
 
 pytest: $(STAMP)
-	$(VENV)/bin/pytest -q $(if $(INTEGRATIONS),tests $(dir $(INTEGRATIONS)),tests)
+	$(VENV)/bin/pytest -q --durations=10 $(if $(INTEGRATIONS),tests $(dir $(INTEGRATIONS)),tests)
+
+# Every ```python block of README.md and docs/ runs (pytest-markdown-docs): a block is a
+# whole program, or marked `python continuation` to run after the block before it.
+docs-code: $(STAMP)
+	$(VENV)/bin/pytest -q --markdown-docs -m markdown-docs -p no:cacheprovider README.md docs
 
 test: lint typecheck pytest docs
 

@@ -11,7 +11,9 @@ Everything is deterministic and offline: the agents are small fakes.
 
 The DAG: ``plan`` -> (``web``, ``papers``: tasks executed by agents) -> ``answer``.
 Both ``TaskHooks`` and ``SubagentHooks`` narrate what happens. Run it with
-``python examples/agents_research.py``.
+``python examples/agents_research.py``, or ``orchestra run examples/agents_research.py``:
+the command builds a ``Dispatcher`` from the module-level ``agents`` and ``agent_hooks``
+and passes it to the factory ``build(dispatcher)``.
 """
 
 from __future__ import annotations
@@ -138,7 +140,19 @@ class Narrator(TaskHooks, SubagentHooks):
 # -- the DAG ---------------------------------------------------------------------------------
 
 
-def build(d: Dispatcher) -> DAG:
+narrator = Narrator()
+agents = [WebSearch(), PaperDB(), Library(), Archivist()]
+agent_hooks = [
+    RetryPolicy(stop=stop_after_attempt(3), retry=retry_if_exception_type(ConnectionError)),
+    FallBackToLibrary(),
+    narrator,
+]
+hooks = [narrator]
+
+
+def build(dispatcher: Dispatcher) -> DAG:
+    """The DAG; ``plan`` forks the archivist through ``dispatcher`` itself."""
+    d = dispatcher
     dag = DAG("research")
 
     @dag.task
@@ -171,13 +185,10 @@ def build(d: Dispatcher) -> DAG:
 
 
 async def main() -> orchestra.RunResult:
-    narrator = Narrator()
-    retry = RetryPolicy(stop=stop_after_attempt(3), retry=retry_if_exception_type(ConnectionError))
-    agents = [WebSearch(), PaperDB(), Library(), Archivist()]
     print(f"Question: {QUESTION}\n")
     print("What happens:")
-    async with Dispatcher(agents, hooks=[retry, FallBackToLibrary(), narrator]) as d:
-        result = await orchestra.run(build(d), hooks=[narrator], dispatcher=d)
+    async with Dispatcher(agents, hooks=agent_hooks) as d:
+        result = await orchestra.run(build(d), hooks=hooks, dispatcher=d)
 
     print("\nSubagents:")
     for asked, (mode, r) in narrator.results.items():

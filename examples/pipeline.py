@@ -5,7 +5,9 @@
 - ``FeatureFlags`` skips the optional ``publish_dashboard`` step (it is switched off).
 - ``cleanup`` runs with ``trigger="all_done"``: whatever happened upstream.
 
-Run it with ``make demo`` or ``python examples/pipeline.py``.
+Run it with ``make demo``, ``python examples/pipeline.py``, or
+``orchestra run examples/pipeline.py`` (the command picks up the module-level ``dag`` and
+``hooks``).
 """
 
 from __future__ import annotations
@@ -98,17 +100,24 @@ class FeatureFlags(TaskHooks):
         return None
 
 
-def main() -> orchestra.RunResult:
-    """Run the pipeline and print a summary."""
-    logging.basicConfig(level=logging.INFO, format="  %(message)s", stream=sys.stdout)
-    retry_rates = RetryPolicy(
+#: The run's hooks, at module level so that ``orchestra run examples/pipeline.py`` uses them.
+hooks = [
+    AuditLog(),
+    FeatureFlags(enabled=set()),
+    RetryPolicy(
         stop=stop_after_attempt(4),
         wait=wait_exponential(multiplier=0.01, max=0.1),
         retry=retry_if_exception_type(ConnectionError),
-    )
+    ),
+]
+
+
+def main() -> orchestra.RunResult:
+    """Run the pipeline and print a summary."""
+    logging.basicConfig(level=logging.INFO, format="  %(message)s", stream=sys.stdout)
     print(f"running DAG {dag.name!r} ({len(dag)} tasks)")
     started = time.perf_counter()
-    result = orchestra.run_sync(dag, hooks=[AuditLog(), FeatureFlags(enabled=set()), retry_rates])
+    result = orchestra.run_sync(dag, hooks=hooks)
     elapsed = time.perf_counter() - started
     print()
     print(f"{'task':<20}{'state':<17}{'attempts':>8}{'time':>10}  note")

@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import orchestra.tracing as ot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,8 +135,115 @@ def test_run_picks_a_dag_by_name(tmp_path: Path) -> None:
     out = cli("run", "two.py:nope", cwd=tmp_path)
     assert out.returncode == 2
     assert "no 'nope'" in out.stderr
+    assert "2 DAGs (first, second) and the functions build" in out.stderr
+    assert "Traceback" not in out.stderr
+    out = cli("run", "two.py:secnd", cwd=tmp_path)
+    assert out.returncode == 2
+    assert "no 'secnd' (did you mean 'second'?)" in out.stderr
     out = cli("run", "missing.py", cwd=tmp_path)
     assert out.returncode == 2
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        ("examples/pipeline.py", ["convert", "succeeded", "publish_dashboard", "skipped"]),
+        ("examples/agents_research.py", ["papers", "answer", "succeeded"]),
+        ("examples/agents_research.py:build", ["answer", "succeeded"]),
+        ("examples/demo/pipeline.py", ["report", "succeeded"]),
+    ],
+)
+def test_examples_run_with_the_command(script: str, expected: list[str]) -> None:
+    out = cli("run", script, cwd=ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "ok:" in out.stdout
+    for word in expected:
+        assert word in out.stdout
+
+
+def test_scripts_without_a_dag_say_how_to_run_them() -> None:
+    out = cli("run", "examples/guarded_tool.py", cwd=ROOT)
+    assert out.returncode == 2
+    assert "defines no DAG and the functions main, shell, show" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+FACTORIES = textwrap.dedent(
+    """
+    import orchestra
+    from orchestra import TaskHooks
+
+    seen = []
+
+    class Seen(TaskHooks):
+        def before_execute(self, ctx):
+            seen.append(ctx.task.id)
+            print("hook saw", ctx.task.id)
+
+    def pair():
+        dag = orchestra.DAG("pair")
+        dag.task(lambda: 1, id="one")
+        return dag, [Seen()]
+
+    def mapping():
+        dag = orchestra.DAG("mapping")
+        dag.task(lambda: 2, id="two")
+        return {"dag": dag, "hooks": [Seen()]}
+
+    def typo():
+        return {"dag": orchestra.DAG("x"), "hoks": []}
+
+    def broken():
+        raise RuntimeError("no database")
+
+    def needs(path):
+        return orchestra.DAG("x")
+
+    def wants_agents(dispatcher):
+        return orchestra.DAG("x")
+
+    def nothing():
+        return 42
+
+    limit = 3
+    """
+)
+
+
+def test_factories_return_a_dag_and_its_hooks(tmp_path: Path) -> None:
+    (tmp_path / "f.py").write_text(FACTORIES)
+    for name, task in (("pair", "one"), ("mapping", "two")):
+        out = cli("run", f"f.py:{name}", cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert f"hook saw {task}" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("typo", "returned unknown keys ['hoks']; expected ['dag', 'hooks', 'tools']"),
+        ("broken", "f.py:broken() raised RuntimeError: no database (at "),
+        ("needs", "f.py:needs() needs an argument 'path'"),
+        ("wants_agents", "takes a dispatcher, but the file defines no 'agents'"),
+        ("nothing", "f.py:nothing() returned int; expected a DAG"),
+        ("limit", "f.py:limit is a int, not a DAG or a function returning one"),
+    ],
+)
+def test_bad_factories_are_clear_errors(tmp_path: Path, name: str, message: str) -> None:
+    (tmp_path / "f.py").write_text(FACTORIES)
+    out = cli("run", f"f.py:{name}", cwd=tmp_path)
+    assert out.returncode in (1, 2)
+    assert message in " ".join(out.stderr.split()), out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_file_that_cannot_load_names_the_line(tmp_path: Path) -> None:
+    (tmp_path / "bad.py").write_text("import orchestra\n\nx = 1 / 0\n")
+    out = cli("run", "bad.py", cwd=tmp_path)
+    assert out.returncode == 1
+    assert "ZeroDivisionError: division by zero (at " in out.stderr
+    assert "bad.py:3)" in out.stderr
+    assert "Traceback" not in out.stderr
 
 
 def test_max_concurrency(tmp_path: Path) -> None:

@@ -596,19 +596,27 @@ async def test_retry_budget_zero_allows_no_retry() -> None:
 
 async def test_cancelling_run_cancels_tasks_and_retry_sleeps() -> None:
     started = anyio.Event()
+    retrying = anyio.Event()
 
     async def forever() -> None:
         started.set()
         await anyio.sleep_forever()
 
+    async def done() -> str:
+        return "x"
+
+    class SeeRetry(TaskHooks):
+        def on_failure(self, ctx: TaskHookContext, error: BaseException) -> None:
+            retrying.set()  # the task's own retries decide: Retry(3600)
+
     dag = DAG("cancel")
     dag.add(Task(id="forever", fn=forever))
     dag.add(Task(id="sleepy_retry", fn=Flaky(10), retries=5, retry_delay=3600))
     dag.add(Task(id="never", fn=lambda: 1, deps=["forever"]))
-    dag.add(Task(id="done", fn=lambda: "x"))
+    dag.add(Task(id="done", fn=done))
     run = _Run(
         dag,
-        hooks=[],
+        hooks=[SeeRetry()],
         max_concurrency=8,
         fail_fast=False,
         retry_budget=None,
@@ -620,7 +628,10 @@ async def test_cancelling_run_cancels_tasks_and_retry_sleeps() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(run.execute)
             await started.wait()
-            await anyio.sleep(0.01)
+            await retrying.wait()
+            # Every task is now parked: forever asleep, sleepy_retry in its retry sleep,
+            # done settled. No clock involved.
+            await anyio.wait_all_tasks_blocked()
             tg.cancel_scope.cancel()
     result = run.result()
     assert result.states == {

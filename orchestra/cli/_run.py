@@ -1,18 +1,13 @@
 """``orchestra run FILE.py[:NAME]``: run a DAG defined in a file, with live progress.
 
-The file is loaded as a module. Besides the DAG, it may define:
-
-- ``hooks``: ``TaskHooks`` objects passed to the run;
-- ``agents``: subagents, for tasks with ``agent=``; the command builds a ``Dispatcher``
-  from them with ``agent_hooks`` (``SubagentHooks``) and the YAML subagent hooks;
-- ``dispatcher``: a ready ``Dispatcher`` instead (YAML subagent hooks cannot be added);
-- ``tools``: a dict of tool functions by name, which ``--hooks`` guards in place with
-  ``registry.guard(name)`` (call them through the dict, with ``await``).
+What the file may define, and how ``NAME`` picks a DAG or a factory: see ``_load``.
+The command builds a ``Dispatcher`` from the file's ``agents`` (with its ``agent_hooks``
+and the YAML subagent hooks) unless the file has a ready ``dispatcher`` (to which YAML
+subagent hooks cannot be added); ``--hooks`` guards the file's ``tools`` in place.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import time
 from collections.abc import Iterable, MutableMapping
@@ -39,6 +34,7 @@ from rich.text import Text
 
 from orchestra import DAG, ConfigError, DAGError, Dispatcher, LocalExecutor, RunResult, TaskState
 from orchestra import run as run_dag
+from orchestra.cli._load import RunTarget, build_spec, find_target, load_module
 from orchestra.tracing import configure, extract_env
 
 if TYPE_CHECKING:
@@ -53,41 +49,6 @@ _STATE_STYLE: Final = {
     TaskState.SKIPPED: "yellow",
     TaskState.CANCELLED: "magenta",
 }
-
-
-def load_module(path: Path) -> ModuleType:
-    """Import ``path`` as a module (its folder first on ``sys.path``, for its imports)."""
-    path = path.resolve()
-    name = f"_orchestra_run_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise click.BadParameter(f"{path} is not a Python file", param_hint="FILE")
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.parent))
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def find_dag(module: ModuleType, name: str | None, where: str) -> DAG:
-    """The DAG named ``name`` in ``module`` (or a function returning one), or its only DAG."""
-    if name is not None:
-        if not hasattr(module, name):
-            raise click.BadParameter(f"{where} has no {name!r}", param_hint="FILE")
-        target = getattr(module, name)
-        if callable(target) and not isinstance(target, DAG):
-            target = target()
-        if not isinstance(target, DAG):
-            raise click.BadParameter(f"{where}:{name} is not a DAG", param_hint="FILE")
-        return target
-    found = {id(v): (k, v) for k, v in vars(module).items() if isinstance(v, DAG)}
-    if len(found) != 1:
-        names = ", ".join(sorted(k for k, _ in found.values())) or "none"
-        raise click.BadParameter(
-            f"{where} defines {len(found)} DAGs ({names}): pick one with {where}:NAME",
-            param_hint="FILE",
-        )
-    return next(iter(found.values()))[1]
 
 
 @final
@@ -204,17 +165,15 @@ def _guard_tools(tools: object, registry: Any) -> None:
 
 
 async def _run(
-    dag: DAG,
+    target: RunTarget,
     module: ModuleType,
     registry: Any,
     max_concurrency: int,
     fail_fast: bool,
     console: Console,
-) -> RunResult:
-    hooks: list[object] = list(getattr(module, "hooks", ()) or ())
+) -> tuple[DAG, RunResult]:
     agent_hooks: list[object] = list(getattr(module, "agent_hooks", ()) or ())
     if registry is not None:
-        hooks.append(registry.as_task_hooks())
         agent_hooks.append(registry.as_subagent_hooks())
     dispatcher: Dispatcher | None = getattr(module, "dispatcher", None)
     agents: Iterable[Any] | None = getattr(module, "agents", None)
@@ -226,6 +185,13 @@ async def _run(
                 "[yellow]note:[/] the file's 'dispatcher' is used as is: define 'agents' "
                 "instead to have --hooks attach SubagentStart/SubagentStop hooks"
             )
+        spec = build_spec(target, module, dispatcher)
+        dag = spec.dag
+        hooks: list[object] = list(spec.hooks)
+        if registry is not None:
+            hooks.append(registry.as_task_hooks())
+            if spec.tools is not None:
+                _guard_tools(spec.tools, registry)
         progress = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
@@ -251,7 +217,7 @@ async def _run(
                 ),
             )
             progress.update(counts.bar, completed=len(dag))
-    return result
+    return dag, result
 
 
 @click.command("run")
@@ -311,13 +277,11 @@ def run(
         except ConfigError as exc:
             raise click.ClickException(str(exc)) from None
     module = load_module(path)
-    dag = find_dag(module, name or None, file)
-    if registry is not None and hasattr(module, "tools"):
-        _guard_tools(module.tools, registry)
+    what = find_target(module, name or None, file)
     token = otel_context.attach(extract_env())  # a TRACEPARENT parents the run span
     started = time.perf_counter()
     try:
-        result = anyio.run(_run, dag, module, registry, max_concurrency, fail_fast, console)
+        dag, result = anyio.run(_run, what, module, registry, max_concurrency, fail_fast, console)
     except DAGError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
