@@ -39,11 +39,11 @@ pytest: $(STAMP)
 	$(VENV)/bin/pytest -q --durations=10 $(if $(INTEGRATIONS),tests $(dir $(INTEGRATIONS)),tests)
 
 # Every ```python block of README.md and docs/ runs (pytest-markdown-docs): a block is a
-# whole program, or marked `python continuation` to run after the block before it.
+# whole program, or is fenced ```{.python continuation} to run after the block before it.
 docs-code: $(STAMP)
-	$(VENV)/bin/pytest -q --markdown-docs -m markdown-docs -p no:cacheprovider README.md docs
+	$(VENV)/bin/pytest -q --markdown-docs --markdown-docs-syntax=superfences -m markdown-docs -p no:cacheprovider README.md docs
 
-test: lint typecheck pytest docs
+test: lint typecheck pytest docs-code docs
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
