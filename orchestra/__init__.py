@@ -16,6 +16,7 @@ from orchestra._errors import ConfigError as ConfigError
 from orchestra._errors import DAGError as DAGError
 from orchestra._errors import DispatchError as DispatchError
 from orchestra._errors import HookError as HookError
+from orchestra._errors import JournalError as JournalError
 from orchestra._errors import OrchestraError as OrchestraError
 from orchestra._errors import TaskFailed as TaskFailed
 from orchestra._errors import ToolDenied as ToolDenied
@@ -37,6 +38,7 @@ from orchestra.dag import TaskState as TaskState
 from orchestra.dag import TriggerRule as TriggerRule
 from orchestra.dag import run as run
 from orchestra.dag import run_sync as run_sync
+from orchestra.journal import Journal as Journal
 
 __version__ = "0.1.0"
 
@@ -52,6 +54,8 @@ __all__ = [
     "Executor",
     "Fail",
     "HookError",
+    "Journal",
+    "JournalError",
     "LocalExecutor",
     "OrchestraError",
     "Retry",

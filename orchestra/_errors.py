@@ -8,6 +8,7 @@ The whole tree::
     ├── HookError (RuntimeError)        a hook raised or answered something invalid
     ├── TaskFailed (RuntimeError)       a task failed by a decision, not by an exception of its own
     ├── DispatchError (RuntimeError)    a subagent dispatch that finally failed
+    ├── JournalError (RuntimeError)     a run journal that cannot be opened, read or resumed
     └── ToolDenied (PermissionError)    a guarded tool call denied by a PreToolUse hook
 
 Each subclasses the builtin that fits, so ``except ValueError`` keeps working.
@@ -23,6 +24,7 @@ __all__ = [
     "DAGError",
     "DispatchError",
     "HookError",
+    "JournalError",
     "OrchestraError",
     "TaskFailed",
     "ToolDenied",
@@ -127,6 +129,21 @@ class DispatchError(OrchestraError, RuntimeError):
         self.attempts = attempts
         self.reason = reason
         self.hook_errors = hook_errors
+
+
+class JournalError(OrchestraError, RuntimeError):
+    """A run journal that cannot be used: not a journal, a newer schema, an unknown run.
+
+    Raised before any task runs (opening the journal, beginning the run, finding the
+    run to resume); the message names the journal and what is wrong.
+
+    Attributes:
+        journal: a printable name of the journal (its file, or its database).
+    """
+
+    def __init__(self, message: str, *, journal: str) -> None:
+        super().__init__(message)
+        self.journal = journal
 
 
 class ToolDenied(OrchestraError, PermissionError):

@@ -1,0 +1,34 @@
+"""Run journals: what ``run(dag, journal=...)`` records, and where.
+
+A journal keeps every settled task of a run (state, attempts, error, duration, digests of
+its code and inputs, and its serialized output) as the run goes, so that
+``run(dag, journal=..., resume="last")`` can reuse what a crashed or cancelled run did.
+
+- ``Journal``: the protocol a store implements (also ``orchestra.Journal``).
+- ``SQLiteJournal``: the embedded store, one SQLite file (a path given as ``journal=``).
+- ``RunInfo``, ``TaskRecord``, ``JournaledRun``: what a store keeps and gives back.
+- ``Serializer``, ``PickleSerializer``: how outputs become payloads (``serializer=``).
+- ``orchestra.journal.conformance``: the tests every store passes (needs pytest).
+"""
+
+from orchestra.journal._codec import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
+from orchestra.journal._codec import PickleSerializer as PickleSerializer
+from orchestra.journal._codec import Serializer as Serializer
+from orchestra.journal._records import Journal as Journal
+from orchestra.journal._records import JournaledRun as JournaledRun
+from orchestra.journal._records import RunInfo as RunInfo
+from orchestra.journal._records import TaskRecord as TaskRecord
+from orchestra.journal._sqlite import SCHEMA_VERSION as SCHEMA_VERSION
+from orchestra.journal._sqlite import SQLiteJournal as SQLiteJournal
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "SCHEMA_VERSION",
+    "Journal",
+    "JournaledRun",
+    "PickleSerializer",
+    "RunInfo",
+    "SQLiteJournal",
+    "Serializer",
+    "TaskRecord",
+]

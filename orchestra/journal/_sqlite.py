@@ -1,0 +1,291 @@
+"""The embedded journal: one SQLite file in WAL mode, safe for several processes at once."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final, final
+
+from orchestra._errors import JournalError
+from orchestra.journal._records import JournaledRun, RunInfo, TaskRecord
+
+__all__ = ["SCHEMA_VERSION", "SQLiteJournal"]
+
+APPLICATION_ID: Final = 0x4F524348  # "ORCH", in the file header: says the file is ours
+"""``PRAGMA application_id`` of an orchestra journal."""
+
+# _MIGRATIONS[v] takes a file from schema version v to v + 1; a new schema version is one
+# more script here, never an edit of an older one.
+_MIGRATIONS: list[str] = [
+    # Tasks are written in batches, one row per writer transaction holding its records
+    # as ``marshal`` data (tuples of str, int, float, bool and None: reading them runs no
+    # code), which is many times cheaper than a row per task or JSON.
+    """
+    CREATE TABLE runs (
+        run_id       TEXT PRIMARY KEY,
+        dag          TEXT NOT NULL,
+        started_at   REAL NOT NULL,
+        task_count   INTEGER NOT NULL,
+        resumed_from TEXT
+    );
+    CREATE INDEX runs_by_dag ON runs (dag, started_at);
+    CREATE INDEX runs_by_start ON runs (started_at);
+    CREATE TABLE batches (
+        seq     INTEGER PRIMARY KEY,
+        run_id  TEXT NOT NULL,
+        records BLOB NOT NULL
+    );
+    CREATE INDEX batches_by_run ON batches (run_id, seq);
+    CREATE TABLE outputs (
+        digest  TEXT PRIMARY KEY,
+        payload BLOB NOT NULL
+    ) WITHOUT ROWID;
+    """,
+]
+
+SCHEMA_VERSION: Final = len(_MIGRATIONS)
+"""The schema version this orchestra writes (and the newest it reads)."""
+
+_RUN_COLUMNS: Final = "run_id, dag, started_at, task_count, resumed_from"
+_MARSHAL_VERSION: Final = 4  # read by every Python 3.4+
+_IN_CHUNK: Final = 500  # digests per "IN (...)" query, under every SQLite's variable limit
+
+
+@final
+class SQLiteJournal:
+    """The embedded journal: one SQLite file (stdlib ``sqlite3``, WAL mode).
+
+    ``run(dag, journal="runs.db")`` opens one for you; build one yourself to share it
+    between runs or to read runs back (``list_runs``, ``load_run``). Several processes may
+    journal into one file at once: writes wait for each other (up to ``timeout``), and a
+    crash loses at most the batch being written, never the file.
+
+    Args:
+        path: the journal file; created (with its schema) when missing.
+        timeout: seconds a write waits for another process's write to end.
+        read_only: open an existing journal without ever writing to it (the CLI's
+            ``orchestra runs`` does).
+
+    Raises:
+        JournalError: the file is not an orchestra journal, has a newer schema than this
+            orchestra reads, or cannot be opened. Nothing in the file is changed then.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, timeout: float = 30.0, read_only: bool = False
+    ) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self._lock = threading.Lock()
+        self._db = self._open(timeout)
+
+    def __repr__(self) -> str:
+        return f"SQLiteJournal({str(self.path)!r})"
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def __enter__(self) -> SQLiteJournal:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- opening and migrating ------------------------------------------------------------
+
+    def _error(self, message: str) -> JournalError:
+        return JournalError(f"journal {self.path}: {message}", journal=str(self.path))
+
+    def _open(self, timeout: float) -> sqlite3.Connection:
+        if self.read_only:
+            if not self.path.is_file():
+                raise self._error("no such file")
+            target, uri = f"{self.path.resolve().as_uri()}?mode=ro", True
+        else:
+            target, uri = str(self.path), False
+        try:
+            db = sqlite3.connect(
+                target, timeout=timeout, isolation_level=None, check_same_thread=False, uri=uri
+            )
+        except sqlite3.Error as exc:
+            raise self._error(f"cannot open it ({exc})") from exc
+        try:
+            self._check_and_migrate(db)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _check_and_migrate(self, db: sqlite3.Connection) -> None:
+        # Read only, until the file is known to be ours: nothing is written to a stranger.
+        try:
+            version = self._version(db)
+        except sqlite3.DatabaseError as exc:
+            if "not a database" in str(exc) or "malformed" in str(exc):
+                raise self._error("not an orchestra journal (not an SQLite database)") from exc
+            raise self._error(f"cannot read it ({exc})") from exc
+        if self.read_only:
+            if version != SCHEMA_VERSION:
+                old = version < SCHEMA_VERSION
+                hint = "; open it once for writing to migrate it" if old else ""
+                raise self._error(
+                    f"schema version {version}, this orchestra reads version {SCHEMA_VERSION}{hint}"
+                )
+            return
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")  # in WAL: a commit survives a crash
+            if version < SCHEMA_VERSION:
+                with _transaction(db):
+                    self._migrate(db, self._version(db))  # another process may have done it
+        except sqlite3.Error as exc:
+            raise self._error(f"cannot write it ({exc})") from exc
+
+    def _version(self, db: sqlite3.Connection) -> int:
+        app = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if app == 0 and version == 0:
+            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if tables:
+                raise self._error("not an orchestra journal (an SQLite database of another kind)")
+            return 0
+        if app != APPLICATION_ID:
+            raise self._error(
+                f"not an orchestra journal (an SQLite database of application id {app:#x})"
+            )
+        if version > SCHEMA_VERSION:
+            raise self._error(
+                f"schema version {version} is newer than version {SCHEMA_VERSION}, the newest "
+                "this orchestra reads: upgrade orchestra-hooks to use it (the file is unchanged)"
+            )
+        return int(version)
+
+    def _migrate(self, db: sqlite3.Connection, version: int) -> None:
+        for script in _MIGRATIONS[version:]:
+            for statement in script.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+        db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @contextmanager
+    def _write(self, what: str) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                with _transaction(self._db):
+                    yield self._db
+            except sqlite3.Error as exc:
+                raise self._error(f"cannot {what} ({exc})") from exc
+
+    # -- the Journal protocol -------------------------------------------------------------
+
+    def begin_run(self, run: RunInfo) -> None:
+        """Record that ``run`` began."""
+        with self._write("record a new run") as db:
+            db.execute(
+                f"INSERT OR REPLACE INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+                (run.run_id, run.dag, run.started_at, run.task_count, run.resumed_from),
+            )
+
+    def record(
+        self, run_id: str, tasks: Sequence[TaskRecord], payloads: Mapping[str, bytes]
+    ) -> None:
+        """Record a batch of settled tasks in one transaction (each payload stored once)."""
+        records = marshal.dumps(list(map(tuple, tasks)), _MARSHAL_VERSION)
+        with self._write("record tasks") as db:
+            if payloads:
+                db.executemany("INSERT OR IGNORE INTO outputs VALUES (?, ?)", payloads.items())
+            db.execute("INSERT INTO batches (run_id, records) VALUES (?, ?)", (run_id, records))
+
+    def load_run(self, run_id: str) -> JournaledRun | None:
+        """Read a run back with its tasks and payloads; None if there is no such run."""
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            tasks = self._tasks(run_id)
+            digests = list({t.output_digest for t in tasks.values() if t.output_digest})
+            payloads: dict[str, bytes] = {}
+            for k in range(0, len(digests), _IN_CHUNK):
+                chunk = digests[k : k + _IN_CHUNK]
+                payloads.update(
+                    self._db.execute(
+                        "SELECT digest, payload FROM outputs "
+                        f"WHERE digest IN ({', '.join('?' * len(chunk))})",
+                        chunk,
+                    ).fetchall()
+                )
+        return JournaledRun(info=_run_info(row, _counts(tasks)), tasks=tasks, payloads=payloads)
+
+    def list_runs(self, dag: str | None = None, *, limit: int = 20) -> list[RunInfo]:
+        """The latest runs, newest first (of DAG ``dag`` only, if given), with state counts."""
+        where, args = ("WHERE dag = ?", [dag]) if dag is not None else ("", [])
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs {where} "
+                "ORDER BY started_at DESC, rowid DESC LIMIT ?",
+                [*args, limit],
+            ).fetchall()
+            return [_run_info(r, _counts(self._tasks(r[0]))) for r in rows]
+
+    def _tasks(self, run_id: str) -> dict[str, TaskRecord]:
+        """The run's task records by id, a later record of a task replacing an earlier one."""
+        make = TaskRecord._make
+        tasks: dict[str, TaskRecord] = {}
+        for (records,) in self._db.execute(
+            "SELECT records FROM batches WHERE run_id = ? ORDER BY seq", (run_id,)
+        ):
+            for r in _unmarshal(records):
+                tasks[r[0]] = make(r)
+        return tasks
+
+    def close(self) -> None:
+        """Close the file."""
+        with self._lock:
+            self._db.close()
+
+
+def _unmarshal(data: bytes) -> list[tuple[Any, ...]]:
+    records = marshal.loads(data)
+    if not isinstance(records, list):
+        raise TypeError(f"a batch of task records is a list, got {type(records).__name__}")
+    return records
+
+
+def _counts(tasks: dict[str, TaskRecord]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for t in tasks.values():
+        counts[t.state] = counts.get(t.state, 0) + 1
+    return counts
+
+
+def _run_info(row: Any, counts: dict[str, int]) -> RunInfo:
+    run_id, dag, started_at, task_count, resumed_from = row
+    return RunInfo(
+        run_id=run_id,
+        dag=dag,
+        started_at=started_at,
+        task_count=task_count,
+        resumed_from=resumed_from,
+        states=counts,
+    )
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` (the write lock at once: no deadlock upgrading a read) ... COMMIT."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
