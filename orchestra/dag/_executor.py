@@ -24,6 +24,23 @@ class Executor(Protocol):
     the task attempt's own context, so context variables (a tracing span, say) set by the
     scheduler are current while it runs; an executor that ships work elsewhere carries
     what it needs from that context. Cancelling ``execute`` must cancel the work.
+
+    Two optional extensions, for executors that ship work elsewhere (a cluster):
+
+    - **Outputs that stay remote.** ``execute`` may return a handle to where the output
+      was computed instead of the value, when the executor also implements
+      ``async fetch(task, output) -> value`` (bring it to the driver), and optionally
+      ``release(task, output)`` (the run no longer needs it) and
+      ``keeps_output(task, *, leaf) -> bool`` (whether ``RunResult.outputs`` holds it;
+      default: every output). The scheduler hands handles to the dependents' ``execute``
+      as they are, fetches a value only when the driver needs it (for ``after_execute``
+      hooks, unless every such hook object sets ``needs_outputs = False``: they then see
+      the handle; and for the kept outputs, all at once when the run ends), and releases
+      each other handle as soon as every dependent has ended.
+    - **Timeouts applied by the executor.** With ``applies_timeouts = True`` the scheduler
+      leaves ``task.timeout`` to ``execute`` (say, to measure running time on a worker
+      rather than time in a queue), which raises ``TimeoutError`` past it. For a task
+      run by an agent the scheduler still times the body and the dispatch together.
     """
 
     def execute(self, task: Task, kwargs: dict[str, Any]) -> Awaitable[Any]:

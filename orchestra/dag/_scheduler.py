@@ -36,6 +36,7 @@ from orchestra._hooks import (
 )
 from orchestra.dag._executor import AgentDispatcher, Executor, LocalExecutor
 from orchestra.dag._model import DAG, Task, TaskState
+from orchestra.dag._remote import RemoteOutputs
 from orchestra.tracing._names import STATE_RETRYING
 from orchestra.tracing._run import AttemptTrace, RunTelemetry
 
@@ -110,15 +111,19 @@ class _Run:
         dag: DAG,
         *,
         hooks: Iterable[object],
-        max_concurrency: int,
+        max_concurrency: int | None,
         fail_fast: bool,
         retry_budget: int | None,
         executor: Executor | None,
         dispatcher: AgentDispatcher | None,
         max_attempts: int,
     ) -> None:
-        if not isinstance(max_concurrency, int) or max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        if max_concurrency is not None and (
+            not isinstance(max_concurrency, int) or max_concurrency < 1
+        ):
+            raise ValueError(
+                f"max_concurrency must be None or an int >= 1, got {max_concurrency!r}"
+            )
         if retry_budget is not None and (not isinstance(retry_budget, int) or retry_budget < 0):
             raise ValueError(f"retry_budget must be None or an int >= 0, got {retry_budget!r}")
         if not isinstance(max_attempts, int) or max_attempts < 1:
@@ -151,7 +156,7 @@ class _Run:
         self.idle: list[anyio.Event] = []
         self.stopping = False
         self.fatal: BaseException | None = None
-        self.workers = min(max_concurrency, n)
+        self.workers = n if max_concurrency is None else min(max_concurrency, n)
         self.fail_fast = fail_fast
         self.retry_budget = retry_budget
         self.retries_used = 0
@@ -167,7 +172,17 @@ class _Run:
         self.tg: anyio.abc.TaskGroup | None = None
         self.started = 0.0
         self.finished = 0.0
-        self.max_concurrency = max_concurrency
+        self.max_concurrency = self.workers if max_concurrency is None else max_concurrency
+        self.capped = max_concurrency is not None
+        # An executor whose outputs stay remote (it has fetch): None = plain values.
+        self.remote = RemoteOutputs.for_run(
+            executor,
+            self.order,
+            self.upstreams,
+            self.dependents,
+            [getattr(impl.fn, "__self__", None) for impl in self.after],
+        )
+        self.executor_times = bool(getattr(executor, "applies_timeouts", False))
         # Telemetry, decided once per run in execute(): None = no span or metric work.
         self.tel: RunTelemetry | None = None
         self.tracer: Tracer | None = None
@@ -178,7 +193,7 @@ class _Run:
         self.started = time.perf_counter()
         cancelled = anyio.get_cancelled_exc_class()
         self.executor = self.given_executor or LocalExecutor(
-            anyio.CapacityLimiter(max(self.workers, 1))
+            anyio.CapacityLimiter(max(self.workers, 1)) if self.capped else None
         )
         tel = self.tel = RunTelemetry.start(
             self.dag.name, self.run_id, tasks=self.total, max_concurrency=self.max_concurrency
@@ -195,10 +210,15 @@ class _Run:
             escaped = exc
             raise
         finally:
-            self.finished = time.perf_counter()
             for i, state in enumerate(self.states):
                 if not state.terminal:
                     self.states[i] = _CANCELLED
+            if self.remote is not None:
+                if escaped is None and self.fatal is None:
+                    await self.remote.finish(self.outputs, self.errors)
+                else:
+                    self.remote.release_all(self.outputs)
+            self.finished = time.perf_counter()
             if tel is not None:
                 self.finish_trace(tel, self.fatal or escaped)
         if self.fatal is not None:
@@ -282,10 +302,14 @@ class _Run:
                         self.decided(i, decision, impl, None)
                         return
                 try:
-                    if task.timeout is None and task.agent is None:
+                    if task.agent is None and (task.timeout is None or self.executor_times):
                         result = await self.executor.execute(task, kwargs)
                     else:
                         result = await self.body(task, kwargs)
+                    if self.remote is not None and self.after:
+                        seen = await self.remote.value(i, result)
+                    else:
+                        seen = result
                 except Exception as exc:
                     errors.append(exc)
                     if at is not None:
@@ -332,7 +356,7 @@ class _Run:
                 if self.after:
                     ctx = self.context(task, attempt, errors, started)
                     decision, impl = await call_hooks(
-                        self.after, (ctx, result), tid, self.record, self.tracer
+                        self.after, (ctx, seen), tid, self.record, self.tracer
                     )
                     if decision is not None:  # only a fail-closed hook error answers here
                         del outputs[tid]
@@ -430,6 +454,9 @@ class _Run:
         states = self.states
         states[i] = state
         self.done += 1
+        remote = self.remote
+        if remote is not None:
+            remote.ended(i, self.outputs)
         remaining = self.remaining
         dependents = self.dependents
         ready = self.ready
@@ -444,6 +471,8 @@ class _Run:
                     else:
                         states[d] = gate
                         self.done += 1
+                        if remote is not None:
+                            remote.ended(d, self.outputs)
                         stack.append(d)
         idle = self.idle
         if idle:
@@ -489,7 +518,7 @@ async def run(
     dag: DAG,
     *,
     hooks: Iterable[object] = (),
-    max_concurrency: int = 64,
+    max_concurrency: int | None = 64,
     fail_fast: bool = False,
     retry_budget: int | None = None,
     executor: Executor | None = None,
@@ -501,11 +530,14 @@ async def run(
     Args:
         dag: the DAG; it is validated first (``DAGError`` if it cannot run).
         hooks: ``TaskHooks`` objects, called in this order at each moment.
-        max_concurrency: how many tasks may run at once (>= 1).
+        max_concurrency: how many tasks may run at once (>= 1); None = no cap (every
+            ready task runs: for executors that queue work themselves, such as a cluster).
         fail_fast: on the first FAILED task, cancel the rest (they end CANCELLED).
         retry_budget: how many retries the whole run may spend (None = no limit); past
             it a ``Retry`` becomes a ``Fail`` whose reason says so.
-        executor: where task bodies run (default: ``LocalExecutor``).
+        executor: where task bodies run (default: ``LocalExecutor``). An executor may
+            keep outputs where it computed them and apply timeouts itself (see
+            ``Executor``).
         dispatcher: the subagent dispatcher for tasks that name an ``agent``.
         max_attempts: hard cap on the attempts of any one task, whatever hooks answer.
 
@@ -530,7 +562,7 @@ def run_sync(
     dag: DAG,
     *,
     hooks: Iterable[object] = (),
-    max_concurrency: int = 64,
+    max_concurrency: int | None = 64,
     fail_fast: bool = False,
     retry_budget: int | None = None,
     executor: Executor | None = None,

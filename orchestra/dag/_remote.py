@@ -1,0 +1,140 @@
+"""Outputs that stay where the executor computed them (internal).
+
+An executor whose ``execute`` returns a handle instead of the value implements
+``fetch(task, output)`` (see ``Executor``). The scheduler then keeps one ``RemoteOutputs``
+per run, which decides when the driver needs a value and when nobody needs a handle any
+more; the handles themselves are the executor's business. With an executor that has no
+``fetch`` the scheduler makes none, and pays one ``is None`` check per task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final, final
+
+import anyio
+
+if TYPE_CHECKING:
+    from orchestra.dag._model import Task
+
+__all__ = ["RemoteOutputs"]
+
+_MISSING: Final = object()
+
+
+@final
+class RemoteOutputs:
+    """One run's bookkeeping of the handles an executor returned.
+
+    - ``value``: what ``after_execute`` hooks see (the fetched value, unless every such
+      hook object sets ``needs_outputs = False``: then the handle).
+    - ``ended``: a task reached its terminal state; each upstream whose dependents have
+      all ended, and the task itself when it has none, is released and dropped from the
+      outputs, unless the executor's ``keeps_output`` keeps it for the ``RunResult``.
+    - ``finish``: the kept outputs are fetched (all at once) for the ``RunResult``; a
+      fetch that fails leaves the output out and records the error for that task.
+    - ``release_all``: the run was cancelled or failed fatally: every handle is released.
+    """
+
+    __slots__ = ("_fetch", "_hooks_need", "_keep", "_order", "_release", "_upstreams", "_waiting")
+
+    def __init__(
+        self,
+        fetch: Callable[[Task, Any], Awaitable[Any]],
+        release: Callable[[Task, Any], object] | None,
+        keeps: Callable[..., bool] | None,
+        order: Sequence[Task],
+        upstreams: Sequence[tuple[int, ...]],
+        dependents: Sequence[tuple[int, ...]],
+        hooks_need: bool,
+    ) -> None:
+        self._fetch = fetch
+        self._release = release
+        self._keep = [
+            True if keeps is None else bool(keeps(task, leaf=not dependents[i]))
+            for i, task in enumerate(order)
+        ]
+        self._order = order
+        self._upstreams = upstreams
+        self._waiting = [len(d) for d in dependents]
+        self._hooks_need = hooks_need
+
+    @classmethod
+    def for_run(
+        cls,
+        executor: object,
+        order: Sequence[Task],
+        upstreams: Sequence[tuple[int, ...]],
+        dependents: Sequence[tuple[int, ...]],
+        after_hooks: Sequence[object],
+    ) -> RemoteOutputs | None:
+        """The bookkeeping for ``executor``, or None when its outputs are plain values.
+
+        Args:
+            executor: the run's executor.
+            order: the run's tasks, by index.
+            upstreams: each task's upstream indexes.
+            dependents: each task's dependent indexes.
+            after_hooks: the hook objects that implement ``after_execute``.
+        """
+        fetch = getattr(executor, "fetch", None)
+        if not callable(fetch):
+            return None
+        return cls(
+            fetch,
+            getattr(executor, "release", None),
+            getattr(executor, "keeps_output", None),
+            order,
+            upstreams,
+            dependents,
+            hooks_need=any(getattr(hook, "needs_outputs", True) for hook in after_hooks),
+        )
+
+    async def value(self, i: int, output: Any) -> Any:
+        """What ``after_execute`` hooks see for task ``i``'s output."""
+        if not self._hooks_need:
+            return output
+        return await self._fetch(self._order[i], output)
+
+    def ended(self, i: int, outputs: dict[str, Any]) -> None:
+        """Task ``i`` ended: drop the outputs no task still to end may need."""
+        waiting = self._waiting
+        for u in self._upstreams[i]:
+            waiting[u] -= 1
+            if not waiting[u]:
+                self._drop(u, outputs)
+        if not waiting[i]:
+            self._drop(i, outputs)
+
+    def _drop(self, i: int, outputs: dict[str, Any]) -> None:
+        if self._keep[i]:
+            return
+        task = self._order[i]
+        output = outputs.pop(task.id, _MISSING)
+        if output is not _MISSING and self._release is not None:
+            self._release(task, output)
+
+    async def finish(self, outputs: dict[str, Any], errors: dict[str, BaseException]) -> None:
+        """Fetch every output still held (the kept ones) into ``outputs``, concurrently."""
+        by_id = {task.id: task for task in self._order}
+
+        async def fetch(task: Task, output: Any) -> None:
+            try:
+                outputs[task.id] = await self._fetch(task, output)
+            except Exception as exc:
+                del outputs[task.id]
+                errors[task.id] = exc
+            if self._release is not None:
+                self._release(task, output)
+
+        async with anyio.create_task_group() as tg:
+            for tid, output in list(outputs.items()):
+                tg.start_soon(fetch, by_id[tid], output)
+
+    def release_all(self, outputs: dict[str, Any]) -> None:
+        """Release every handle still held (a cancelled or fatally failed run)."""
+        if self._release is None:
+            return
+        by_id = {task.id: task for task in self._order}
+        for tid, output in outputs.items():
+            self._release(by_id[tid], output)
