@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(PY) bench/hooks.py
 	$(PY) bench/dask_cluster.py
 	$(PY) bench/tracing.py
+	$(PY) bench/journal.py
 
 clean:
 	rm -rf $(VENV) site .mypy_cache .pytest_cache .ruff_cache

@@ -1,16 +1,25 @@
-"""The embedded SQLite journal: the conformance suite, bad files, migrations."""
+"""The embedded SQLite journal: the conformance suite, bad files, migrations, read-only paths."""
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import json
+import logging
+import os
 import sqlite3
+import subprocess
+import sys
+import threading
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from orchestra import JournalError
-from orchestra.journal import SCHEMA_VERSION, RunInfo, SQLiteJournal, _sqlite
+import orchestra
+from orchestra import DAG, JournalError, Task
+from orchestra.journal import SCHEMA_VERSION, PickleSerializer, RunInfo, SQLiteJournal, _sqlite
 from orchestra.journal.conformance import JournalConformance, JournalSpec
 
 
@@ -19,23 +28,37 @@ class TestSQLiteJournal(JournalConformance):
     def journal_spec(self, tmp_path: Path) -> JournalSpec:
         return JournalSpec("orchestra.journal:SQLiteJournal", (str(tmp_path / "runs.db"),))
 
+    def test_two_processes_journal_into_one_store_at_once(
+        self, journal_spec: JournalSpec, tmp_path: Path
+    ) -> None:
+        super().test_two_processes_journal_into_one_store_at_once(journal_spec, tmp_path)
+        with closing(sqlite3.connect(journal_spec.args[0])) as db:
+            assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+            assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+# -- bad input ----------------------------------------------------------------------------
+
 
 def _digest(path: Path) -> bytes:
     return hashlib.sha256(path.read_bytes()).digest()
 
 
-def _begin(path: Path, run_id: str = "r1") -> None:
-    with SQLiteJournal(path) as journal:
-        journal.begin_run(RunInfo(run_id=run_id, dag="etl", started_at=1.0, task_count=1))
+def _dag(ran: list[str]) -> DAG:
+    dag = DAG("etl")
+    dag.add(Task(id="extract", fn=lambda: ran.append("extract")))
+    return dag
 
 
 def test_a_file_that_is_not_a_database_is_refused_and_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "notes.db"
     path.write_text("my notes, not a journal\n" * 100)
     before = _digest(path)
+    ran: list[str] = []
     with pytest.raises(JournalError, match=r"notes\.db: not an orchestra journal") as info:
-        SQLiteJournal(path)
+        orchestra.run_sync(_dag(ran), journal=path)
     assert info.value.journal == str(path)
+    assert ran == []
     assert _digest(path) == before
 
 
@@ -47,7 +70,6 @@ def test_an_sqlite_database_of_another_kind_is_refused_and_left_alone(tmp_path: 
     before = _digest(path)
     with pytest.raises(JournalError, match="an SQLite database of another kind"):
         SQLiteJournal(path)
-    assert _digest(path) == before
     with closing(sqlite3.connect(path)) as db:
         db.execute("PRAGMA application_id = 42")
         db.commit()
@@ -60,18 +82,20 @@ def test_an_sqlite_database_of_another_kind_is_refused_and_left_alone(tmp_path: 
 
 def test_a_journal_of_a_newer_schema_is_refused_naming_both_versions(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
-    _begin(path)
+    orchestra.run_sync(_dag([]), journal=path)
     with closing(sqlite3.connect(path)) as db:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
         db.commit()
     before = _digest(path)
+    ran: list[str] = []
     with pytest.raises(JournalError) as info:
-        SQLiteJournal(path)
+        orchestra.run_sync(_dag(ran), journal=path)
     message = str(info.value)
     assert str(path) in message
     assert f"schema version {SCHEMA_VERSION + 1}" in message
     assert f"version {SCHEMA_VERSION}," in message
     assert "upgrade orchestra-hooks" in message
+    assert ran == []
     assert _digest(path) == before
 
 
@@ -79,13 +103,15 @@ def test_an_older_schema_is_migrated_in_place_keeping_its_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "runs.db"
-    _begin(path)
+    first = orchestra.run_sync(_dag([]), journal=path)
     # a next schema version: one more migration script, applied on open
     migration = "CREATE TABLE labels (run_id TEXT, label TEXT)"
     monkeypatch.setattr(_sqlite, "_MIGRATIONS", [*_sqlite._MIGRATIONS, migration])
     monkeypatch.setattr(_sqlite, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     with SQLiteJournal(path) as journal:
-        assert journal.load_run("r1") is not None
+        run = journal.load_run(first.run_id)
+        assert run is not None
+        assert run.info.states == {"succeeded": 1}
     with closing(sqlite3.connect(path)) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
         assert db.execute("SELECT count(*) FROM labels").fetchone()[0] == 0
@@ -98,8 +124,173 @@ def test_read_only_opening_never_writes(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
     with pytest.raises(JournalError, match="no such file"):
         SQLiteJournal(path, read_only=True)
-    _begin(path)
+    result = orchestra.run_sync(_dag([]), journal=path)
     with SQLiteJournal(path, read_only=True) as journal:
-        assert [r.run_id for r in journal.list_runs()] == ["r1"]
+        assert [r.run_id for r in journal.list_runs()] == [result.run_id]
         with pytest.raises(JournalError, match="cannot record a new run"):
             journal.begin_run(RunInfo(run_id="x", dag="etl", started_at=0.0, task_count=1))
+
+
+_READ_ONLY_CHILD = """
+import sys
+import orchestra
+
+ran = []
+dag = orchestra.DAG("etl")
+dag.add(orchestra.Task(id="extract", fn=lambda: ran.append("extract")))
+try:
+    orchestra.run_sync(dag, journal=sys.argv[1])
+except orchestra.JournalError as exc:
+    print("JournalError:", exc)
+print("ran:", ran)
+"""
+
+
+def _without_dac_override() -> None:
+    """In the child: drop root's power to ignore file permissions (so 0o555 means it)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2, 3):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER
+        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def _run_as_unprivileged(path: Path) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", _READ_ONLY_CHILD, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_without_dac_override if os.geteuid() == 0 else None,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new-file", "existing-journal"])
+def test_a_journal_on_a_read_only_path_fails_before_any_task_runs(
+    tmp_path: Path, existing: bool
+) -> None:
+    folder = tmp_path / "readonly"
+    folder.mkdir()
+    path = folder / "runs.db"
+    if existing:
+        orchestra.run_sync(_dag([]), journal=path)
+        path.chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        out = _run_as_unprivileged(path)
+    finally:
+        folder.chmod(0o755)
+    assert f"JournalError: journal {path}: cannot" in out
+    assert "ran: []" in out
+
+
+def test_bad_journal_arguments_are_refused_before_the_run(tmp_path: Path) -> None:
+    dag = _dag([])
+    with pytest.raises(ValueError, match="resume= needs a journal="):
+        orchestra.run_sync(dag, resume="last")
+    with pytest.raises(ValueError, match="serializer= needs a journal="):
+        orchestra.run_sync(dag, serializer=PickleSerializer())
+    with pytest.raises(TypeError, match="journal must be a path"):
+        orchestra.run_sync(dag, journal=42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="serializer must have dumps"):
+        orchestra.run_sync(dag, journal=tmp_path / "r.db", serializer=object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match='resume must be a run id or "last"'):
+        orchestra.run_sync(dag, journal=tmp_path / "r.db", resume="")
+    with pytest.raises(ValueError, match="max_bytes must be an int >= 1"):
+        PickleSerializer(max_bytes=0)
+    with pytest.raises(JournalError, match="has no run of DAG 'etl' to resume"):
+        orchestra.run_sync(dag, journal=tmp_path / "r.db", resume="last")
+
+
+# -- outputs that cannot be kept ----------------------------------------------------------
+
+
+def test_an_output_that_cannot_be_serialized_stays_in_memory_and_reruns_on_resume(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "runs.db"
+    calls: list[str] = []
+    dag = DAG("locks")
+
+    @dag.task
+    def make_lock() -> Any:
+        calls.append("make_lock")
+        return threading.Lock()  # cannot be pickled
+
+    @dag.task(deps=[make_lock])
+    def use(make_lock: Any) -> bool:
+        calls.append("use")
+        return make_lock.acquire(blocking=False)
+
+    with caplog.at_level(logging.WARNING, logger="orchestra.journal"):
+        first = orchestra.run_sync(dag, journal=path)
+    assert first.ok
+    assert first.outputs["use"] is True
+    assert "task 'make_lock': output not kept (cannot serialize it: TypeError" in caplog.text
+    with SQLiteJournal(path) as journal:
+        run = journal.load_run(first.run_id)
+        assert run is not None
+        record = run.tasks["make_lock"]
+        assert record.output_digest is None
+        assert record.note is not None
+        assert "cannot serialize" in record.note
+    second = orchestra.run_sync(dag, journal=path, resume="last")
+    assert second.reused == frozenset()  # use's upstream re-ran, so use re-runs too
+    assert calls == ["make_lock", "use", "make_lock", "use"]
+
+
+def test_an_output_over_the_cap_is_not_journaled_with_a_clear_note(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "runs.db"
+    dag = DAG("big")
+    dag.add(Task(id="small", fn=lambda: "ok"))
+    dag.add(Task(id="large", fn=lambda: "x" * 1000))
+    with caplog.at_level(logging.WARNING, logger="orchestra.journal"):
+        first = orchestra.run_sync(dag, journal=path, serializer=PickleSerializer(max_bytes=100))
+    assert first.outputs["large"] == "x" * 1000
+    assert "over the journal's cap of 100" in caplog.text
+    second = orchestra.run_sync(
+        dag, journal=path, resume="last", serializer=PickleSerializer(max_bytes=100)
+    )
+    assert second.reused == {"small"}
+
+
+def test_a_serializer_of_your_own_is_used_both_ways(tmp_path: Path) -> None:
+    class JSONSerializer:
+        def dumps(self, obj: Any, /) -> bytes:
+            return json.dumps(obj).encode()
+
+        def loads(self, data: bytes, /) -> Any:
+            return json.loads(data)
+
+    path = tmp_path / "runs.db"
+    dag = DAG("json")
+    dag.add(Task(id="rows", fn=lambda: {"a": [1, 2]}))
+    first = orchestra.run_sync(dag, journal=path, serializer=JSONSerializer())
+    with SQLiteJournal(path) as journal:
+        run = journal.load_run(first.run_id)
+        assert run is not None
+        assert set(run.payloads.values()) == {b'{"a": [1, 2]}'}
+    second = orchestra.run_sync(dag, journal=path, resume="last", serializer=JSONSerializer())
+    assert second.reused == {"rows"}
+    assert second.outputs == {"rows": {"a": [1, 2]}}
+
+
+def test_a_payload_that_cannot_be_loaded_reruns_its_task(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "runs.db"
+    dag = DAG("rows")
+    dag.add(Task(id="rows", fn=lambda: [1, 2]))
+    orchestra.run_sync(dag, journal=path)
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("UPDATE outputs SET payload = x'00ff'")
+        db.commit()
+    with caplog.at_level(logging.WARNING, logger="orchestra.journal"):
+        second = orchestra.run_sync(dag, journal=path, resume="last")
+    assert second.reused == frozenset()
+    assert second.outputs == {"rows": [1, 2]}
+    assert "cannot be loaded" in caplog.text

@@ -18,6 +18,7 @@ import click
 from orchestra import __version__
 from orchestra.cli._hooks import hooks
 from orchestra.cli._run import run
+from orchestra.cli._runs import runs
 from orchestra.cli._trace import trace
 
 __all__ = ["main"]
@@ -32,3 +33,4 @@ def main() -> None:
 main.add_command(hooks)
 main.add_command(trace)
 main.add_command(run)
+main.add_command(runs)

@@ -32,9 +32,20 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from orchestra import DAG, ConfigError, DAGError, Dispatcher, LocalExecutor, RunResult, TaskState
+from orchestra import (
+    DAG,
+    ConfigError,
+    DAGError,
+    Dispatcher,
+    JournalError,
+    LocalExecutor,
+    RunResult,
+    TaskState,
+)
 from orchestra import run as run_dag
 from orchestra.cli._load import RunTarget, build_spec, find_target, load_module
+from orchestra.cli._runs import journal_arg
+from orchestra.journal import Journal
 from orchestra.tracing import configure, extract_env
 
 if TYPE_CHECKING:
@@ -143,6 +154,8 @@ def _summary(result: RunResult, dag: DAG) -> Table:
     table.add_column("why")
     for task_id, state in result.states.items():
         why = result.reasons.get(task_id)
+        if task_id in result.reused:
+            why = f"reused from run {result.resumed_from}"
         error = result.errors.get(task_id)
         if why is None and error is not None:
             why = f"{type(error).__name__}: {error}"
@@ -171,6 +184,7 @@ async def _run(
     max_concurrency: int,
     fail_fast: bool,
     console: Console,
+    journaling: dict[str, Any],
 ) -> tuple[DAG, RunResult]:
     agent_hooks: list[object] = list(getattr(module, "agent_hooks", ()) or ())
     if registry is not None:
@@ -215,6 +229,7 @@ async def _run(
                 dispatcher=(
                     _ProgressDispatcher(dispatcher, counts) if dispatcher is not None else None
                 ),
+                **journaling,
             )
             progress.update(counts.bar, completed=len(dag))
     return dag, result
@@ -247,6 +262,12 @@ async def _run(
 @click.option(
     "--capture-content", is_flag=True, help="Put payload content (inputs, outputs) on spans."
 )
+@click.option(
+    "--journal",
+    metavar="PATH|URL",
+    help="Journal the run (a file, or a postgresql:// URL) so that it can be resumed.",
+)
+@click.option("--resume", metavar="last|RUN_ID", help="Continue a run of --journal.")
 def run(
     target: str,
     trace_path: Path | None,
@@ -255,6 +276,8 @@ def run(
     max_concurrency: int,
     fail_fast: bool,
     capture_content: bool,
+    journal: str | None,
+    resume: str | None,
 ) -> None:
     """Run the DAG defined in FILE.py (NAME picks one if the file has several).
 
@@ -278,13 +301,20 @@ def run(
             raise click.ClickException(str(exc)) from None
     module = load_module(path)
     what = find_target(module, name or None, file)
+    if resume and not journal:
+        raise click.BadParameter("--resume needs --journal", param_hint="--resume")
+    journaling = {"journal": journal_arg(journal), "resume": resume} if journal else {}
     token = otel_context.attach(extract_env())  # a TRACEPARENT parents the run span
     started = time.perf_counter()
     try:
-        dag, result = anyio.run(_run, what, module, registry, max_concurrency, fail_fast, console)
-    except DAGError as exc:
+        dag, result = anyio.run(
+            _run, what, module, registry, max_concurrency, fail_fast, console, journaling
+        )
+    except (DAGError, JournalError) as exc:
         raise click.ClickException(str(exc)) from None
     finally:
+        if isinstance(opened := journaling.get("journal"), Journal):
+            opened.close()
         otel_context.detach(token)
         if provider is not None:
             provider.shutdown()  # flush the spans still queued
@@ -292,6 +322,8 @@ def run(
     elapsed = time.perf_counter() - started
     if trace_path is not None:
         console.print(f"trace written to {trace_path}  (orchestra trace show {trace_path})")
+    if journal:
+        console.print(f"journaled as run {result.run_id}  (orchestra runs show {journal})")
     if result.ok:
         console.print(f"[green]ok[/]: {len(result.states)} tasks in {elapsed:.2f} s")
         return

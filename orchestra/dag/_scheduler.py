@@ -35,6 +35,7 @@ from orchestra._hooks import (
     compile_hooks,
 )
 from orchestra.dag._executor import AgentDispatcher, Executor, LocalExecutor
+from orchestra.dag._journal import JournalArg, RunJournal
 from orchestra.dag._model import DAG, Task, TaskState
 from orchestra.dag._remote import RemoteOutputs
 from orchestra.tracing._names import STATE_RETRYING
@@ -42,6 +43,8 @@ from orchestra.tracing._run import AttemptTrace, RunTelemetry
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
+
+    from orchestra.journal import Serializer
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "RunResult", "run", "run_sync"]
 
@@ -78,6 +81,9 @@ class RunResult:
         hook_errors: every hook error recorded during the run, in order.
         durations: seconds each task that ran spent, all attempts and waits included.
         duration: seconds the whole run took.
+        reused: the ids of the tasks whose output a resumed run reused from its journal
+            (they ended SUCCEEDED without running).
+        resumed_from: the id of the run this one resumed, if any.
     """
 
     ok: bool
@@ -90,6 +96,8 @@ class RunResult:
     hook_errors: Sequence[HookError] = ()
     durations: Mapping[str, float] = attrs.field(factory=dict)
     duration: float = 0.0
+    reused: frozenset[str] = frozenset()
+    resumed_from: str | None = None
 
     def count(self, state: TaskState) -> int:
         """How many tasks ended in ``state``."""
@@ -117,6 +125,7 @@ class _Run:
         executor: Executor | None,
         dispatcher: AgentDispatcher | None,
         max_attempts: int,
+        journal: RunJournal | None = None,
     ) -> None:
         if max_concurrency is not None and (
             not isinstance(max_concurrency, int) or max_concurrency < 1
@@ -186,12 +195,16 @@ class _Run:
         # Telemetry, decided once per run in execute(): None = no span or metric work.
         self.tel: RunTelemetry | None = None
         self.tracer: Tracer | None = None
+        self.journal = journal
+        self.reuse: dict[int, Any] = {}  # index -> output, of the tasks a resume reuses
 
     # -- the run --------------------------------------------------------------------------
 
     async def execute(self) -> RunResult:
         self.started = time.perf_counter()
         cancelled = anyio.get_cancelled_exc_class()
+        if self.journal is not None:
+            self.reuse = await self.journal.start(self.dag, self.run_id, self.order, self.upstreams)
         self.executor = self.given_executor or LocalExecutor(
             anyio.CapacityLimiter(max(self.workers, 1)) if self.capped else None
         )
@@ -221,6 +234,8 @@ class _Run:
             self.finished = time.perf_counter()
             if tel is not None:
                 self.finish_trace(tel, self.fatal or escaped)
+            if self.journal is not None:
+                await self.journal.finish(self.states, self.attempts, self.errors)
         if self.fatal is not None:
             raise self.fatal
         return self.result()
@@ -240,6 +255,7 @@ class _Run:
         ids = [t.id for t in self.order]
         states = dict(zip(ids, self.states, strict=True))
         bad = (_FAILED, _UPSTREAM_FAILED, _CANCELLED)
+        journal = self.journal
         return RunResult(
             ok=not any(s in bad for s in self.states),
             states=states,
@@ -251,14 +267,21 @@ class _Run:
             hook_errors=tuple(self.hook_errors),
             durations=self.durations,
             duration=self.finished - self.started,
+            reused=frozenset(journal.reused_ids) if journal is not None else frozenset(),
+            resumed_from=journal.resumed_from if journal is not None else None,
         )
 
     async def worker(self, cancelled: type[BaseException]) -> None:
         ready = self.ready
+        reuse = self.reuse
         ran = 0
         while True:
             if ready and not self.stopping:
-                await self.attempt_task(ready.popleft(), cancelled)
+                i = ready.popleft()
+                if i in reuse:
+                    self.reuse_task(i)
+                else:
+                    await self.attempt_task(i, cancelled)
                 ran += 1
                 if ran % _YIELD_EVERY == 0:
                     await anyio.lowlevel.checkpoint()
@@ -381,11 +404,22 @@ class _Run:
             self.stop()
         finally:
             duration = self.durations[tid] = time.perf_counter() - started
+            if self.journal is not None:
+                self.journal.settled(
+                    i, self.states[i], attempt, duration, outputs.get(tid), self.errors.get(tid)
+                )
             if tel is not None:
                 state = self.states[i]
                 if at is not None and not at.ended:
                     at.end(state.value if state.terminal else _CANCELLED.value)
                 tel.task_done(state.value, duration)
+
+    def reuse_task(self, i: int) -> None:
+        """End task ``i`` SUCCEEDED with the output its resumed run journaled, without running."""
+        assert self.journal is not None
+        self.outputs[self.order[i].id] = self.reuse.pop(i)
+        self.journal.reused(i)
+        self.settle(i, _SUCCEEDED)
 
     def context(
         self, task: Task, attempt: int, errors: list[BaseException], started: float
@@ -524,6 +558,9 @@ async def run(
     executor: Executor | None = None,
     dispatcher: AgentDispatcher | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    journal: JournalArg | None = None,
+    resume: str | None = None,
+    serializer: Serializer | None = None,
 ) -> RunResult:
     """Run a DAG and return its ``RunResult``.
 
@@ -540,6 +577,15 @@ async def run(
             ``Executor``).
         dispatcher: the subagent dispatcher for tasks that name an ``agent``.
         max_attempts: hard cap on the attempts of any one task, whatever hooks answer.
+        journal: record every settled task and its output as the run goes: a path (the
+            embedded SQLite journal) or a ``Journal`` (see "Resuming runs").
+        resume: a run id of ``journal`` (or ``"last"``, the DAG's latest run) to continue:
+            its SUCCEEDED tasks whose code and inputs are unchanged are not run again.
+        serializer: how outputs are journaled (default: ``PickleSerializer()``).
+
+    Raises:
+        JournalError: the journal cannot be used, or has no run ``resume`` names; raised
+            before any task runs.
 
     Cancelling ``run()`` cancels running tasks and retry sleeps (they end CANCELLED)
     and re-raises the cancellation. A ``KeyboardInterrupt``, ``SystemExit`` or other
@@ -555,6 +601,7 @@ async def run(
         executor=executor,
         dispatcher=dispatcher,
         max_attempts=max_attempts,
+        journal=RunJournal.create(journal, resume, serializer),
     ).execute()
 
 
@@ -568,6 +615,9 @@ def run_sync(
     executor: Executor | None = None,
     dispatcher: AgentDispatcher | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    journal: JournalArg | None = None,
+    resume: str | None = None,
+    serializer: Serializer | None = None,
     backend: str = "asyncio",
 ) -> RunResult:
     """Run a DAG from synchronous code: ``run()`` in a new event loop.
@@ -585,6 +635,9 @@ def run_sync(
             executor=executor,
             dispatcher=dispatcher,
             max_attempts=max_attempts,
+            journal=journal,
+            resume=resume,
+            serializer=serializer,
         ),
         backend=backend,
     )

@@ -1,0 +1,108 @@
+"""Journal benchmark: what journaling a run costs, and how fast a finished run resumes.
+
+10,000 no-op tasks, ``orchestra.run(max_concurrency=64)``, on both anyio backends, in
+two shapes (``wide``: 10,000 independent tasks; ``layered``: 100 layers of 100, each
+node with 3 deps in the layer before), measured in this process, alternating:
+
+(a) the run without a journal (the baseline)
+(b) the same run with ``journal=PATH`` (the embedded SQLite journal: one file reused by
+    every run, as a project's ``runs.db`` is; opening it is included)
+(c) ``resume=`` the last journaled run: every task reused, none runs
+
+Targets: (b) / (a) <= 1.5; (c) <= 0.2 s. Medians of several runs each.
+
+Run: ``python bench/journal.py [--quick]`` (``make bench`` runs it).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+import orchestra
+from orchestra import DAG, Task
+
+N = 10_000
+QUICK = "--quick" in sys.argv
+REPEAT = 3 if QUICK else 7
+RATIO_TARGET = 1.5
+RESUME_TARGET = 0.2
+
+
+async def noop(**_: object) -> None:
+    return None
+
+
+def wide() -> DAG:
+    dag = DAG("wide")
+    for i in range(N):
+        dag.add(Task(id=f"t{i}", fn=noop))
+    return dag
+
+
+def layered(layers: int = 100, width: int = 100, seed: int = 7) -> DAG:
+    rng = random.Random(seed)
+    dag = DAG("layered")
+    for layer in range(layers):
+        for j in range(width):
+            deps = [f"l{layer - 1}_{k}" for k in rng.sample(range(width), 3)] if layer else []
+            dag.add(Task(id=f"l{layer}_{j}", fn=noop, deps=deps))
+    return dag
+
+
+async def measure(dag: DAG, journal: Path) -> tuple[float, float, float]:
+    plain: list[float] = []
+    journaled: list[float] = []
+    resumed: list[float] = []
+    await orchestra.run(dag)  # warm up: imports, code digests, the file's schema
+    await orchestra.run(dag, journal=journal)
+    for _ in range(REPEAT):
+        t = time.perf_counter()
+        await orchestra.run(dag)
+        plain.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        result = await orchestra.run(dag, journal=journal)
+        journaled.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        again = await orchestra.run(dag, journal=journal, resume=result.run_id)
+        resumed.append(time.perf_counter() - t)
+        assert len(again.reused) == N, len(again.reused)
+    return statistics.median(plain), statistics.median(journaled), statistics.median(resumed)
+
+
+def main() -> None:
+    print(f"orchestra journal benchmark, {N} no-op tasks, median of {REPEAT}")
+    print(f"python {sys.version.split()[0]}\n")
+    worst_ratio = worst_resume = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for backend in ("asyncio", "trio"):
+            for shape in (wide, layered):
+                dag = shape()
+                journal = Path(tmp) / f"{backend}-{shape.__name__}.db"
+                a, b, c = anyio.run(measure, dag, journal, backend=backend)
+                worst_ratio = max(worst_ratio, b / a)
+                worst_resume = max(worst_resume, c)
+                print(f"[{backend}, {shape.__name__}]")
+                print(f"  (a) no journal           {a * 1e3:7.1f} ms")
+                print(f"  (b) journal=runs.db      {b * 1e3:7.1f} ms   b/a = {b / a:4.2f}")
+                print(f"  (c) resume, all reused   {c * 1e3:7.1f} ms")
+                print()
+    ok_ratio = "ok" if worst_ratio <= RATIO_TARGET else "OVER TARGET"
+    ok_resume = "ok" if worst_resume <= RESUME_TARGET else "OVER TARGET"
+    print(
+        f"journaled / unjournaled, worst: {worst_ratio:4.2f} (target <= {RATIO_TARGET}) {ok_ratio}"
+    )
+    print(
+        f"resume of a finished run, worst: {worst_resume:5.3f} s "
+        f"(target <= {RESUME_TARGET}) {ok_resume}"
+    )
+
+
+if __name__ == "__main__":
+    main()

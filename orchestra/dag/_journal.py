@@ -1,0 +1,343 @@
+"""The scheduler's one seam to a run journal: what to reuse, and recording what settles.
+
+``RunJournal.start`` (before any task runs, in a thread) opens the journal, finds the run
+to resume and decides which tasks it reuses: a task is reused when the resumed run has it
+SUCCEEDED with a kept payload, its function's code digest is unchanged, its inputs'
+digest (each upstream's id and output digest) is unchanged, and every upstream of it is
+reused too (so a task that re-runs re-runs everything downstream). ``settled`` and
+``reused`` are called on the event loop as tasks end: a serialization and a deque append;
+digests, records and store transactions happen in the journal's writer thread.
+``finish`` records the tasks that ended without running and waits for the writer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
+
+import anyio
+import anyio.to_thread
+
+from orchestra._errors import JournalError
+from orchestra.dag._model import TaskState
+from orchestra.journal import (
+    DEFAULT_MAX_BYTES,
+    Journal,
+    JournaledRun,
+    PickleSerializer,
+    RunInfo,
+    Serializer,
+    SQLiteJournal,
+    TaskRecord,
+)
+from orchestra.journal._codec import code_digest, digest
+from orchestra.journal._writer import BatchWriter
+
+if TYPE_CHECKING:
+    from orchestra.dag._model import DAG, Task
+
+__all__ = ["JournalArg", "RunJournal"]
+
+logger: Final = logging.getLogger("orchestra.journal")
+
+JournalArg: TypeAlias = "str | os.PathLike[str] | Journal"
+"""What ``run(journal=...)`` takes: a path (the embedded SQLite journal) or a ``Journal``."""
+
+_SUCCEEDED: Final = "succeeded"
+_TASK_SUCCEEDED: Final = TaskState.SUCCEEDED
+_REUSED: Final = object()  # in place of a payload: the resumed run's record holds it
+_LIST_IDS: Final = 5  # run ids an unknown-run error lists
+
+# One settled task on its way to the writer: index, state, attempts, duration, error,
+# payload (bytes, None or _REUSED), note. Text and digests are made in the writer thread.
+_Settled: TypeAlias = tuple[int, TaskState, int, float, "BaseException | None", Any, "str | None"]
+
+
+@final
+class RunJournal:
+    """One journaled run: the scheduler's seam to a ``Journal`` (internal)."""
+
+    @classmethod
+    def create(
+        cls, journal: JournalArg | None, resume: str | None, serializer: Serializer | None
+    ) -> RunJournal | None:
+        """Check ``run()``'s journal arguments; None when the run is not journaled."""
+        if journal is None:
+            if resume is not None:
+                raise ValueError("resume= needs a journal=: the journal of the run to resume")
+            if serializer is not None:
+                raise ValueError("serializer= needs a journal=")
+            return None
+        if resume is not None and (not isinstance(resume, str) or not resume):
+            raise ValueError(f'resume must be a run id or "last", got {resume!r}')
+        if serializer is None:
+            serializer = PickleSerializer()
+        elif not isinstance(serializer, Serializer):
+            raise TypeError(
+                f"serializer must have dumps(obj) -> bytes and loads(bytes), got {serializer!r}"
+            )
+        if isinstance(journal, (str, os.PathLike, Journal)):
+            return cls(journal, resume, serializer)
+        raise TypeError(
+            f"journal must be a path (the SQLite journal) or a Journal, got {journal!r}"
+        )
+
+    def __init__(self, journal: JournalArg, resume: str | None, serializer: Serializer) -> None:
+        self.given = journal
+        self.journal: Journal | None = None
+        self.resume = resume
+        self.serializer = serializer
+        self.max_bytes: int = getattr(serializer, "max_bytes", DEFAULT_MAX_BYTES)
+        self.resumed_from: str | None = None
+        self.reused_ids: list[str] = []
+        self.run_id = ""
+        self.ids: list[str] = []
+        self.upstreams: Sequence[tuple[int, ...]] = ()
+        self.codes: list[str] = []
+        self.out_digests: list[str] = []
+        self.previous: dict[int, tuple[str, bytes]] = {}  # reused: output digest, payload
+        self.small: dict[bytes, str] = {}  # digests of small payloads (None, True, 0...)
+        self.writer: BatchWriter[_Settled] | None = None
+        self.put: Callable[[_Settled], None] = _not_started
+        self.none_payload = serializer.dumps(None)
+        self.none_digest = digest(self.none_payload)
+
+    # -- before the run -------------------------------------------------------------------
+
+    async def start(
+        self, dag: DAG, run_id: str, order: Sequence[Task], upstreams: Sequence[tuple[int, ...]]
+    ) -> dict[int, Any]:
+        """Open the journal, begin the run; the outputs of the tasks to reuse, by index."""
+        return await anyio.to_thread.run_sync(self._start, dag.name, run_id, order, upstreams)
+
+    def _start(
+        self, name: str, run_id: str, order: Sequence[Task], upstreams: Sequence[tuple[int, ...]]
+    ) -> dict[int, Any]:
+        given = self.given
+        owned = not isinstance(given, Journal)
+        journal = self.journal = given if isinstance(given, Journal) else SQLiteJournal(given)
+        try:
+            self.run_id = run_id
+            self.ids = [t.id for t in order]
+            self.upstreams = upstreams
+            self.out_digests = [""] * len(order)
+            fns = [t.fn for t in order]
+            by_fn = {id(fn): code_digest(fn) for fn in {id(fn): fn for fn in fns}.values()}
+            self.codes = [by_fn[id(fn)] for fn in fns]
+            reuse: dict[int, Any] = {}
+            if self.resume is not None:
+                previous = self._find(journal, name)
+                self.resumed_from = previous.info.run_id
+                reuse = self._plan(previous)
+            journal.begin_run(
+                RunInfo(
+                    run_id=run_id,
+                    dag=name,
+                    started_at=time.time(),
+                    task_count=len(order),
+                    resumed_from=self.resumed_from,
+                )
+            )
+        except BaseException:
+            if owned:
+                journal.close()
+            raise
+        self.writer = BatchWriter(self._write, name=f"orchestra-journal-{run_id[:8]}")
+        self.put = self.writer.put
+        return reuse
+
+    def _find(self, journal: Journal, name: str) -> JournaledRun:
+        """The run ``resume=`` names (or the DAG's last one)."""
+        if self.resume == "last":
+            latest = journal.list_runs(name, limit=1)
+            found = journal.load_run(latest[0].run_id) if latest else None
+            if found is None:
+                raise JournalError(
+                    f"journal {journal} has no run of DAG {name!r} to resume", journal=str(journal)
+                )
+            return found
+        assert self.resume is not None
+        found = journal.load_run(self.resume)
+        if found is None or found.info.dag != name:
+            ids = [r.run_id for r in journal.list_runs(name, limit=_LIST_IDS)]
+            other = f" (it is a run of DAG {found.info.dag!r})" if found is not None else ""
+            listed = (
+                f"; its latest runs of DAG {name!r}: {', '.join(ids)}"
+                if ids
+                else f"; it has no run of DAG {name!r}"
+            )
+            raise JournalError(
+                f"journal {journal} has no run {self.resume!r} to resume{other}{listed}",
+                journal=str(journal),
+            )
+        return found
+
+    def _plan(self, previous: JournaledRun) -> dict[int, Any]:
+        """Which tasks of the resumed run to reuse (in topological order), with their outputs."""
+        records = previous.tasks
+        payloads = previous.payloads
+        loads = self.serializer.loads
+        reuse: dict[int, Any] = {}
+        out = self.out_digests
+        for i, tid in enumerate(self.ids):
+            rec = records.get(tid)
+            if (
+                rec is None
+                or rec.state != _SUCCEEDED
+                or rec.output_digest is None
+                or (payload := payloads.get(rec.output_digest)) is None
+                or rec.code_digest != self.codes[i]
+                or not all(u in reuse for u in self.upstreams[i])
+                or rec.input_digest != self._input_digest(i)
+            ):
+                continue
+            try:
+                reuse[i] = loads(payload)
+            except Exception as exc:
+                logger.warning(
+                    "journal: the output of task %r of run %s cannot be loaded (%s: %s); "
+                    "it runs again",
+                    tid,
+                    previous.info.run_id,
+                    type(exc).__name__,
+                    exc,
+                )
+                continue
+            self.previous[i] = (rec.output_digest, payload)
+            out[i] = rec.output_digest
+        return reuse
+
+    def _input_digest(self, i: int) -> str:
+        ups = self.upstreams[i]
+        if not ups:
+            return _NO_INPUTS
+        ids = self.ids
+        out = self.out_digests
+        return digest("\0".join(f"{ids[u]}\0{out[u]}" for u in ups).encode())
+
+    # -- during the run (on the event loop) -----------------------------------------------
+
+    def settled(
+        self,
+        i: int,
+        state: TaskState,
+        attempts: int,
+        duration: float,
+        output: Any,
+        error: BaseException | None,
+    ) -> None:
+        """Task ``i`` ran and ended in ``state``: serialize its output, queue its record."""
+        payload = note = None
+        if state is _TASK_SUCCEEDED:
+            if output is None:
+                payload = self.none_payload
+            else:
+                payload, note = self.serialize(i, output)
+        self.put((i, state, attempts, duration, error, payload, note))
+
+    def serialize(self, i: int, output: Any) -> tuple[bytes | None, str | None]:
+        """The payload of task ``i``'s output, or None and why it is not kept."""
+        try:
+            payload = self.serializer.dumps(output)
+        except Exception as exc:
+            note = f"output not kept (cannot serialize it: {type(exc).__name__}: {exc})"
+        else:
+            if len(payload) <= self.max_bytes:
+                return payload, None
+            note = (
+                f"output not kept ({len(payload)} bytes serialized, over the "
+                f"journal's cap of {self.max_bytes})"
+            )
+        logger.warning("journal: task %r: %s; it will run again on resume", self.ids[i], note)
+        return None, note
+
+    def reused(self, i: int) -> None:
+        """Task ``i`` was reused from the resumed run: record it as such."""
+        self.reused_ids.append(self.ids[i])
+        self.put((i, _TASK_SUCCEEDED, 0, 0.0, None, _REUSED, None))
+
+    # -- after the run --------------------------------------------------------------------
+
+    async def finish(
+        self,
+        states: Sequence[TaskState],
+        attempts: Sequence[int],
+        errors: dict[str, BaseException],
+    ) -> None:
+        """Record the tasks that ended without running, then wait for the writer (shielded)."""
+        writer = self.writer
+        if writer is None:  # start() failed: nothing was begun
+            return
+        ids = self.ids
+        for i, n in enumerate(attempts):  # a task that ran or was reused is recorded
+            if n == 0 and i not in self.previous:
+                writer.put((i, states[i], attempts[i], 0.0, errors.get(ids[i]), None, None))
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._close)
+
+    def _close(self) -> None:
+        assert self.writer is not None
+        self.writer.close()
+        if self.journal is not None and not isinstance(self.given, Journal):
+            self.journal.close()
+
+    # -- in the writer thread -------------------------------------------------------------
+
+    def _write(self, batch: list[_Settled]) -> None:
+        """Turn settled tasks into records (digests, error text) and write them as one batch."""
+        out = self.out_digests
+        codes = self.codes
+        ids = self.ids
+        upstreams = self.upstreams
+        small = self.small
+        none_payload = self.none_payload
+        none_digest = self.none_digest
+        new = tuple.__new__  # TaskRecord._make without its length check: 3x cheaper
+        records = []
+        payloads: dict[str, bytes] = {}
+        for i, state, attempts, duration, error, payload, note in batch:
+            reused = False
+            if payload is none_payload:  # the common case: a task that returned None
+                out_digest = none_digest
+            elif payload is None:
+                out_digest = None
+            elif payload is _REUSED:
+                out_digest, payload = self.previous[i]
+                reused = True
+            elif len(payload) <= 64:
+                out_digest = small.get(payload)
+                if out_digest is None:
+                    out_digest = small[payload] = digest(payload)
+            else:
+                out_digest = digest(payload)
+            value = state._value_
+            if out_digest is None:
+                out[i] = f"{value}:{self.run_id}"  # no payload: matches no later input
+            else:
+                out[i] = out_digest
+                payloads[out_digest] = payload
+            record = (
+                ids[i],
+                value,
+                attempts,
+                duration,
+                None if error is None else f"{type(error).__name__}: {error}",
+                codes[i],
+                self._input_digest(i) if upstreams[i] else _NO_INPUTS,
+                out_digest,
+                reused,
+                note,
+            )
+            records.append(new(TaskRecord, record))
+        assert self.journal is not None
+        self.journal.record(self.run_id, records, payloads)
+
+
+_NO_INPUTS: Final = digest(b"")
+
+
+def _not_started(item: _Settled) -> None:
+    raise RuntimeError("the run journal was not started")
