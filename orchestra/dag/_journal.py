@@ -16,6 +16,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
+from hashlib import blake2b
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 
 import anyio
@@ -47,6 +48,7 @@ JournalArg: TypeAlias = "str | os.PathLike[str] | Journal"
 """What ``run(journal=...)`` takes: a path (the embedded SQLite journal) or a ``Journal``."""
 
 _SUCCEEDED: Final = "succeeded"
+_ATOMS: Final = frozenset({type(None), bool, int, float, complex, str, bytes})
 _TASK_SUCCEEDED: Final = TaskState.SUCCEEDED
 _REUSED: Final = object()  # in place of a payload: the resumed run's record holds it
 _LIST_IDS: Final = 5  # run ids an unknown-run error lists
@@ -93,8 +95,10 @@ class RunJournal:
         self.max_bytes: int = getattr(serializer, "max_bytes", DEFAULT_MAX_BYTES)
         self.resumed_from: str | None = None
         self.reused_ids: list[str] = []
+        self.reused_index: set[int] = set()
         self.run_id = ""
         self.ids: list[str] = []
+        self.id_keys: list[bytes] = []
         self.upstreams: Sequence[tuple[int, ...]] = ()
         self.codes: list[str] = []
         self.out_digests: list[str] = []
@@ -122,6 +126,7 @@ class RunJournal:
         try:
             self.run_id = run_id
             self.ids = [t.id for t in order]
+            self.id_keys = [f"\0{t.id}\0".encode() for t in order]
             self.upstreams = upstreams
             self.out_digests = [""] * len(order)
             fns = [t.fn for t in order]
@@ -180,43 +185,56 @@ class RunJournal:
         records = previous.tasks
         payloads = previous.payloads
         loads = self.serializer.loads
-        reuse: dict[int, Any] = {}
+        codes = self.codes
+        upstreams = self.upstreams
         out = self.out_digests
+        reuse: dict[int, Any] = {}
+        reused = reuse.__contains__
+        atoms: dict[str, Any] = {}  # outputs that are immutable atoms, loaded once by digest
         for i, tid in enumerate(self.ids):
             rec = records.get(tid)
-            if (
-                rec is None
-                or rec.state != _SUCCEEDED
-                or rec.output_digest is None
-                or (payload := payloads.get(rec.output_digest)) is None
-                or rec.code_digest != self.codes[i]
-                or not all(u in reuse for u in self.upstreams[i])
-                or rec.input_digest != self._input_digest(i)
-            ):
+            if rec is None or rec.state != _SUCCEEDED or rec.code_digest != codes[i]:
                 continue
-            try:
-                reuse[i] = loads(payload)
-            except Exception as exc:
-                logger.warning(
-                    "journal: the output of task %r of run %s cannot be loaded (%s: %s); "
-                    "it runs again",
-                    tid,
-                    previous.info.run_id,
-                    type(exc).__name__,
-                    exc,
-                )
+            digest_ = rec.output_digest
+            if digest_ is None or (payload := payloads.get(digest_)) is None:
                 continue
-            self.previous[i] = (rec.output_digest, payload)
-            out[i] = rec.output_digest
+            ups = upstreams[i]
+            if ups:
+                if not all(map(reused, ups)) or rec.input_digest != self._input_digest(i):
+                    continue
+            elif rec.input_digest != _NO_INPUTS:
+                continue
+            if digest_ in atoms:
+                reuse[i] = atoms[digest_]
+            else:
+                try:
+                    value = loads(payload)
+                except Exception as exc:
+                    logger.warning(
+                        "journal: the output of task %r of run %s cannot be loaded (%s: %s); "
+                        "it runs again",
+                        tid,
+                        previous.info.run_id,
+                        type(exc).__name__,
+                        exc,
+                    )
+                    continue
+                if type(value) in _ATOMS:  # safe to share between tasks
+                    atoms[digest_] = value
+                reuse[i] = value
+            self.previous[i] = (digest_, payload)
+            out[i] = digest_
         return reuse
 
     def _input_digest(self, i: int) -> str:
-        ups = self.upstreams[i]
-        if not ups:
-            return _NO_INPUTS
-        ids = self.ids
+        """Digest of task ``i``'s inputs: each upstream's id and output digest, in order."""
+        keys = self.id_keys
         out = self.out_digests
-        return digest("\0".join(f"{ids[u]}\0{out[u]}" for u in ups).encode())
+        h = blake2b(digest_size=16)
+        for u in self.upstreams[i]:
+            h.update(keys[u])
+            h.update(out[u].encode())
+        return h.hexdigest()
 
     # -- during the run (on the event loop) -----------------------------------------------
 
@@ -257,6 +275,7 @@ class RunJournal:
     def reused(self, i: int) -> None:
         """Task ``i`` was reused from the resumed run: record it as such."""
         self.reused_ids.append(self.ids[i])
+        self.reused_index.add(i)
         self.put((i, _TASK_SUCCEEDED, 0, 0.0, None, _REUSED, None))
 
     # -- after the run --------------------------------------------------------------------
@@ -272,8 +291,9 @@ class RunJournal:
         if writer is None:  # start() failed: nothing was begun
             return
         ids = self.ids
+        reused = self.reused_index
         for i, n in enumerate(attempts):  # a task that ran or was reused is recorded
-            if n == 0 and i not in self.previous:
+            if n == 0 and i not in reused:
                 writer.put((i, states[i], attempts[i], 0.0, errors.get(ids[i]), None, None))
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._close)

@@ -8,6 +8,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Final, final
 
@@ -23,8 +24,8 @@ APPLICATION_ID: Final = 0x4F524348  # "ORCH", in the file header: says the file 
 # more script here, never an edit of an older one.
 _MIGRATIONS: list[str] = [
     # Tasks are written in batches, one row per writer transaction holding its records
-    # as ``marshal`` data (tuples of str, int, float, bool and None: reading them runs no
-    # code), which is many times cheaper than a row per task or JSON.
+    # column by column as ``marshal`` data (tuples of str, int, float, bool and None:
+    # reading them runs no code), many times cheaper than a row per task or JSON.
     """
     CREATE TABLE runs (
         run_id       TEXT PRIMARY KEY,
@@ -196,7 +197,7 @@ class SQLiteJournal:
         self, run_id: str, tasks: Sequence[TaskRecord], payloads: Mapping[str, bytes]
     ) -> None:
         """Record a batch of settled tasks in one transaction (each payload stored once)."""
-        records = marshal.dumps(list(map(tuple, tasks)), _MARSHAL_VERSION)
+        records = marshal.dumps(list(zip(*tasks, strict=True)), _MARSHAL_VERSION)
         with self._write("record tasks") as db:
             if payloads:
                 db.executemany("INSERT OR IGNORE INTO outputs VALUES (?, ?)", payloads.items())
@@ -237,13 +238,12 @@ class SQLiteJournal:
 
     def _tasks(self, run_id: str) -> dict[str, TaskRecord]:
         """The run's task records by id, a later record of a task replacing an earlier one."""
-        make = TaskRecord._make
         tasks: dict[str, TaskRecord] = {}
         for (records,) in self._db.execute(
             "SELECT records FROM batches WHERE run_id = ? ORDER BY seq", (run_id,)
         ):
-            for r in _unmarshal(records):
-                tasks[r[0]] = make(r)
+            for record in _unmarshal(records):
+                tasks[record[0]] = record
         return tasks
 
     def close(self) -> None:
@@ -252,11 +252,13 @@ class SQLiteJournal:
             self._db.close()
 
 
-def _unmarshal(data: bytes) -> list[tuple[Any, ...]]:
-    records = marshal.loads(data)
-    if not isinstance(records, list):
-        raise TypeError(f"a batch of task records is a list, got {type(records).__name__}")
-    return records
+def _unmarshal(data: bytes) -> Iterator[TaskRecord]:
+    """The records of one batch (its columns zipped back into ``TaskRecord`` tuples)."""
+    columns = marshal.loads(data)
+    if not isinstance(columns, list) or len(columns) != len(TaskRecord._fields):
+        raise ValueError("a batch of task records that orchestra did not write")
+    # tuple.__new__ is TaskRecord._make without its per-record length check
+    return map(tuple.__new__, repeat(TaskRecord), zip(*columns, strict=True))
 
 
 def _counts(tasks: dict[str, TaskRecord]) -> dict[str, int]:
