@@ -294,3 +294,27 @@ def test_a_payload_that_cannot_be_loaded_reruns_its_task(
     assert second.reused == frozenset()
     assert second.outputs == {"rows": [1, 2]}
     assert "cannot be loaded" in caplog.text
+
+
+def test_an_executor_that_keeps_outputs_remote_journals_states_but_no_outputs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from test_executor_remote import StoreExecutor, chain
+
+    path = tmp_path / "runs.db"
+    first = orchestra.run_sync(chain(), journal=path, executor=StoreExecutor())
+    assert first.ok
+    with SQLiteJournal(path) as journal:
+        run = journal.load_run(first.run_id)
+        assert run is not None
+        assert {r.state for r in run.tasks.values()} == {"succeeded"}
+        assert all(r.output_digest is None for r in run.tasks.values())
+        assert all("stays on the executor" in (r.note or "") for r in run.tasks.values())
+        assert run.payloads == {}
+    executor = StoreExecutor()
+    with caplog.at_level(logging.WARNING, logger="orchestra.journal"):
+        second = orchestra.run_sync(chain(), journal=path, resume="last", executor=executor)
+    assert second.reused == frozenset()
+    assert second.resumed_from == first.run_id
+    assert [e for e in executor.log if e.startswith("run ")] == [f"run {t}" for t in second.states]
+    assert "keeps outputs remote" in caplog.text

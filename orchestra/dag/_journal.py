@@ -108,13 +108,31 @@ class RunJournal:
         self.put: Callable[[_Settled], None] = _not_started
         self.none_payload = serializer.dumps(None)
         self.none_digest = digest(self.none_payload)
+        self.keeps_outputs = True
 
     # -- before the run -------------------------------------------------------------------
 
     async def start(
-        self, dag: DAG, run_id: str, order: Sequence[Task], upstreams: Sequence[tuple[int, ...]]
+        self,
+        dag: DAG,
+        run_id: str,
+        order: Sequence[Task],
+        upstreams: Sequence[tuple[int, ...]],
+        *,
+        outputs: bool = True,
     ) -> dict[int, Any]:
-        """Open the journal, begin the run; the outputs of the tasks to reuse, by index."""
+        """Open the journal, begin the run; the outputs of the tasks to reuse, by index.
+
+        ``outputs=False`` (an executor whose outputs stay remote): the run's outputs are
+        handles, not values, so none is kept and none is reused; states are journaled.
+        """
+        if not outputs:
+            self.keeps_outputs = False
+            if self.resume is not None:
+                logger.warning(
+                    "journal: the executor keeps outputs remote, so resume=%r reuses no task",
+                    self.resume,
+                )
         return await anyio.to_thread.run_sync(self._start, dag.name, run_id, order, upstreams)
 
     def _start(
@@ -136,7 +154,8 @@ class RunJournal:
             if self.resume is not None:
                 previous = self._find(journal, name)
                 self.resumed_from = previous.info.run_id
-                reuse = self._plan(previous)
+                if self.keeps_outputs:
+                    reuse = self._plan(previous)
             journal.begin_run(
                 RunInfo(
                     run_id=run_id,
@@ -250,7 +269,9 @@ class RunJournal:
         """Task ``i`` ran and ended in ``state``: serialize its output, queue its record."""
         payload = note = None
         if state is _TASK_SUCCEEDED:
-            if output is None:
+            if not self.keeps_outputs:
+                note = _REMOTE
+            elif output is None:
                 payload = self.none_payload
             else:
                 payload, note = self.serialize(i, output)
@@ -357,6 +378,7 @@ class RunJournal:
 
 
 _NO_INPUTS: Final = digest(b"")
+_REMOTE: Final = "output not kept (it stays on the executor, which keeps outputs remote)"
 
 
 def _not_started(item: _Settled) -> None:

@@ -204,7 +204,9 @@ class _Run:
         self.started = time.perf_counter()
         cancelled = anyio.get_cancelled_exc_class()
         if self.journal is not None:
-            self.reuse = await self.journal.start(self.dag, self.run_id, self.order, self.upstreams)
+            self.reuse = await self.journal.start(
+                self.dag, self.run_id, self.order, self.upstreams, outputs=self.remote is None
+            )
         self.executor = self.given_executor or LocalExecutor(
             anyio.CapacityLimiter(max(self.workers, 1)) if self.capped else None
         )
