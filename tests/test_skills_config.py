@@ -221,7 +221,7 @@ def test_merge_order_is_global_project_skill_and_identical_hooks_are_kept_once(
         "---\nhooks:\n  Stop:\n    - hooks: [{type: prompt, prompt: skill}]\n---\n",
     )
     registry = load(skill, global_config, project)
-    assert [(h.type, h.prompt) for h in registry.hooks] == [
+    assert [(h.type, getattr(h, "prompt", None)) for h in registry.hooks] == [
         ("command", None),
         ("prompt", "project"),
         ("prompt", "skill"),

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestra.skills import EVENTS, HookOutcome, HookRegistry, HookSpec
+from orchestra.skills import EVENTS, HookOutcome, HookRegistry, HookSpec, PermissionHook, PromptHook
 
 Answer = Literal["allow", "deny", "ask"] | None
 
@@ -19,10 +19,8 @@ answers = st.lists(st.sampled_from(["allow", "deny", "ask", None]), max_size=8)
 def spec(event: str, line: int, answer: Answer) -> HookSpec:
     common = {"event": event, "matcher": None, "timeout": 10.0, "file": "h.yaml", "line": line}
     if answer is None:
-        return HookSpec(type="prompt", prompt=f"m{line}", on_error="continue", **common)
-    return HookSpec(
-        type="permission", decision=answer, reason=f"r{line}", on_error="block", **common
-    )
+        return PromptHook(prompt=f"m{line}", on_error="continue", **common)
+    return PermissionHook(decision=answer, reason=f"r{line}", on_error="block", **common)
 
 
 def fire(event: str, specs: list[HookSpec], backend: str) -> HookOutcome:

@@ -50,27 +50,12 @@ def _load(paths: Sequence[Path], project_dir: Path | None = None) -> HookRegistr
         raise SystemExit(1) from None
 
 
-def _what(hook: HookSpec) -> str:
-    """A one-line summary of what a hook does."""
-    if hook.type == "command":
-        return hook.command if hook.command is not None else json.dumps(list(hook.args or ()))
-    if hook.type == "prompt":
-        return hook.prompt or ""
-    if hook.type == "permission":
-        return f"{hook.decision}" + (f": {hook.reason}" if hook.reason else "")
-    if hook.type == "http":
-        return f"POST {hook.url}" + (f" (tls: {hook.tls})" if hook.tls != "verify" else "")
-    server = hook.server
-    command = " ".join([server.command, *server.args]) if server else "?"
-    return f"{hook.tool} on {command}"
-
-
 def _spec_json(hook: HookSpec) -> dict[str, Any]:
     return {
         "event": hook.event,
         "matcher": hook.matcher,
         "type": hook.type,
-        "what": _what(hook),
+        "what": hook.describe(),
         "timeout": hook.timeout,
         "on_error": hook.on_error,
         "source": hook.source,
@@ -111,7 +96,7 @@ def list_hooks(paths: tuple[Path, ...], as_json: bool) -> None:
             hook.event,
             escape(hook.matcher or "*"),
             hook.type,
-            escape(_what(hook)),
+            escape(hook.describe()),
             hook.on_error,
             f"{hook.timeout:g} s",
             escape(hook.source),

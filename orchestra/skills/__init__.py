@@ -23,22 +23,27 @@ from orchestra.skills._adapters import RegistryTaskHooks as RegistryTaskHooks
 from orchestra.skills._catalog import EVENTS as EVENTS
 from orchestra.skills._catalog import EventSpec as EventSpec
 from orchestra.skills._catalog import OnError as OnError
-from orchestra.skills._config import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
-from orchestra.skills._config import HOOK_TYPES as HOOK_TYPES
-from orchestra.skills._config import MAX_COMMAND_BYTES as MAX_COMMAND_BYTES
-from orchestra.skills._config import MAX_FILE_BYTES as MAX_FILE_BYTES
-from orchestra.skills._config import MAX_TIMEOUT as MAX_TIMEOUT
-from orchestra.skills._config import HookSpec as HookSpec
-from orchestra.skills._config import HookType as HookType
-from orchestra.skills._config import McpServerSpec as McpServerSpec
-from orchestra.skills._config import TlsMode as TlsMode
-from orchestra.skills._registry import HookDecision as HookDecision
-from orchestra.skills._registry import HookOutcome as HookOutcome
-from orchestra.skills._registry import HookRecord as HookRecord
+from orchestra.skills._command_hook import MAX_COMMAND_BYTES as MAX_COMMAND_BYTES
+from orchestra.skills._command_hook import CommandHook as CommandHook
+from orchestra.skills._fixed_hooks import PermissionHook as PermissionHook
+from orchestra.skills._fixed_hooks import PromptHook as PromptHook
+from orchestra.skills._hook import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+from orchestra.skills._hook import MAX_TIMEOUT as MAX_TIMEOUT
+from orchestra.skills._hook import HookSpec as HookSpec
+from orchestra.skills._http import TlsMode as TlsMode
+from orchestra.skills._http_hook import HttpHook as HttpHook
+from orchestra.skills._mcp_hook import McpServerSpec as McpServerSpec
+from orchestra.skills._mcp_hook import McpToolHook as McpToolHook
+from orchestra.skills._outcome import HookDecision as HookDecision
+from orchestra.skills._outcome import HookOutcome as HookOutcome
+from orchestra.skills._outcome import HookRecord as HookRecord
 from orchestra.skills._registry import HookRegistry as HookRegistry
 from orchestra.skills._registry import load as load
 from orchestra.skills._result import HookResult as HookResult
 from orchestra.skills._result import HookRunError as HookRunError
+from orchestra.skills._types import HOOK_TYPES as HOOK_TYPES
+from orchestra.skills._types import HookType as HookType
+from orchestra.skills._yaml import MAX_FILE_BYTES as MAX_FILE_BYTES
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -48,6 +53,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_TIMEOUT",
     "AskCallback",
+    "CommandHook",
     "ConfigError",
     "EventSpec",
     "Guard",
@@ -59,9 +65,13 @@ __all__ = [
     "HookRunError",
     "HookSpec",
     "HookType",
+    "HttpHook",
     "McpServerSpec",
+    "McpToolHook",
     "OnError",
     "OutcomeCallback",
+    "PermissionHook",
+    "PromptHook",
     "RegistrySubagentHooks",
     "RegistryTaskHooks",
     "TlsMode",

@@ -33,7 +33,8 @@ from orchestra.tracing._spans import set_tool_result, tool_span
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
-    from orchestra.skills._registry import HookOutcome, HookRegistry
+    from orchestra.skills._outcome import HookOutcome
+    from orchestra.skills._registry import HookRegistry
 
 __all__ = ["AskCallback", "Guard", "OutcomeCallback", "RegistrySubagentHooks", "RegistryTaskHooks"]
 

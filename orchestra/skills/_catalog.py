@@ -1,9 +1,8 @@
 """The events catalog: the one table of the 20 skills-hook events.
 
 Config validation, firing and aggregation all read this table: which payload field a
-matcher is matched against, whether a hook can block the event or modify its input,
-whether the event's messages are meant as context for the agent, and what a hook error
-means by default (``on_error``).
+matcher is matched against, whether a hook can block the event or modify its input, and
+what a hook error means by default (``on_error``).
 
 Guard events (``PreToolUse``, ``PermissionRequest``) default to ``on_error: block``: a
 guard that cannot run must not silently allow. Every other event defaults to
@@ -39,7 +38,6 @@ class EventSpec:
         can_modify: a hook may replace the event's input (``modified_input``,
             Claude Code's ``updatedInput``); the input is the payload field
             ``input_field``.
-        adds_context: the messages hooks return are meant as context for the agent.
         default_on_error: ``on_error`` of a hook that does not set it.
         input_field: the payload field that ``modified_input`` replaces, if any.
         description: when the event fires.
@@ -49,7 +47,6 @@ class EventSpec:
     matcher_field: str | None
     can_block: bool
     can_modify: bool
-    adds_context: bool
     default_on_error: OnError
     input_field: str | None
     description: str
@@ -61,7 +58,6 @@ def _event(
     *,
     block: bool = False,
     modify: bool = False,
-    context: bool = False,
     guard: bool = False,
     description: str,
 ) -> EventSpec:
@@ -70,7 +66,6 @@ def _event(
         matcher_field=matcher_field,
         can_block=block,
         can_modify=modify,
-        adds_context=context,
         default_on_error="block" if guard else "continue",
         input_field="tool_input" if modify else None,
         description=description,
@@ -83,20 +78,17 @@ _SPECS: Final = (
         "tool_name",
         block=True,
         modify=True,
-        context=True,
         guard=True,
         description="before a tool runs, with tool_name and tool_input",
     ),
     _event(
         "PostToolUse",
         "tool_name",
-        context=True,
         description="after a tool returned, with tool_input and tool_response",
     ),
     _event(
         "PostToolUseFailure",
         "tool_name",
-        context=True,
         description="after a tool raised, with tool_input and error",
     ),
     _event(
@@ -110,13 +102,11 @@ _SPECS: Final = (
     _event(
         "PermissionDenied",
         "tool_name",
-        context=True,
         description="after a tool call was denied",
     ),
     _event(
         "SessionStart",
         "source",
-        context=True,
         description="when a session starts or resumes (source: startup, resume, ...)",
     ),
     _event("SessionEnd", "reason", description="when a session ends"),
@@ -124,7 +114,6 @@ _SPECS: Final = (
         "Stop",
         None,
         block=True,
-        context=True,
         description="when the agent is about to stop; a block asks it to go on",
     ),
     _event("StopFailure", "error", description="when the agent stopped on an error"),
@@ -137,7 +126,6 @@ _SPECS: Final = (
         "UserPromptSubmit",
         None,
         block=True,
-        context=True,
         description="when a prompt is submitted, before the agent reads it",
     ),
     _event(
@@ -161,14 +149,12 @@ _SPECS: Final = (
     _event(
         "PostToolBatch",
         None,
-        context=True,
         description="after every tool call of a batch has returned",
     ),
     _event(
         "SubagentStart",
         "agent_name",
         block=True,
-        context=True,
         description="before a subagent attempt starts; a deny fails the dispatch",
     ),
     _event(

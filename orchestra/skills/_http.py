@@ -13,17 +13,20 @@ from __future__ import annotations
 import functools
 import ssl
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 import anyio
 
-from orchestra.skills._config import TlsMode
 from orchestra.skills._result import OUTPUT_LIMIT, HookResult, HookRunError, parse_result
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["post_http"]
+__all__ = ["TLS_MODES", "TlsMode", "post_http"]
+
+TlsMode: TypeAlias = Literal["verify", "no_verify", "off"]
+"""How an http hook uses TLS: verify the certificate, do not verify it, or plain http."""
+TLS_MODES: Final[tuple[TlsMode, ...]] = ("verify", "no_verify", "off")
 
 # Shown in an error message: how much of a failing response's body.
 _EXCERPT: Final = 200

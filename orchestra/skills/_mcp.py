@@ -15,7 +15,7 @@ cannot start, crashes or answers garbage, and a timeout are ``HookRunError``.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import IO, Any, Final, final
 
 import anyio
@@ -36,6 +36,10 @@ _STDERR_TAIL: Final = 1 << 16
 _EXCERPT: Final = 2000
 
 
+def _strings(args: Iterable[str]) -> tuple[str, ...]:
+    return tuple(args)
+
+
 @final
 @attrs.frozen
 class McpServer:
@@ -50,7 +54,7 @@ class McpServer:
     """
 
     command: str
-    args: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    args: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     env: Mapping[str, str] = attrs.field(factory=dict, hash=False)
     cwd: str | None = None
 

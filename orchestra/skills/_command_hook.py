@@ -1,0 +1,114 @@
+"""``CommandHook``: a shell command (or a program without a shell) run at an event."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any, ClassVar, Final, final
+
+import attrs
+
+from orchestra.skills._command import run_command
+from orchestra.skills._hook import HookCall, HookSpec
+from orchestra.tracing import ATTR_PROCESS_EXIT_CODE
+
+if TYPE_CHECKING:
+    from orchestra.skills._fields import Entry
+    from orchestra.skills._result import HookResult
+
+__all__ = ["MAX_COMMAND_BYTES", "CommandHook"]
+
+MAX_COMMAND_BYTES: Final = 32 * 1024
+"""The longest ``command`` (or all ``args`` together), in UTF-8 bytes (32 KB)."""
+_SKILL_DIR_REF: Final = re.compile(r"\$(?:\{SKILL_DIR\}|SKILL_DIR\b)")
+_SHELL_SAFE_PATH: Final = re.compile(r"[A-Za-z0-9_./+@%:,=-]+")
+
+
+def _one_of_command_and_args(
+    hook: CommandHook, _field: object, _args: tuple[str, ...] | None
+) -> None:
+    if (hook.command is None) == (hook.args is None):
+        raise ValueError("a command hook needs 'command' or 'args' (exactly one)")
+
+
+@final
+@attrs.frozen(kw_only=True, repr=False)
+class CommandHook(HookSpec):
+    """A hook that runs ``sh -c COMMAND`` (or ``args`` without a shell).
+
+    The event JSON goes to its stdin; what it prints and its exit code are its answer
+    (see the hook protocol).
+
+    Attributes:
+        command: the shell command, ``${SKILL_DIR}`` expanded.
+        args: the argv to run without a shell, ``${SKILL_DIR}`` expanded.
+        strict_output: unknown fields in the result are errors.
+    """
+
+    type: ClassVar[str] = "command"
+    exit_code_attribute: ClassVar[str | None] = ATTR_PROCESS_EXIT_CODE
+
+    command: str | None = None
+    args: tuple[str, ...] | None = attrs.field(default=None, validator=_one_of_command_and_args)
+    strict_output: bool = False
+
+    def describe(self) -> str:
+        """The command, or the argv as JSON."""
+        return self.command if self.command is not None else json.dumps(list(self.args or ()))
+
+    @classmethod
+    def parse_fields(cls, entry: Entry) -> dict[str, Any]:
+        """Read ``command`` or ``args``, and ``strict_output``."""
+        if ("command" in entry) == ("args" in entry):
+            entry.bad(None, "a command hook needs 'command' or 'args' (exactly one)")
+        command = entry.string("command", required="command" in entry)
+        args = entry.strings("args") if "args" in entry else None
+        if args is not None and not args and entry.get("args") is not None:
+            entry.bad("args", "must not be empty")
+        key = "command" if command else "args"
+        size = len(command.encode()) if command else sum(len(a.encode()) + 1 for a in args or ())
+        if size > MAX_COMMAND_BYTES:
+            entry.bad(key, f"is {size} bytes; at most 32 KB")
+        elif command and "\0" in command:
+            entry.bad("command", "contains a NUL character")
+        texts = [command] if command else list(args or ())
+        skill_dir = entry.skill_dir
+        if skill_dir is None and any(_SKILL_DIR_REF.search(t) for t in texts):
+            entry.bad(
+                key,
+                "${SKILL_DIR} is only set for hooks in a SKILL.md; "
+                "use $ORCHESTRA_PROJECT_DIR or an absolute path",
+            )
+        if skill_dir is not None:
+            if command:
+                command = _expand_in_shell(command, skill_dir)
+            if args:
+                args = tuple(_SKILL_DIR_REF.sub(lambda _m: skill_dir, a) for a in args)
+        return {"command": command, "args": args, "strict_output": entry.flag("strict_output")}
+
+    async def run(self, call: HookCall) -> HookResult:
+        """Run the command with the event JSON on stdin (see ``run_command``)."""
+        env = call.environment()
+        if self.skill_dir is not None:
+            env["SKILL_DIR"] = self.skill_dir
+        return await run_command(
+            command=self.command,
+            args=self.args,
+            stdin=call.body(),
+            env=env,
+            cwd=call.project_dir,
+            timeout=self.timeout,
+            strict_output=self.strict_output,
+        )
+
+
+def _expand_in_shell(command: str, skill_dir: str) -> str:
+    """Expand ``${SKILL_DIR}`` in a shell command.
+
+    A folder whose path is plain (letters, digits, ``_./+@%:,=-``) is written in; any
+    other is left for the shell to expand from the exported ``SKILL_DIR``, so a folder
+    name never becomes shell syntax.
+    """
+    if not _SHELL_SAFE_PATH.fullmatch(skill_dir):
+        return command
+    return command.replace("${SKILL_DIR}", skill_dir)

@@ -1,0 +1,281 @@
+"""``HookSpec``: what every hook type shares; ``HookCall``: what one hook run gets.
+
+Each hook type is one frozen attrs class below ``HookSpec`` (``CommandHook``,
+``HttpHook``, ...) with its own fields, the reading of those fields from a config
+(``parse_fields``) and its runner (``run``). Adding a type is one new class and one
+entry in ``HOOK_CLASSES``; nothing else branches on the type.
+
+The fields of a class are its whole identity: ``key()`` is derived from
+``attrs.fields``, so two hooks that differ in any field (a new one included) are never
+merged as duplicates. A field's ``metadata`` can say more:
+
+- ``config=False``: not a config key of its own name (``event``, ``matcher``, where the
+  hook was written);
+- ``key=None``: not part of the identity (where the hook was written, the compiled
+  matcher); ``key=f``: compared as ``f(value)`` (e.g. headers in any order).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
+
+import attrs
+
+from orchestra._errors import did_you_mean
+from orchestra.skills._catalog import EVENTS, OnError
+from orchestra.skills._matchers import Matcher, compile_matcher
+from orchestra.skills._yaml import kind
+from orchestra.tracing import inject_env
+
+if TYPE_CHECKING:
+    from orchestra.skills._fields import Entry
+    from orchestra.skills._result import HookResult
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_TIMEOUT",
+    "NOT_CONFIG",
+    "HookCall",
+    "HookSpec",
+    "check_timeout",
+    "event_json",
+    "key_by",
+]
+
+DEFAULT_TIMEOUT: Final = 10.0
+"""A hook's timeout when it sets none, in seconds."""
+MAX_TIMEOUT: Final = 300.0
+"""The longest timeout a hook may set, in seconds."""
+
+NOT_CONFIG: Final[Mapping[str, Any]] = {"config": False}
+_WHERE: Final[Mapping[str, Any]] = {"config": False, "key": None}
+
+
+def key_by(normalize: Callable[[Any], Any]) -> Mapping[str, Any]:
+    """Field metadata: compare the field's values as ``normalize(value)`` in ``key()``."""
+    return {"key": normalize}
+
+
+def check_timeout(value: object) -> str | None:
+    """What is wrong with a timeout, or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"expected seconds, got {kind(value)}"
+    if not 0 < value <= MAX_TIMEOUT:
+        return f"must be in (0, {MAX_TIMEOUT:g}] seconds, got {value!r}"
+    return None
+
+
+def _known_event(_hook: object, _field: object, event: str) -> None:
+    if event not in EVENTS:
+        raise ValueError(f"unknown event {event!r}{did_you_mean(str(event), EVENTS)}")
+
+
+def _valid_timeout(_hook: object, _field: object, timeout: float) -> None:
+    error = check_timeout(timeout)
+    if error is not None:
+        raise ValueError(f"timeout: {error}")
+
+
+def _default_on_error(hook: HookSpec) -> OnError:
+    spec = EVENTS.get(hook.event)  # an unknown event is refused by its validator
+    return spec.default_on_error if spec is not None else "continue"
+
+
+def _compiled(hook: HookSpec) -> Matcher | None:
+    if hook.matcher is None:
+        return None
+    pattern, error = compile_matcher(hook.matcher)
+    if error is not None:
+        raise ValueError(f"matcher: {error}")
+    return pattern
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class HookSpec:
+    """One hook: when it runs (event, matcher), how long it may take, what an error means.
+
+    The base of every hook type (``CommandHook``, ``PromptHook``, ``PermissionHook``,
+    ``HttpHook``, ``McpToolHook``); each adds its own fields.
+
+    Attributes:
+        type: the type's name in a config (``"command"``, ...), a class attribute.
+        event: the event it runs at, e.g. ``"PreToolUse"``.
+        matcher: the matcher pattern, or None for every value.
+        timeout: seconds the hook may take.
+        on_error: what a hook error means: ``"continue"`` or ``"block"`` (default: the
+            event's, see ``EventSpec.default_on_error``).
+        file: the config file it comes from.
+        line: the line its entry starts on in that file (1-based).
+        skill_dir: the folder of the ``SKILL.md`` it comes from, None for a config file.
+        pattern: the compiled matcher, None for every value.
+    """
+
+    type: ClassVar[str] = ""
+    exit_code_attribute: ClassVar[str | None] = None
+    """The span attribute a record's ``exit_code`` goes to, if it means one."""
+
+    event: str = attrs.field(validator=_known_event, metadata=NOT_CONFIG)
+    matcher: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
+    timeout: float = attrs.field(default=DEFAULT_TIMEOUT, validator=_valid_timeout)
+    on_error: OnError = attrs.field(
+        default=attrs.Factory(_default_on_error, takes_self=True),
+        validator=attrs.validators.in_(("continue", "block")),
+    )
+    file: str = attrs.field(default="<python>", metadata=_WHERE)
+    line: int = attrs.field(default=0, metadata=_WHERE)
+    skill_dir: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
+    pattern: Matcher | None = attrs.field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=attrs.Factory(_compiled, takes_self=True),
+        metadata=_WHERE,
+    )
+
+    def __repr__(self) -> str:
+        matcher = f" {self.matcher!r}" if self.matcher is not None else ""
+        return f"<{type(self).__name__} {self.event}{matcher} at {self.source}>"
+
+    @property
+    def source(self) -> str:
+        """Where the hook was defined, as ``file:line``."""
+        return f"{self.file}:{self.line}"
+
+    def key(self) -> tuple[Any, ...]:
+        """What makes two hooks identical: the type and every field but where it was written."""
+        return (type(self), *(f(getattr(self, name)) for name, f in _key_fields(type(self))))
+
+    def matches(self, value: str | None) -> bool:
+        """Whether the hook runs for an event whose matcher field is ``value``."""
+        pattern = self.pattern
+        return pattern is None or (value is not None and pattern.fullmatch(value) is not None)
+
+    def describe(self) -> str:
+        """What the hook does, in one line (``orchestra hooks list``)."""
+        raise NotImplementedError
+
+    @classmethod
+    def config_fields(cls) -> tuple[str, ...]:
+        """The config keys of this hook type, ``type`` included."""
+        return ("type", *(f.name for f in attrs.fields(cls) if f.metadata.get("config", True)))
+
+    @classmethod
+    def parse_fields(cls, entry: Entry) -> dict[str, Any]:
+        """Read this type's own fields from a config entry, reporting problems on it.
+
+        The common fields (``timeout``, ``on_error``) are read by the caller.
+
+        Args:
+            entry: the hook's mapping in the config, with its lines.
+
+        Returns:
+            The keyword arguments of the type's own fields (meaningless if a problem
+            was reported).
+        """
+        raise NotImplementedError
+
+    async def run(self, call: HookCall) -> HookResult:
+        """Run the hook once for an event and read its answer.
+
+        Raises:
+            HookRunError: the hook could not give an answer.
+        """
+        raise NotImplementedError
+
+
+def _plain_key(value: Any) -> Any:
+    if isinstance(value, Mapping):  # unhashable; compared by content
+        return json.dumps(value, sort_keys=True, default=repr)
+    return value
+
+
+_KeyFields: TypeAlias = tuple[tuple[str, Callable[[Any], Any]], ...]
+_KEY_FIELDS: Final[dict[type[HookSpec], _KeyFields]] = {}
+
+
+def _key_fields(cls: type[HookSpec]) -> _KeyFields:
+    """The fields of ``key()`` for a hook class, with how each compares (computed once)."""
+    found = _KEY_FIELDS.get(cls)
+    if found is None:
+        found = _KEY_FIELDS[cls] = tuple(
+            (field.name, field.metadata.get("key", _plain_key))
+            for field in attrs.fields(cls)
+            if field.metadata.get("key", _plain_key) is not None
+        )
+    return found
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    if isinstance(value, Mapping):
+        return dict(value)
+    if attrs.has(type(value)):
+        return attrs.asdict(value, recurse=False)
+    return str(value)
+
+
+def event_json(data: Mapping[str, Any]) -> bytes:
+    """The event as JSON bytes, the way hooks get it (ASCII-only, any value stringified)."""
+    return json.dumps(data, default=_json_default, ensure_ascii=True).encode("ascii")
+
+
+def event_data(
+    event: str, payload: Mapping[str, Any], session_id: str, project_dir: str
+) -> dict[str, Any]:
+    """The event JSON's fields: the payload plus the common ones (``hook_event_name``...)."""
+    return {
+        "session_id": session_id,
+        "cwd": project_dir,
+        "timestamp": datetime.datetime.now(datetime.UTC).isoformat(),
+        **payload,
+        "hook_event_name": event,
+    }
+
+
+class HookCall:
+    """What one hook run gets: the event's fields, its JSON, the project folder.
+
+    Args:
+        event: the event's name.
+        data: the event JSON's fields (payload plus common fields).
+        project_dir: the hooks' working directory.
+        body: the event JSON already encoded, if the caller has it.
+    """
+
+    __slots__ = ("_body", "data", "event", "project_dir")
+
+    def __init__(
+        self,
+        event: str,
+        data: Mapping[str, Any],
+        project_dir: str,
+        body: bytes | None = None,
+    ) -> None:
+        self.event = event
+        self.data = data
+        self.project_dir = project_dir
+        self._body = body
+
+    def body(self) -> bytes:
+        """The event JSON, encoded once.
+
+        Raises:
+            TypeError, ValueError: the payload cannot be encoded as JSON.
+        """
+        if self._body is None:
+            self._body = event_json(self.data)
+        return self._body
+
+    def environment(self) -> dict[str, str]:
+        """The environment of a hook process: the parent's, the event, the project."""
+        env = dict(os.environ)
+        env["ORCHESTRA_EVENT"] = self.event
+        env["ORCHESTRA_PROJECT_DIR"] = self.project_dir
+        return inject_env(env)  # TRACEPARENT: the hook's own span, when traced

@@ -1,0 +1,149 @@
+"""``HttpHook``: the event JSON POSTed to a URL, the answer read as a result."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING, Any, ClassVar, Final, final
+from urllib.parse import urlsplit
+
+import attrs
+
+from orchestra._errors import did_you_mean
+from orchestra.skills._hook import HookCall, HookSpec, key_by
+from orchestra.skills._http import TLS_MODES, TlsMode, post_http
+from orchestra.skills._result import HookRunError
+from orchestra.tracing import inject_headers
+
+if TYPE_CHECKING:
+    from orchestra.skills._fields import Entry
+    from orchestra.skills._result import HookResult
+
+__all__ = ["HttpHook"]
+
+_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# $NAME or ${NAME} in a header value: group 1 or 2 is the variable.
+_HEADER_VAR: Final = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _variables(text: str) -> list[str]:
+    return [match.group(1) or match.group(2) for match in _HEADER_VAR.finditer(text)]
+
+
+def _broken(text: str) -> bool:
+    return "\r" in text or "\n" in text or "\0" in text
+
+
+@final
+@attrs.frozen(kw_only=True, repr=False)
+class HttpHook(HookSpec):
+    """A hook that POSTs the event JSON to ``url`` (needs the ``http`` extra: httpx).
+
+    Attributes:
+        url: the URL; ``https://``, or ``http://`` with ``tls: off``.
+        headers: the request headers, ``$VAR`` not yet expanded.
+        allowed_env_vars: the variables headers may use.
+        tls: ``"verify"``, ``"no_verify"`` or ``"off"``.
+        strict_output: unknown fields in the result are errors.
+    """
+
+    type: ClassVar[str] = "http"
+
+    url: str
+    headers: tuple[tuple[str, str], ...] = attrs.field(
+        default=(), metadata=key_by(lambda pairs: tuple(sorted(pairs)))
+    )
+    allowed_env_vars: tuple[str, ...] = attrs.field(
+        default=(), metadata=key_by(lambda names: tuple(sorted(set(names))))
+    )
+    tls: TlsMode = "verify"
+    strict_output: bool = False
+
+    def describe(self) -> str:
+        """``POST url``, and the TLS mode unless it verifies."""
+        return f"POST {self.url}" + (f" (tls: {self.tls})" if self.tls != "verify" else "")
+
+    @classmethod
+    def parse_fields(cls, entry: Entry) -> dict[str, Any]:
+        """Read ``url`` (checked against ``tls``), ``headers`` and their variables."""
+        # YAML 1.1 reads a bare `off` as false
+        tls: TlsMode = "off"
+        if entry.get("tls") is not False:
+            tls = entry.choice("tls", TLS_MODES, "verify")
+        url = entry.string("url", required=True)
+        if url is not None:
+            error = _check_url(url, tls)
+            if error is not None:
+                entry.bad("url", error)
+        allowed = entry.strings("allowed_env_vars")
+        for name in allowed:
+            if not _ENV_NAME.fullmatch(name):
+                entry.bad("allowed_env_vars", f"{name!r} is not a variable name")
+        headers = entry.string_map("headers")
+        in_headers = entry.nested("headers")
+        for name, value in headers:
+            assert in_headers is not None  # string_map read a mapping
+            if not _HEADER_NAME.fullmatch(name):
+                in_headers.bad(name, "not a valid header name")
+            if _broken(value):
+                in_headers.bad(name, "header values may not contain line breaks or NUL")
+            for var in _variables(value):
+                if var not in allowed:
+                    hint = did_you_mean(var, allowed)
+                    in_headers.bad(name, f"${var} is not in allowed_env_vars{hint}")
+        return {
+            "url": url,
+            "headers": headers,
+            "allowed_env_vars": allowed,
+            "tls": tls,
+            "strict_output": entry.flag("strict_output"),
+        }
+
+    async def run(self, call: HookCall) -> HookResult:
+        """POST the event JSON (see ``post_http``), with W3C trace headers when traced."""
+        return await post_http(
+            url=self.url,
+            headers=inject_headers(self.expand_headers()),
+            body=call.body(),
+            timeout=self.timeout,
+            tls=self.tls,
+            strict_output=self.strict_output,
+        )
+
+    def expand_headers(self) -> dict[str, str]:
+        """The headers with ``$VAR`` read from the environment.
+
+        Raises:
+            HookRunError: a variable not in ``allowed_env_vars``, or a value that has a
+                line break or NUL once expanded.
+        """
+        allowed = set(self.allowed_env_vars)
+
+        def value(match: re.Match[str]) -> str:
+            name = match.group(1) or match.group(2)
+            if name not in allowed:  # validated at load; kept as a second fence
+                raise HookRunError(f"header variable ${name} is not in allowed_env_vars")
+            return os.environ.get(name, "")
+
+        headers = {name: _HEADER_VAR.sub(value, text) for name, text in self.headers}
+        for name, text in headers.items():
+            if _broken(text):
+                raise HookRunError(f"header {name} has a line break or NUL after expansion")
+        return headers
+
+
+def _check_url(url: str, tls: TlsMode) -> str | None:
+    """What is wrong with an http hook's URL for its TLS mode, or None."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError as exc:
+        return f"not a valid URL: {exc}"
+    if parts.scheme not in ("http", "https") or not host:
+        return f"expected an https:// URL, got {url!r}"
+    if parts.scheme == "http" and tls != "off":
+        return "plain http is refused; use https, or set tls: off"
+    if parts.scheme == "https" and tls == "off":
+        return "tls: off needs an http:// URL"
+    return None

@@ -1,0 +1,235 @@
+"""Validation: config files and SKILL.md front matter turned into hooks.
+
+Everything is checked at load time, so a config that loads runs. Every problem found is
+reported at once, each as ``file:line: field.path: what is wrong``, in one
+``ConfigError`` (``errors`` holds them one by one). The walk goes document -> events ->
+matcher groups -> hooks; each hook's own fields are read by its type's class
+(``HookSpec.parse_fields``), the common ones (``type``, ``timeout``, ``on_error``) here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from orchestra._errors import did_you_mean
+from orchestra.skills._catalog import EVENTS, EventSpec, OnError
+from orchestra.skills._fields import Entry
+from orchestra.skills._hook import DEFAULT_TIMEOUT, HookSpec, check_timeout
+from orchestra.skills._matchers import compile_matcher
+from orchestra.skills._sources import Source, sources
+from orchestra.skills._types import HOOK_CLASSES, HOOK_TYPES
+from orchestra.skills._yaml import (
+    FRONT_MATTER_LINE,
+    Map,
+    Problems,
+    Seq,
+    front_matter,
+    kind,
+    parse_yaml,
+    read_text,
+)
+
+__all__ = ["load_hooks"]
+
+_GROUP_FIELDS: Final = ("matcher", "hooks")
+_ON_ERROR: Final[tuple[OnError, ...]] = ("continue", "block")
+
+
+def load_hooks(paths: Sequence[str | Path]) -> tuple[HookSpec, ...]:
+    """Read and validate config files, SKILL.md files and folders into merged hooks.
+
+    Config files come first, in the order given (pass the global one before the
+    project's), then skills; identical hooks are kept once, where first seen.
+
+    Raises:
+        ConfigError: every problem found, each with file:line and field path.
+    """
+    problems = Problems()
+    hooks: list[HookSpec] = []
+    for source in sources(paths, problems):
+        hooks.extend(_read_source(source, problems))
+    problems.raise_if_any()
+    return tuple(_dedup(hooks))
+
+
+def _read_source(source: Source, problems: Problems) -> list[HookSpec]:
+    name = str(source.path)
+    text = read_text(source.path, problems)
+    if text is None:
+        return []
+    offset = 0
+    if source.skill:
+        text = front_matter(text, name, problems)
+        if text is None:
+            return []
+        offset = FRONT_MATTER_LINE
+    data = parse_yaml(text, name, offset, problems)
+    checker = _Checker(file=name, offset=offset, skill_dir=source.skill_dir, problems=problems)
+    checker.document(data, skill=source.skill)
+    return checker.hooks
+
+
+def _dedup(hooks: Iterable[HookSpec]) -> Iterator[HookSpec]:
+    seen: set[tuple[Any, ...]] = set()
+    for hook in hooks:
+        key = hook.key()
+        if key not in seen:
+            seen.add(key)
+            yield hook
+
+
+@attrs.define
+class _Checker:
+    """Validates one parsed file into hooks, collecting problems."""
+
+    file: str
+    offset: int
+    skill_dir: str | None
+    problems: Problems
+    hooks: list[HookSpec] = attrs.field(factory=list)
+
+    def bad(self, line: int | None, field: str, message: str) -> None:
+        self.problems.add(self.file, None if line is None else line + self.offset, field, message)
+
+    def document(self, data: Any, *, skill: bool) -> None:
+        if data is None:
+            return
+        if not isinstance(data, Map):
+            self.bad(1, "", f"expected a mapping with a 'hooks' key, got {kind(data)}")
+            return
+        if not skill:
+            for key in data:
+                if key != "hooks":
+                    hint = did_you_mean(key, ["hooks"])
+                    self.bad(data.lines[key], key, f"unknown top-level field{hint}")
+        if "hooks" in data:
+            self.events(data["hooks"], data.lines["hooks"])
+
+    def events(self, value: Any, line: int) -> None:
+        if value is None:
+            return
+        if not isinstance(value, Map):
+            self.bad(line, "hooks", f"expected a mapping of event names, got {kind(value)}")
+            return
+        for name, groups in value.items():
+            where = f"hooks.{name}"
+            spec = EVENTS.get(name)
+            if spec is None:
+                self.bad(value.lines[name], where, "unknown event" + did_you_mean(name, EVENTS))
+                continue
+            if groups is None:
+                continue
+            if not isinstance(groups, Seq):
+                message = f"expected a list of matchers, got {kind(groups)}"
+                self.bad(value.lines[name], where, message)
+                continue
+            for i, group in enumerate(groups):
+                self.group(spec, group, groups.lines[i], f"{where}[{i}]")
+
+    def group(self, spec: EventSpec, group: Any, line: int, where: str) -> None:
+        if not isinstance(group, Map):
+            message = f"expected a mapping with 'matcher' and 'hooks', got {kind(group)}"
+            self.bad(line, where, message)
+            return
+        hook_fields = {key for cls in HOOK_CLASSES.values() for key in cls.config_fields()}
+        for key in group:
+            if key not in _GROUP_FIELDS:
+                hint = did_you_mean(key, _GROUP_FIELDS)
+                if not hint and key in hook_fields:
+                    hint = " (hook fields go in a list under 'hooks')"
+                self.bad(group.lines[key], f"{where}.{key}", "unknown field" + hint)
+        matcher = self.matcher(spec, group, where)
+        hooks = group.get("hooks")
+        if not isinstance(hooks, Seq) or not hooks:
+            hline = group.lines.get("hooks", group.line)
+            message = f"expected a non-empty list of hooks, got {kind(hooks)}"
+            self.bad(hline, f"{where}.hooks", message)
+            return
+        for i, hook in enumerate(hooks):
+            built = self.hook(spec, matcher, hook, hooks.lines[i], f"{where}.hooks[{i}]")
+            if built is not None:
+                self.hooks.append(built)
+
+    def matcher(self, spec: EventSpec, group: Map, where: str) -> str | None:
+        """The group's matcher, None for every value (or when it is refused)."""
+        raw = group.get("matcher")
+        if raw is None:
+            return None
+        if not isinstance(raw, str):
+            error: str | None = f"expected a string, got {kind(raw)}"
+        else:
+            pattern, error = compile_matcher(raw)
+            if pattern is None and error is None:
+                return None  # "*" or "": every value
+            if error is None and spec.matcher_field is None:
+                error = f'{spec.name} takes no matcher; remove it or use "*"'
+        if error is not None:
+            self.bad(group.lines["matcher"], f"{where}.matcher", error)
+            return None
+        return str(raw)
+
+    def hook(
+        self, spec: EventSpec, matcher: str | None, hook: Any, line: int, where: str
+    ) -> HookSpec | None:
+        if not isinstance(hook, Map):
+            self.bad(line, where, f"expected a mapping with a 'type', got {kind(hook)}")
+            return None
+        entry = Entry(hook, where, self.file, self.offset, self.problems, spec, self.skill_dir)
+        count = entry.count()
+        name = hook.get("type")
+        cls = HOOK_CLASSES.get(name) if isinstance(name, str) else None
+        if cls is None:
+            if name is None:
+                entry.bad("type", f"missing; one of {', '.join(HOOK_TYPES)}")
+            else:
+                hint = did_you_mean(str(name), HOOK_TYPES) if isinstance(name, str) else ""
+                entry.bad("type", f"unknown hook type {name!r}{hint}")
+            return None
+        allowed = cls.config_fields()
+        for key in hook:
+            if key not in allowed:
+                owners = [t for t, c in HOOK_CLASSES.items() if key in c.config_fields()]
+                hint = (
+                    f" ({key!r} is a field of {' and '.join(owners)} hooks)"
+                    if owners
+                    else did_you_mean(key, allowed)
+                )
+                entry.bad(key, f"unknown field for a {name} hook{hint}")
+        timeout = _timeout(entry)
+        on_error = _on_error(entry)
+        fields = cls.parse_fields(entry)
+        if entry.count() > count:
+            return None
+        return cls(
+            event=spec.name,
+            matcher=matcher,
+            timeout=timeout,
+            on_error=on_error,
+            file=self.file,
+            line=entry.line(),
+            skill_dir=self.skill_dir,
+            **fields,
+        )
+
+
+def _timeout(entry: Entry) -> float:
+    value = entry.get("timeout")
+    if value is None:
+        return DEFAULT_TIMEOUT
+    error = check_timeout(value)
+    if error is not None:
+        entry.bad("timeout", error)
+        return DEFAULT_TIMEOUT
+    return float(value)
+
+
+def _on_error(entry: Entry) -> OnError:
+    event = entry.event
+    value = entry.choice("on_error", _ON_ERROR, event.default_on_error)
+    if value == "block" and entry.get("on_error") == "block" and not event.can_block:
+        entry.bad("on_error", f"{event.name} cannot block; use on_error: continue")
+    return value

@@ -1,0 +1,127 @@
+"""``McpToolHook``: a tool of an MCP server (over stdio) called with the event."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Final, final
+
+import attrs
+
+from orchestra._errors import did_you_mean
+from orchestra.skills._hook import HookCall, HookSpec
+from orchestra.skills._mcp import McpServer, call_mcp_tool
+from orchestra.skills._yaml import kind, plain
+
+if TYPE_CHECKING:
+    from orchestra.skills._fields import Entry
+    from orchestra.skills._result import HookResult
+
+__all__ = ["McpServerSpec", "McpToolHook"]
+
+_SERVER_FIELDS: Final = ("command", "args", "env", "cwd")
+
+
+@final
+@attrs.frozen
+class McpServerSpec:
+    """How to start the MCP server of an ``mcp_tool`` hook (over stdio).
+
+    Attributes:
+        command: the program to start.
+        args: its arguments.
+        env: variables added to the inherited environment.
+        cwd: its working directory (None: the project directory).
+    """
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str | None = None
+
+
+@final
+@attrs.frozen(kw_only=True, repr=False)
+class McpToolHook(HookSpec):
+    """A hook that calls ``tool`` on an MCP server (needs the ``mcp`` extra).
+
+    Attributes:
+        server: the MCP server to start.
+        tool: the tool to call.
+        arguments: fixed arguments, added to the event's fields.
+        strict_output: unknown fields in the result are errors.
+    """
+
+    type: ClassVar[str] = "mcp_tool"
+
+    server: McpServerSpec
+    tool: str
+    arguments: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
+    strict_output: bool = False
+
+    def describe(self) -> str:
+        """``tool on command args``."""
+        return f"{self.tool} on {' '.join([self.server.command, *self.server.args])}"
+
+    @classmethod
+    def parse_fields(cls, entry: Entry) -> dict[str, Any]:
+        """Read ``tool``, ``server`` (a command line or a mapping) and ``arguments``."""
+        tool = entry.string("tool", required=True)
+        arguments = entry.get("arguments")
+        if arguments is not None and not isinstance(arguments, Mapping):
+            entry.bad("arguments", f"expected a mapping, got {kind(arguments)}")
+            arguments = None
+        return {
+            "tool": tool,
+            "server": _server(entry),
+            "arguments": plain(arguments or {}),
+            "strict_output": entry.flag("strict_output"),
+        }
+
+    async def run(self, call: HookCall) -> HookResult:
+        """Start the server, call the tool with the event's fields (see ``call_mcp_tool``)."""
+        server = self.server
+        env = {"ORCHESTRA_EVENT": call.event, "ORCHESTRA_PROJECT_DIR": call.project_dir}
+        if self.skill_dir:
+            env["SKILL_DIR"] = self.skill_dir
+        return await call_mcp_tool(
+            server=McpServer(
+                command=server.command,
+                args=server.args,
+                env={**env, **dict(server.env)},
+                cwd=server.cwd or call.project_dir,
+            ),
+            tool=self.tool,
+            arguments={**json.loads(call.body()), **self.arguments},
+            timeout=self.timeout,
+            strict_output=self.strict_output,
+        )
+
+
+def _server(entry: Entry) -> McpServerSpec | None:
+    raw = entry.get("server")
+    if raw is None:
+        entry.bad("server", "missing")
+        return None
+    if isinstance(raw, str) and raw.strip():
+        try:
+            argv = shlex.split(raw)
+        except ValueError as exc:
+            entry.bad("server", f"cannot split the command line: {exc}")
+            return None
+        return McpServerSpec(command=argv[0], args=tuple(argv[1:]))
+    server = entry.nested("server")
+    if server is None:
+        entry.bad("server", f"expected a command line or a mapping, got {kind(raw)}")
+        return None
+    for key in server.data:
+        if key not in _SERVER_FIELDS:
+            server.bad(key, "unknown field" + did_you_mean(key, _SERVER_FIELDS))
+    command = server.string("command", required=True)
+    cwd = server.string("cwd", required=False)
+    args = server.strings("args")
+    env = server.string_map("env")
+    if command is None:
+        return None
+    return McpServerSpec(command=command, args=args, env=env, cwd=cwd)

@@ -1,0 +1,177 @@
+"""What firing an event answers: ``HookRecord`` per hook, ``HookOutcome`` for the chain.
+
+``Combiner`` folds the hooks' results into the outcome, in config order:
+
+- the first deny or block ends the chain (only on events that can block);
+- otherwise ``deny > ask > allow``: the outcome is ``ask`` if any hook asked, ``allow``
+  if any allowed, else None (no opinion);
+- messages accumulate in config order; a ``continue: false`` becomes a stop request;
+- a hook error follows its ``on_error``: ``block`` ends the chain blocked, ``continue``
+  counts the hook as no opinion.
+
+An answer the event does not allow (a deny on ``PostToolUse``, a ``modified_input`` on
+``SessionStart``) changes nothing but a deny's reason, which is added to the messages;
+the hook's record says so in its ``note``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, Literal, TypeAlias, final
+
+import attrs
+
+from orchestra.skills._catalog import EventSpec
+from orchestra.skills._hook import HookSpec
+from orchestra.skills._result import HookResult
+
+__all__ = ["EMPTY", "Combiner", "HookDecision", "HookOutcome", "HookRecord"]
+
+HookDecision: TypeAlias = Literal["allow", "deny", "ask"]
+"""The decision of a fired event."""
+
+
+@final
+@attrs.frozen
+class HookRecord:
+    """What one hook did during a ``fire``: its result or error, and how long it took.
+
+    Attributes:
+        hook: the hook that ran.
+        result: its result, or None if it failed.
+        error: the hook error's message (``"exited 1"``, ``"timed out after 5 s"``, ...),
+            or None if it gave a result.
+        exit_code: the exit status of a command hook (for an error too, when known).
+        stderr: what a command hook wrote on stderr.
+        duration: seconds the hook took.
+        note: how the answer counted, when not plainly: e.g. ``"error ignored
+            (on_error: continue)"`` or ``"deny ignored: PostToolUse cannot block"``.
+    """
+
+    hook: HookSpec
+    result: HookResult | None
+    error: str | None
+    exit_code: int | None
+    stderr: str
+    duration: float
+    note: str | None = None
+
+
+@final
+@attrs.frozen
+class HookOutcome:
+    """The combined answer of the hooks of one fired event.
+
+    Attributes:
+        decision: ``"deny"`` (also for a block), ``"ask"``, ``"allow"``, or None when no
+            hook gave an opinion.
+        blocked: the chain ended in a deny or block: a ``deny``/``block`` decision, exit
+            code 2, or a hook error under ``on_error: block``.
+        reason: the reason given with the decision, if any.
+        modified_input: the input as the hooks modified it (e.g. a tool's arguments), or
+            None if no hook modified it (or the event was blocked).
+        messages: the hooks' messages, in config order (``message``,
+            ``additionalContext``, ``systemMessage``, prompt hooks' text).
+        decided_by: where the hook that gave the decision was written, as ``file:line``.
+        stop: a hook asked the agent to stop (Claude Code's ``continue: false``).
+        stop_reason: the reason given with the first stop request.
+        records: what each hook that ran did, in config order.
+    """
+
+    decision: HookDecision | None = None
+    blocked: bool = False
+    reason: str | None = None
+    modified_input: Mapping[str, Any] | None = None
+    messages: tuple[str, ...] = ()
+    decided_by: str | None = None
+    stop: bool = False
+    stop_reason: str | None = None
+    records: tuple[HookRecord, ...] = ()
+
+    @property
+    def errors(self) -> tuple[HookRecord, ...]:
+        """The records of the hooks that failed (crashed, timed out, bad output)."""
+        return tuple(record for record in self.records if record.error is not None)
+
+
+EMPTY: Final = HookOutcome()
+"""The outcome of an event that ran no hook (shared: no allocation)."""
+
+
+@attrs.define
+class Combiner:
+    """Folds hook results into an outcome, in config order."""
+
+    spec: EventSpec
+    input: Mapping[str, Any] | None
+    modified: bool = False
+    blocked_by: tuple[str | None, str] | None = None
+    asked: tuple[str | None, str] | None = None
+    allowed: tuple[str | None, str] | None = None
+    messages: list[str] = attrs.field(factory=list)
+    stop: bool = False
+    stop_reason: str | None = None
+    records: list[HookRecord] = attrs.field(factory=list)
+
+    def add(self, record: HookRecord) -> bool:
+        """Count one hook's record; return True when it ends the chain."""
+        hook, result, spec = record.hook, record.result, self.spec
+        if result is None:
+            if hook.on_error == "block":
+                self.blocked_by = (f"hook error: {record.error}", hook.source)
+                self.records.append(attrs.evolve(record, note="error blocks (on_error: block)"))
+                return True
+            self.records.append(attrs.evolve(record, note="error ignored (on_error: continue)"))
+            return False
+        note: str | None = None
+        self.messages.extend(result.messages)
+        if result.stop and not self.stop:
+            self.stop, self.stop_reason = True, result.stop_reason
+        reason = result.reason.strip() if result.reason else None
+        verdict = result.decision
+        if verdict in ("deny", "block"):
+            if spec.can_block:
+                self.blocked_by = (reason or None, hook.source)
+                self.records.append(record)
+                return True
+            note = f"{verdict} ignored: {spec.name} cannot block"
+            if reason:
+                self.messages.append(reason)
+        elif verdict == "ask":
+            if not spec.can_block:
+                note = f"ask ignored: {spec.name} cannot block"
+            elif self.asked is None:
+                self.asked = (reason or None, hook.source)
+        elif verdict == "allow" and self.allowed is None and spec.can_block:
+            self.allowed = (reason or None, hook.source)
+        if result.modified_input is not None:
+            if spec.can_modify:
+                self.input = dict(result.modified_input)
+                self.modified = True
+            else:
+                note = (note + "; " if note else "") + (
+                    f"modified_input ignored: {spec.name} cannot modify input"
+                )
+        self.records.append(attrs.evolve(record, note=note) if note else record)
+        return False
+
+    def outcome(self) -> HookOutcome:
+        decision: HookDecision | None = None
+        reason = source = None
+        if self.blocked_by is not None:
+            decision, (reason, source) = "deny", self.blocked_by
+        elif self.asked is not None:
+            decision, (reason, source) = "ask", self.asked
+        elif self.allowed is not None:
+            decision, (reason, source) = "allow", self.allowed
+        return HookOutcome(
+            decision=decision,
+            blocked=self.blocked_by is not None,
+            reason=reason,
+            modified_input=self.input if self.modified and self.blocked_by is None else None,
+            messages=tuple(self.messages),
+            decided_by=source,
+            stop=self.stop,
+            stop_reason=self.stop_reason,
+            records=tuple(self.records),
+        )

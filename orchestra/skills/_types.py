@@ -1,0 +1,29 @@
+"""The hook types: the one table from a config's ``type:`` to the class that runs it.
+
+Adding a hook type is one class (its fields, ``parse_fields``, ``run``, ``describe``)
+and one entry here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final, Literal, TypeAlias
+
+from orchestra.skills._command_hook import CommandHook
+from orchestra.skills._fixed_hooks import PermissionHook, PromptHook
+from orchestra.skills._hook import HookSpec
+from orchestra.skills._http_hook import HttpHook
+from orchestra.skills._mcp_hook import McpToolHook
+
+__all__ = ["HOOK_CLASSES", "HOOK_TYPES", "HookType"]
+
+HOOK_CLASSES: Final[Mapping[str, type[HookSpec]]] = MappingProxyType(
+    {cls.type: cls for cls in (CommandHook, PromptHook, PermissionHook, HttpHook, McpToolHook)}
+)
+"""The class of each hook type, by its name in a config."""
+
+HookType: TypeAlias = Literal["command", "prompt", "permission", "http", "mcp_tool"]
+"""The names of the hook types (the keys of ``HOOK_CLASSES``)."""
+HOOK_TYPES: Final[tuple[str, ...]] = tuple(HOOK_CLASSES)
+"""The names of the hook types, in documentation order."""

@@ -1,0 +1,161 @@
+"""The hook types: one frozen class each, built in Python as from YAML, identity from fields."""
+
+from __future__ import annotations
+
+import typing
+from pathlib import Path
+
+import attrs
+import pytest
+
+from orchestra.skills import (
+    HOOK_TYPES,
+    CommandHook,
+    HookRegistry,
+    HookSpec,
+    HookType,
+    HttpHook,
+    McpServerSpec,
+    McpToolHook,
+    PermissionHook,
+    PromptHook,
+    load,
+)
+from orchestra.skills._types import HOOK_CLASSES
+
+pytestmark = pytest.mark.anyio
+
+# One sample of each type, with every own field set to a non-default value.
+SAMPLES: dict[str, HookSpec] = {
+    "command": CommandHook(event="PreToolUse", command="true", strict_output=True),
+    "prompt": PromptHook(event="SessionStart", prompt="hello"),
+    "permission": PermissionHook(event="PreToolUse", decision="deny", reason="no"),
+    "http": HttpHook(
+        event="PreToolUse",
+        url="https://hooks.example/h",
+        headers=(("X-A", "1"),),
+        allowed_env_vars=("TOKEN",),
+        tls="no_verify",
+        strict_output=True,
+    ),
+    "mcp_tool": McpToolHook(
+        event="PreToolUse",
+        server=McpServerSpec("server", ("--flag",)),
+        tool="guard",
+        arguments={"a": 1},
+        strict_output=True,
+    ),
+}
+# Fields that do not make a hook different: where it was written, the compiled matcher.
+WHERE = {"file", "line", "pattern"}
+
+
+def test_every_type_is_one_frozen_class_in_the_table() -> None:
+    assert set(typing.get_args(HookType)) == set(HOOK_CLASSES) == set(HOOK_TYPES)
+    assert set(SAMPLES) == set(HOOK_CLASSES)
+    for name, cls in HOOK_CLASSES.items():
+        assert cls.type == name
+        assert issubclass(cls, HookSpec)
+        assert type(SAMPLES[name]) is cls
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            SAMPLES[name].timeout = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_every_field_but_where_makes_a_hook_different(name: str) -> None:
+    hook = SAMPLES[name]
+    assert hook.key() == attrs.evolve(hook, file="other.yaml", line=99).key()
+    for field in attrs.fields(type(hook)):
+        if field.name in WHERE:
+            continue
+        value = getattr(hook, field.name)
+        changed = {
+            "event": "PermissionRequest",
+            "matcher": "Other",
+            "timeout": 7.0,
+            "on_error": "continue" if hook.on_error == "block" else "block",
+            "skill_dir": "/skills/x",
+            "command": "false",
+            "prompt": "bye",
+            "decision": "ask",
+            "reason": "why",
+            "url": "https://hooks.example/other",
+            "headers": (("X-B", "2"),),
+            "allowed_env_vars": ("OTHER",),
+            "tls": "verify",
+            "strict_output": not value,
+            "server": McpServerSpec("other"),
+            "tool": "other",
+            "arguments": {"a": 2},
+        }
+        if field.name == "args":  # command and args go together
+            other = attrs.evolve(hook, command=None, args=("true",))
+        else:
+            assert field.name in changed, f"{type(hook).__name__}.{field.name}: add a change"
+            other = attrs.evolve(hook, **{field.name: changed[field.name]})
+        assert other.key() != hook.key(), field.name
+
+
+def test_identity_ignores_order_where_order_means_nothing() -> None:
+    hook = SAMPLES["http"]
+    assert isinstance(hook, HttpHook)
+    shuffled = attrs.evolve(
+        hook,
+        headers=(("X-B", "2"), ("X-A", "1")),
+        allowed_env_vars=("TOKEN", "B", "TOKEN"),
+    )
+    both = attrs.evolve(hook, headers=(("X-A", "1"), ("X-B", "2")), allowed_env_vars=("B", "TOKEN"))
+    assert shuffled.key() == both.key()
+    assert SAMPLES["command"].key() != PromptHook(event="PreToolUse", prompt="true").key()
+
+
+def test_construction_refuses_what_could_not_run() -> None:
+    with pytest.raises(ValueError, match=r"unknown event 'PreToolUs' \(did you mean 'PreToolUse'"):
+        PromptHook(event="PreToolUs", prompt="x")
+    with pytest.raises(ValueError, match="matcher: not a valid regular expression"):
+        PromptHook(event="PreToolUse", matcher="(", prompt="x")
+    with pytest.raises(ValueError, match=r"timeout: must be in \(0, 300\]"):
+        PromptHook(event="PreToolUse", prompt="x", timeout=0)
+    with pytest.raises(ValueError, match="exactly one"):
+        CommandHook(event="PreToolUse", command="true", args=("true",))
+    with pytest.raises(ValueError, match="exactly one"):
+        CommandHook(event="PreToolUse")
+    with pytest.raises(ValueError, match="'decision' must be in"):
+        PermissionHook(event="PreToolUse", decision="maybe")  # type: ignore[arg-type]
+
+
+def test_defaults_follow_the_event() -> None:
+    assert CommandHook(event="PreToolUse", command="true").on_error == "block"
+    assert CommandHook(event="Stop", command="true").on_error == "continue"
+    hook = CommandHook(event="PreToolUse", matcher="Bash|Edit", command="true")
+    assert (hook.matches("Edit"), hook.matches("BashOutput"), hook.matches(None)) == (
+        True,
+        False,
+        False,
+    )
+    assert repr(hook) == "<CommandHook PreToolUse 'Bash|Edit' at <python>:0>"
+
+
+async def test_hooks_built_in_python_fire_like_loaded_ones(tmp_path: Path) -> None:
+    config = tmp_path / "orchestra.yaml"
+    config.write_text(
+        "hooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n"
+        "        - {type: command, command: 'exit 2'}\n"
+    )
+    (loaded,) = load(config).hooks
+    built = CommandHook(event="PreToolUse", matcher="Bash", command="exit 2")
+    assert built.key() == loaded.key()
+    outcome = await HookRegistry([built], project_dir=tmp_path).fire(
+        "PreToolUse", {"tool_name": "Bash"}
+    )
+    assert (outcome.blocked, outcome.decided_by) == (True, "<python>:0")
+
+
+def test_describe_says_what_each_type_does() -> None:
+    assert [SAMPLES[name].describe() for name in HOOK_TYPES] == [
+        "true",
+        "hello",
+        "deny: no",
+        "POST https://hooks.example/h (tls: no_verify)",
+        "guard on server --flag",
+    ]
