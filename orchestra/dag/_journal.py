@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from hashlib import blake2b
@@ -35,6 +36,7 @@ from orchestra.journal import (
     TaskRecord,
 )
 from orchestra.journal._codec import code_digest, digest
+from orchestra.journal._sqlite import acquire_shared, release_shared
 from orchestra.journal._writer import BatchWriter
 
 if TYPE_CHECKING:
@@ -101,7 +103,7 @@ class RunJournal:
         self.id_keys: list[bytes] = []
         self.upstreams: Sequence[tuple[int, ...]] = ()
         self.codes: list[str] = []
-        self.out_digests: list[str] = []
+        self.out_digests: list[bytes] = []  # what each task's dependents' inputs digest
         self.previous: dict[int, tuple[str, bytes]] = {}  # reused: output digest, payload
         self.small: dict[bytes, str] = {}  # digests of small payloads (None, True, 0...)
         self.writer: BatchWriter[_Settled] | None = None
@@ -109,6 +111,8 @@ class RunJournal:
         self.none_payload = serializer.dumps(None)
         self.none_digest = digest(self.none_payload)
         self.keeps_outputs = True
+        self.count = 0  # tasks settled() or reused()
+        self.shared: SQLiteJournal | None = None  # borrowed for a path given as journal=
 
     # -- before the run -------------------------------------------------------------------
 
@@ -139,17 +143,14 @@ class RunJournal:
         self, name: str, run_id: str, order: Sequence[Task], upstreams: Sequence[tuple[int, ...]]
     ) -> dict[int, Any]:
         given = self.given
-        owned = not isinstance(given, Journal)
-        journal = self.journal = given if isinstance(given, Journal) else SQLiteJournal(given)
+        shared = None if isinstance(given, Journal) else acquire_shared(given)
+        journal = self.journal = given if isinstance(given, Journal) else shared
+        assert journal is not None
         try:
             self.run_id = run_id
-            self.ids = [t.id for t in order]
-            self.id_keys = [f"\0{t.id}\0".encode() for t in order]
+            self.ids, self.id_keys, self.codes = _plan_digests(order)
             self.upstreams = upstreams
-            self.out_digests = [""] * len(order)
-            fns = [t.fn for t in order]
-            by_fn = {id(fn): code_digest(fn) for fn in {id(fn): fn for fn in fns}.values()}
-            self.codes = [by_fn[id(fn)] for fn in fns]
+            self.out_digests = [b""] * len(order)
             reuse: dict[int, Any] = {}
             if self.resume is not None:
                 previous = self._find(journal, name)
@@ -166,9 +167,10 @@ class RunJournal:
                 )
             )
         except BaseException:
-            if owned:
-                journal.close()
+            if shared is not None:
+                release_shared(shared)
             raise
+        self.shared = shared
         self.writer = BatchWriter(self._write, name=f"orchestra-journal-{run_id[:8]}")
         self.put = self.writer.put
         return reuse
@@ -242,7 +244,7 @@ class RunJournal:
                     atoms[digest_] = value
                 reuse[i] = value
             self.previous[i] = (digest_, payload)
-            out[i] = digest_
+            out[i] = digest_.encode()
         return reuse
 
     def _input_digest(self, i: int) -> str:
@@ -252,7 +254,7 @@ class RunJournal:
         h = blake2b(digest_size=16)
         for u in self.upstreams[i]:
             h.update(keys[u])
-            h.update(out[u].encode())
+            h.update(out[u])
         return h.hexdigest()
 
     # -- during the run (on the event loop) -----------------------------------------------
@@ -267,6 +269,7 @@ class RunJournal:
         error: BaseException | None,
     ) -> None:
         """Task ``i`` ran and ended in ``state``: serialize its output, queue its record."""
+        self.count += 1
         payload = note = None
         if state is _TASK_SUCCEEDED:
             if not self.keeps_outputs:
@@ -297,6 +300,7 @@ class RunJournal:
         """Task ``i`` was reused from the resumed run: record it as such."""
         self.reused_ids.append(self.ids[i])
         self.reused_index.add(i)
+        self.count += 1
         self.put((i, _TASK_SUCCEEDED, 0, 0.0, None, _REUSED, None))
 
     # -- after the run --------------------------------------------------------------------
@@ -313,17 +317,18 @@ class RunJournal:
             return
         ids = self.ids
         reused = self.reused_index
-        for i, n in enumerate(attempts):  # a task that ran or was reused is recorded
-            if n == 0 and i not in reused:
-                writer.put((i, states[i], attempts[i], 0.0, errors.get(ids[i]), None, None))
+        if self.count < len(ids):  # some tasks ended without running or being reused
+            for i, n in enumerate(attempts):
+                if n == 0 and i not in reused:
+                    writer.put((i, states[i], 0, 0.0, errors.get(ids[i]), None, None))
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._close)
 
     def _close(self) -> None:
         assert self.writer is not None
         self.writer.close()
-        if self.journal is not None and not isinstance(self.given, Journal):
-            self.journal.close()
+        if self.shared is not None:
+            release_shared(self.shared)
 
     # -- in the writer thread -------------------------------------------------------------
 
@@ -356,9 +361,9 @@ class RunJournal:
                 out_digest = digest(payload)
             value = state._value_
             if out_digest is None:
-                out[i] = f"{value}:{self.run_id}"  # no payload: matches no later input
+                out[i] = f"{value}:{self.run_id}".encode()  # no payload: matches no later input
             else:
-                out[i] = out_digest
+                out[i] = out_digest.encode()
                 payloads[out_digest] = payload
             record = (
                 ids[i],
@@ -379,6 +384,34 @@ class RunJournal:
 
 _NO_INPUTS: Final = digest(b"")
 _REMOTE: Final = "output not kept (it stays on the executor, which keeps outputs remote)"
+
+
+_PlanDigests: TypeAlias = tuple[list[str], list[bytes], list[str]]
+_plan_lock = threading.Lock()
+_plans: dict[int, tuple[Sequence[Task], _PlanDigests]] = {}  # id(order) -> digests, a few
+_PLANS_KEPT: Final = 8
+
+
+def _plan_digests(order: Sequence[Task]) -> _PlanDigests:
+    """Task ids, their digest keys and code digests, for a plan (kept for its next runs).
+
+    A DAG keeps its plan (and so its ``order``) until it changes, and tasks are frozen,
+    so these are computed once per DAG, not once per run.
+    """
+    with _plan_lock:
+        found = _plans.get(id(order))
+        if found is not None and found[0] is order:
+            return found[1]
+    ids = [t.id for t in order]
+    keys = [f"\0{t.id}\0".encode() for t in order]
+    fns = [t.fn for t in order]
+    by_fn = {id(fn): code_digest(fn) for fn in {id(fn): fn for fn in fns}.values()}
+    digests = (ids, keys, [by_fn[id(fn)] for fn in fns])
+    with _plan_lock:
+        _plans[id(order)] = (order, digests)
+        while len(_plans) > _PLANS_KEPT:
+            del _plans[next(iter(_plans))]
+    return digests
 
 
 def _not_started(item: _Settled) -> None:
