@@ -318,3 +318,68 @@ def test_an_executor_that_keeps_outputs_remote_journals_states_but_no_outputs(
     assert second.resumed_from == first.run_id
     assert [e for e in executor.log if e.startswith("run ")] == [f"run {t}" for t in second.states]
     assert "keeps outputs remote" in caplog.text
+
+
+class _Fatal(BaseException):
+    """Stands for a KeyboardInterrupt or SystemExit from a body."""
+
+
+def test_a_fatal_error_and_fail_fast_still_journal_what_settled(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    dag = DAG("fatal")
+    dag.add(Task(id="first", fn=lambda: 1))
+
+    def explode(first: int) -> int:
+        raise _Fatal("stop everything")
+
+    dag.add(Task(id="second", fn=explode, deps=["first"]))
+    dag.add(Task(id="third", fn=lambda second: second, deps=["second"]))
+    with pytest.raises(_Fatal):
+        orchestra.run_sync(dag, journal=path)
+    with SQLiteJournal(path) as journal:
+        (info,) = journal.list_runs("fatal")
+        run = journal.load_run(info.run_id)
+    assert run is not None
+    assert {t: r.state for t, r in run.tasks.items()} == {
+        "first": "succeeded",
+        "second": "failed",
+        "third": "upstream_failed",
+    }
+    assert run.tasks["second"].error == "_Fatal: stop everything"
+
+    fast = DAG("fast")
+    fast.add(Task(id="ok", fn=lambda: 1))
+    fast.add(Task(id="bad", fn=lambda ok: 1 / 0, deps=["ok"]))
+    fast.add(Task(id="after", fn=lambda bad: bad, deps=["bad"]))
+    result = orchestra.run_sync(fast, journal=path, fail_fast=True)
+    resumed = orchestra.run_sync(fast, journal=path, resume=result.run_id)
+    assert resumed.reused == {"ok"}
+    assert resumed.states["bad"] is orchestra.TaskState.FAILED
+
+
+@pytest.mark.anyio
+async def test_concurrent_runs_share_one_journal_file(tmp_path: Path) -> None:
+    import anyio
+
+    path = tmp_path / "runs.db"
+    results: list[orchestra.RunResult] = []
+
+    def wide(name: str) -> DAG:
+        dag = DAG(name)
+        for i in range(50):
+            dag.add(Task(id=f"t{i}", fn=lambda i=i: i))
+        return dag
+
+    async def one(name: str) -> None:
+        results.append(await orchestra.run(wide(name), journal=path))
+
+    async with anyio.create_task_group() as tg:
+        for name in ("a", "b", "c"):
+            tg.start_soon(one, name)
+    with SQLiteJournal(path) as journal:
+        for result in results:
+            run = journal.load_run(result.run_id)
+            assert run is not None
+            assert run.info.states == {"succeeded": 50}
+    again = await orchestra.run(wide("b"), journal=path, resume="last")
+    assert len(again.reused) == 50
