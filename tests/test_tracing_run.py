@@ -95,6 +95,7 @@ async def test_run_and_task_spans(exporter: InMemorySpanExporter) -> None:
     assert root.parent is None
     assert attrs(root) == {
         ot.ATTR_DAG_NAME: "etl",
+        ot.ATTR_DAG_DEPS: '{"extract":[],"transform":["extract"]}',
         ot.ATTR_RUN_ID: result.run_id,
         ot.ATTR_RUN_TASKS: 2,
         ot.ATTR_RUN_MAX_CONCURRENCY: 4,

@@ -211,7 +211,11 @@ class _Run:
             anyio.CapacityLimiter(max(self.workers, 1)) if self.capped else None
         )
         tel = self.tel = RunTelemetry.start(
-            self.dag.name, self.run_id, tasks=self.total, max_concurrency=self.max_concurrency
+            self.dag.name,
+            self.run_id,
+            tasks=self.total,
+            max_concurrency=self.max_concurrency,
+            deps=((task.id, task.deps) for task in self.order),
         )
         if tel is not None:
             self.tracer = tel.tracer

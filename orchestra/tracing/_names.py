@@ -15,6 +15,7 @@ __all__ = [
     "ATTR_AGENT_DELEGATED_FROM",
     "ATTR_AGENT_MODE",
     "ATTR_AGENT_PARENT",
+    "ATTR_DAG_DEPS",
     "ATTR_DAG_NAME",
     "ATTR_DECISION",
     "ATTR_DECISION_AGENT",
@@ -113,6 +114,9 @@ ATTR_PROCESS_EXIT_CODE: Final = "process.exit.code"
 
 ATTR_DAG_NAME: Final = "orchestra.dag.name"
 """The DAG's name (run spans, task spans, metrics)."""
+ATTR_DAG_DEPS: Final = "orchestra.dag.deps"
+"""The DAG's shape, on the run span: a JSON object mapping every task id, in the DAG's
+order, to the list of ids it depends on (how a trace reader draws the graph)."""
 ATTR_RUN_ID: Final = "orchestra.run.id"
 """The run's unique id, as in ``RunResult.run_id`` and every ``TaskHookContext``."""
 ATTR_RUN_TASKS: Final = "orchestra.run.tasks"

@@ -7,7 +7,8 @@ would record a span or a metric, and the scheduler then skips all of this behind
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Sequence
 from contextvars import Token
 from typing import Any, final
 
@@ -83,12 +84,19 @@ class RunTelemetry:
 
     @classmethod
     def start(
-        cls, dag: str, run_id: str, *, tasks: int, max_concurrency: int
+        cls,
+        dag: str,
+        run_id: str,
+        *,
+        tasks: int,
+        max_concurrency: int,
+        deps: Iterable[tuple[str, Sequence[str]]] = (),
     ) -> RunTelemetry | None:
         """Start the run span and make it current; None if nothing would record it.
 
         The run span's parent is the current span, if any (a caller's span, or a
-        context extracted from ``TRACEPARENT``).
+        context extracted from ``TRACEPARENT``). ``deps`` (each task id with its deps,
+        in the DAG's order) is read only when a span is made: pass a generator.
         """
         tracer = get_tracer()
         instruments = get_instruments()
@@ -103,6 +111,9 @@ class RunTelemetry:
                     n.ATTR_RUN_ID: run_id,
                     n.ATTR_RUN_TASKS: tasks,
                     n.ATTR_RUN_MAX_CONCURRENCY: max_concurrency,
+                    n.ATTR_DAG_DEPS: json.dumps(
+                        {task: list(on) for task, on in deps}, separators=(",", ":")
+                    ),
                 },
             )
             if span.is_recording():
