@@ -46,6 +46,7 @@ docs-code: $(STAMP)
 test: lint typecheck pytest docs-code docs
 
 docs: $(STAMP)
+	$(PY) scripts/docs_assets.py
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 bench: $(STAMP)
@@ -55,6 +56,7 @@ bench: $(STAMP)
 	$(PY) bench/dask_cluster.py
 	$(PY) bench/tracing.py
 	$(PY) bench/journal.py
+	$(PY) bench/report.py
 
 clean:
 	rm -rf $(VENV) site .mypy_cache .pytest_cache .ruff_cache

@@ -12,10 +12,13 @@ user would, then reads the trace it wrote:
    - a subagent (``writer``) calls the ``Bash`` tool, guarded by the YAML hooks: ``ls``
      is allowed, ``rm -rf`` is blocked by a command hook;
    - every run, task attempt, hook call, dispatch and tool call is a span, written to a
-     JSONL file (one OTLP-JSON span per line).
+     file in the OTLP JSON file format.
 
 2. ``orchestra trace show out/demo-trace.jsonl``: the span tree as a waterfall, with the
    states, attempts, decisions and who took them.
+
+3. ``orchestra trace report out/demo-trace.jsonl -o out/demo-report.html``: the same run
+   as one HTML page (open it in a browser).
 
 Deterministic and offline (the agents and the tool are fakes). Run it with ``make demo``
 or ``python examples/main_demo.py [--out DIR]``.
@@ -60,7 +63,10 @@ def main() -> int:
     if status != 0:
         print(f"the run failed (exit status {status})", file=sys.stderr)
         return status
-    return orchestra("trace", "show", str(trace))
+    status = orchestra("trace", "show", str(trace))
+    if status != 0:
+        return status
+    return orchestra("trace", "report", str(trace), "-o", str(out / "demo-report.html"))
 
 
 if __name__ == "__main__":

@@ -1,42 +1,57 @@
-"""``orchestra trace show``, run as a subprocess on trace files."""
+"""``orchestra trace show`` and ``orchestra trace report``, run as subprocesses."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Link
 
+import orchestra
 import orchestra.tracing as ot
 from orchestra import Delegate, Retry
 from orchestra.tracing import _spans
+from tests.helpers.traces import pipeline, trace_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def show(path: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "220"}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+def orchestra_cli(
+    *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "COLUMNS": "220", **(env or {})}
+    full["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), full.get("PYTHONPATH", "")) if p)
     return subprocess.run(
-        [sys.executable, "-m", "orchestra.cli", "trace", "show", str(path)],
-        env=env,
+        [sys.executable, "-m", "orchestra.cli", *args],
+        env=full,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
 
 
-def write_trace(path: Path) -> None:
-    """A run's trace made with the SDK: retries, a hook, a delegation, a denied tool."""
+def show(path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    return orchestra_cli("trace", "show", str(path), *options)
+
+
+def write_trace(path: Path, run_attribute: str = "not.a.run") -> None:
+    """A run's trace made with the SDK: retries, a hook, a delegation, a denied tool.
+
+    Made by hand, it shows what a run of the scheduler does not: agents, tools and YAML
+    hooks below a task. With ``run_attribute=ot.ATTR_RUN_ID`` it is a DAG run.
+    """
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(ot.JsonlSpanExporter(path)))
     tracer = provider.get_tracer("test")
     with tracer.start_as_current_span(
-        "run demo", attributes={ot.ATTR_RUN_OK: False, ot.ATTR_RUN_FAILED: 1}
+        "run demo", attributes={run_attribute: "r1", ot.ATTR_RUN_OK: False, ot.ATTR_RUN_FAILED: 1}
     ) as run:
         with tracer.start_as_current_span(
             "task fetch", attributes={ot.ATTR_TASK_ID: "fetch", ot.ATTR_TASK_ATTEMPT: 1}
@@ -92,8 +107,8 @@ def write_trace(path: Path) -> None:
 
 def test_show_draws_the_tree_with_decisions(tmp_path: Path) -> None:
     path = tmp_path / "out.jsonl"
-    write_trace(path)
-    out = show(path)
+    write_trace(path, ot.ATTR_RUN_ID)
+    out = show(path, "--hooks")
     assert out.returncode == 0, out.stderr
     text = out.stdout
     lines = text.splitlines()
@@ -101,7 +116,6 @@ def test_show_draws_the_tree_with_decisions(tmp_path: Path) -> None:
     def line(fragment: str) -> str:
         return next(x for x in lines if fragment in x)
 
-    assert "8 spans" in text
     assert line("run demo").lstrip("│ ").startswith("run demo")
     assert "├─ task fetch" in text
     first = line("attempt 1  retry")
@@ -123,12 +137,137 @@ def test_show_draws_the_tree_with_decisions(tmp_path: Path) -> None:
     assert lines.index(line("execute_tool Bash")) > lines.index(line("invoke_agent fallback"))
 
 
+def test_show_spans_of_something_else_than_a_run(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    write_trace(path)  # no run id: every trace in the file, as a tree
+    out = show(path, "--hooks")
+    assert out.returncode == 0, out.stderr
+    assert "8 spans" in out.stdout
+    assert "hook PreToolUse" in out.stdout
+
+
+def test_show_folds_hooks_into_agents_and_tools(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    write_trace(path, ot.ATTR_RUN_ID)
+    out = show(path)
+    assert out.returncode == 0, out.stderr
+    assert "hook PreToolUse" not in out.stdout
+    tool = line(out.stdout, "execute_tool Bash")
+    assert "deny" in tool
+    assert "+1 hook call" in tool
+    assert "block by orchestra.yaml:7: no rm -rf" in tool  # the hook's decision, lifted
+    # a decision the line shows already is not repeated
+    assert line(out.stdout, "attempt 1  retry").count("RetryPolicy.on_failure") == 1
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[orchestra.RunResult]]:
+    """A file with two runs of ``helpers.traces.pipeline``: ``first``, then ``pipeline``."""
+    path = tmp_path_factory.mktemp("traces") / "two.jsonl"
+    return path, trace_runs(path, pipeline("first"), pipeline())
+
+
+def lines_of(text: str) -> list[str]:
+    return text.splitlines()
+
+
+def line(text: str, fragment: str) -> str:
+    return next(x for x in text.splitlines() if fragment in x)
+
+
+def test_show_the_last_run_with_hooks_folded(two_runs: tuple[Path, list[Any]]) -> None:
+    path, (first, last) = two_runs
+    out = show(path)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    title = text.splitlines()[0]
+    assert title.startswith(f"run pipeline  ·  {last.run_id}  ·  failed")
+    assert "2 succeeded  2 upstream_failed  1 failed  1 skipped" in title
+    assert first.run_id not in text
+    assert "1 earlier run(s) in the file: pick one with --run RUN_ID" in text
+    # each hook call is folded into its task's line: no line of its own
+    assert "hook before_execute" not in text
+    assert "+2 hook calls" in line(text, "attempt 1  retry after 0.01 s by RetryPolicy.on_failure")
+    assert "skip by Gate.before_execute: not needed today" in line(text, "task optional")
+    assert "RuntimeError: the input is corrupt" in line(text, "task boom")
+    assert "not run: upstream_failed (boom failed)" in line(text, "task after")
+    assert "not run: upstream_failed (boom failed)" in line(text, "task later")
+    assert "attempt 2 (after 1)" in text
+
+
+def test_show_hooks_gives_each_hook_call_a_line(two_runs: tuple[Path, list[Any]]) -> None:
+    path, _ = two_runs
+    out = show(path, "--hooks")
+    assert out.returncode == 0, out.stderr
+    calls = [x for x in out.stdout.splitlines() if "hook before_execute" in x]
+    assert len(calls) == 5  # fetch twice, boom, optional, publish
+    assert "python Gate" in calls[0]
+    assert "hook on_failure" in out.stdout
+    assert "hook call" not in out.stdout
+
+
+def test_show_failed_keeps_only_the_paths_to_what_failed(
+    two_runs: tuple[Path, list[Any]],
+) -> None:
+    path, _ = two_runs
+    out = show(path, "--failed")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "task boom" in text
+    assert "task after" in text
+    assert "task later" in text
+    for fine in ("task fetch", "task publish", "task optional"):
+        assert fine not in text
+    assert "run pipeline" in text
+
+
+def test_show_failed_of_a_run_that_went_well(tmp_path: Path) -> None:
+    dag = orchestra.DAG("fine")
+    dag.task(lambda: 1, id="only")
+    path = tmp_path / "fine.jsonl"
+    trace_runs(path, dag, hooks=())
+    out = show(path, "--failed")
+    assert out.returncode == 0, out.stderr
+    assert "nothing failed" in out.stdout
+    assert "task only" not in out.stdout
+
+
+def test_show_run_picks_a_run_by_id_or_prefix(two_runs: tuple[Path, list[Any]]) -> None:
+    path, (first, last) = two_runs
+    for given in (first.run_id, first.run_id[:12]):
+        out = show(path, "--run", given)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith(f"run first  ·  {first.run_id}")
+        assert "earlier run" not in out.stdout
+    out = show(path, "--run", "nope")
+    assert out.returncode == 1
+    assert "no run 'nope'" in out.stderr
+    assert f"{first.run_id} (first)" in out.stderr
+    assert f"{last.run_id} (pipeline)" in out.stderr
+    out = show(path, "--run", "")  # a prefix of both
+    assert out.returncode == 1
+    assert "several runs start with ''" in out.stderr
+
+
+def test_show_run_on_a_file_without_runs(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    write_trace(path)
+    out = show(path, "--run", "abc")
+    assert out.returncode == 1
+    assert "no DAG run in the file" in out.stderr
+
+
 def test_show_reports_bad_files(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"name": "x"}\nnot json\n')
+    bad.write_text('{"resourceSpans": []}\nnot json\n')
     out = show(bad)
     assert out.returncode == 1
-    assert "bad.jsonl:2" in out.stderr
+    assert "bad.jsonl:2: not JSON" in out.stderr
+    old = tmp_path / "old.jsonl"
+    old.write_text('{"name": "a span per line"}\n')
+    out = show(old)
+    assert out.returncode == 1
+    assert "old.jsonl:1: not an OTLP JSON trace request" in out.stderr
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     out = show(empty)
@@ -136,3 +275,45 @@ def test_show_reports_bad_files(tmp_path: Path) -> None:
     assert "no spans" in out.stdout
     out = show(tmp_path / "missing.jsonl")
     assert out.returncode == 2
+    assert "does not exist" in out.stderr
+
+
+def test_report_writes_one_self_contained_page(
+    two_runs: tuple[Path, list[Any]], tmp_path: Path
+) -> None:
+    path, (first, last) = two_runs
+    page = tmp_path / "run.html"
+    out = orchestra_cli("trace", "report", str(path), "-o", str(page))
+    assert out.returncode == 0, out.stderr
+    assert f"report written to {page}" in out.stdout
+    text = page.read_text()
+    assert last.run_id in text
+    assert first.run_id not in text
+    for task in last.states:
+        assert f"&gt;{task}&lt;" in text or f">{task}<" in text  # in the graph's SVG
+    # nothing to fetch: no external script, style, image or font; a CSP that forbids it
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
+    assert "@import" not in text
+    assert "default-src 'none'" in text
+    out = orchestra_cli("trace", "report", str(path), "--run", first.run_id[:8])
+    assert out.returncode == 0, out.stderr
+    assert first.run_id in path.with_suffix(".html").read_text()
+
+
+def test_report_without_graphviz_says_so(two_runs: tuple[Path, list[Any]], tmp_path: Path) -> None:
+    path, _ = two_runs
+    page = tmp_path / "run.html"
+    out = orchestra_cli("trace", "report", str(path), "-o", str(page), env={"PATH": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    assert "warning: Graphviz's dot was not found" in out.stderr
+    text = page.read_text()
+    assert "<svg" not in text
+    assert "apt-get install graphviz" in text
+
+
+def test_report_of_a_file_without_runs(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    write_trace(path)
+    out = orchestra_cli("trace", "report", str(path))
+    assert out.returncode == 1
+    assert "no DAG run in the file" in out.stderr

@@ -13,10 +13,8 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Link, StatusCode
+from opentelemetry.trace import StatusCode
 
 import orchestra.tracing as ot
 from orchestra.tracing import _spans
@@ -121,78 +119,6 @@ def test_tracestate_and_headers(exporter: InMemorySpanExporter) -> None:
     child = exporter.get_finished_spans()[0]
     assert child.parent is not None
     assert child.parent.span_id == 0xB7AD6B7169203331
-
-
-def test_jsonl_exporter_writes_otlp_json(tmp_path: Path, exporter: InMemorySpanExporter) -> None:
-    path = tmp_path / "spans.jsonl"
-    jsonl = ot.JsonlSpanExporter(path)
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(jsonl))
-    tracer = provider.get_tracer("t")
-    with tracer.start_as_current_span("root", attributes={"a": 1, "b": [1, 2]}) as root:
-        root.add_event("ev", {"k": "v"})
-        with tracer.start_as_current_span(
-            "child", links=[Link(root.get_span_context(), {ot.ATTR_LINK_TYPE: "x"})]
-        ) as child:
-            child.set_attribute("f", 0.5)
-            child.set_attribute("ok", True)
-            _spans.record_error(child, ValueError("boom"))
-    provider.shutdown()
-    lines = path.read_text().splitlines()
-    assert len(lines) == 2
-    first = json.loads(lines[0])
-    assert set(first) >= {
-        "traceId",
-        "spanId",
-        "parentSpanId",
-        "name",
-        "startTimeUnixNano",
-        "endTimeUnixNano",
-        "attributes",
-        "events",
-        "links",
-        "status",
-    }
-    spans = {s["name"]: s for s in ot.read_jsonl(path)}
-    child_s, root_s = spans["child"], spans["root"]
-    assert child_s["parentSpanId"] == root_s["spanId"]
-    assert root_s["parentSpanId"] == ""
-    assert child_s["traceId"] == root_s["traceId"]
-    assert len(root_s["traceId"]) == 32
-    assert len(root_s["spanId"]) == 16
-    assert int(root_s["endTimeUnixNano"]) >= int(root_s["startTimeUnixNano"]) > 0
-    assert root_s["attributes"] == [
-        {"key": "a", "value": {"intValue": "1"}},
-        {"key": "b", "value": {"arrayValue": {"values": [{"intValue": "1"}, {"intValue": "2"}]}}},
-    ]
-    assert ot.decode_attributes(root_s["attributes"]) == {"a": 1, "b": [1, 2]}
-    assert root_s["events"][0]["name"] == "ev"
-    assert child_s["links"][0]["spanId"] == root_s["spanId"]
-    assert ot.decode_attributes(child_s["links"][0]["attributes"]) == {ot.ATTR_LINK_TYPE: "x"}
-    assert child_s["status"] == {"code": 2, "message": "ValueError: boom"}
-    attrs = ot.decode_attributes(child_s["attributes"])
-    assert attrs["f"] == 0.5
-    assert attrs["ok"] is True
-    assert attrs["error.type"] == "ValueError"
-    assert child_s["events"][0]["name"] == "exception"
-
-
-def test_jsonl_exporter_never_raises(tmp_path: Path) -> None:
-    jsonl = ot.JsonlSpanExporter(tmp_path / "spans.jsonl")
-    (tmp_path / "spans.jsonl").unlink()
-    (tmp_path / "spans.jsonl").mkdir()  # now the path cannot be written
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(jsonl))
-    with provider.get_tracer("t").start_as_current_span("x"):
-        pass
-    provider.shutdown()
-
-
-def test_read_jsonl_names_bad_lines(tmp_path: Path) -> None:
-    path = tmp_path / "bad.jsonl"
-    path.write_text('{"name": "a"}\n\nnot json\n')
-    with pytest.raises(ValueError, match=r"bad\.jsonl:3"):
-        ot.read_jsonl(path)
 
 
 def test_decision_and_hook_helpers(exporter: InMemorySpanExporter) -> None:

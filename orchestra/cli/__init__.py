@@ -7,8 +7,10 @@ added with ``main.add_command(...)``::
     orchestra hooks list PATH...
     orchestra hooks test EVENT --payload JSON|@FILE PATH...
     orchestra hooks events
-    orchestra run FILE.py[:NAME] [--trace OUT.jsonl] [--otlp URL] [--hooks orchestra.yaml]
-    orchestra trace show FILE.jsonl
+    orchestra run FILE.py[:NAME] [--trace OUT.jsonl] [--report RUN.html] [--otlp URL]
+                                 [--hooks orchestra.yaml] [--all]
+    orchestra trace show FILE.jsonl [--run RUN_ID] [--failed] [--hooks]
+    orchestra trace report FILE.jsonl [-o RUN.html] [--run RUN_ID]
 """
 
 from __future__ import annotations

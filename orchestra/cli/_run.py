@@ -9,7 +9,6 @@ subagent hooks cannot be added); ``--hooks`` guards the file's ``tools`` in plac
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterable, MutableMapping
 from contextlib import AsyncExitStack
 from contextvars import ContextVar
@@ -29,8 +28,6 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
-from rich.text import Text
 
 from orchestra import (
     DAG,
@@ -40,26 +37,21 @@ from orchestra import (
     JournalError,
     LocalExecutor,
     RunResult,
-    TaskState,
 )
 from orchestra import run as run_dag
 from orchestra.cli._load import RunTarget, build_spec, find_target, load_module
 from orchestra.cli._runs import journal_arg
+from orchestra.cli._summary import print_summary
 from orchestra.journal import Journal
 from orchestra.tracing import configure, extract_env
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
     from orchestra.dag import Task
 
 __all__ = ["run"]
-
-_STATE_STYLE: Final = {
-    TaskState.SUCCEEDED: "green",
-    TaskState.FAILED: "bold red",
-    TaskState.UPSTREAM_FAILED: "red",
-    TaskState.SKIPPED: "yellow",
-    TaskState.CANCELLED: "magenta",
-}
 
 
 @final
@@ -145,31 +137,6 @@ class _ProgressDispatcher:
 _AGENT_TASK: Final[ContextVar[str | None]] = ContextVar("orchestra_cli_agent_task", default=None)
 
 
-def _summary(result: RunResult, dag: DAG) -> Table:
-    table = Table(title=f"run {dag.name}  ·  {result.duration:.2f} s", title_justify="left")
-    table.add_column("task", no_wrap=True)
-    table.add_column("state", no_wrap=True)
-    table.add_column("attempts", justify="right")
-    table.add_column("duration", justify="right")
-    table.add_column("why")
-    for task_id, state in result.states.items():
-        why = result.reasons.get(task_id)
-        if task_id in result.reused:
-            why = f"reused from run {result.resumed_from}"
-        error = result.errors.get(task_id)
-        if why is None and error is not None:
-            why = f"{type(error).__name__}: {error}"
-        seconds = result.durations.get(task_id)
-        table.add_row(
-            task_id,
-            Text(state.value, style=_STATE_STYLE.get(state, "")),
-            str(result.attempts.get(task_id, 0)),
-            "" if seconds is None else f"{seconds * 1e3:.1f} ms",
-            why or "",
-        )
-    return table
-
-
 def _guard_tools(tools: object, registry: Any) -> None:
     if not isinstance(tools, MutableMapping):
         raise click.BadParameter("'tools' must be a dict of tool functions by name")
@@ -241,8 +208,15 @@ async def _run(
     "--trace",
     "trace_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the run's spans to this JSONL file (one OTLP-JSON span per line).",
+    help="Write the run's spans to this file (OTLP JSON, one export request per line).",
 )
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the run as a self-contained HTML page (see orchestra trace report).",
+)
+@click.option("--all", "show_all", is_flag=True, help="List every task in the summary.")
 @click.option("--otlp", metavar="URL", help="Send spans to an OTLP/HTTP endpoint.")
 @click.option(
     "--hooks",
@@ -271,6 +245,8 @@ async def _run(
 def run(
     target: str,
     trace_path: Path | None,
+    report_path: Path | None,
+    show_all: bool,
     otlp: str | None,
     hook_paths: tuple[Path, ...],
     max_concurrency: int,
@@ -281,7 +257,8 @@ def run(
 ) -> None:
     """Run the DAG defined in FILE.py (NAME picks one if the file has several).
 
-    Shows live progress and a summary table; exits with status 1 if the run failed.
+    Shows live progress, then the tasks that did not succeed and why; exits with
+    status 1 if the run failed.
     """
     file, _, name = target.partition(":")
     path = Path(file)
@@ -289,8 +266,9 @@ def run(
         raise click.BadParameter(f"{file}: no such file", param_hint="FILE")
     console = Console(highlight=False)
     provider = None
-    if trace_path is not None or otlp:
+    if trace_path is not None or otlp or report_path is not None:
         provider = configure(jsonl=trace_path, otlp=otlp, capture_content=capture_content or None)
+    kept = _keep_spans(provider) if report_path is not None and provider is not None else None
     registry = None
     if hook_paths:
         from orchestra.skills import load
@@ -305,7 +283,6 @@ def run(
         raise click.BadParameter("--resume needs --journal", param_hint="--resume")
     journaling = {"journal": journal_arg(journal), "resume": resume} if journal else {}
     token = otel_context.attach(extract_env())  # a TRACEPARENT parents the run span
-    started = time.perf_counter()
     try:
         dag, result = anyio.run(
             _run, what, module, registry, max_concurrency, fail_fast, console, journaling
@@ -318,17 +295,34 @@ def run(
         otel_context.detach(token)
         if provider is not None:
             provider.shutdown()  # flush the spans still queued
-    console.print(_summary(result, dag))
-    elapsed = time.perf_counter() - started
-    if trace_path is not None:
-        console.print(f"trace written to {trace_path}  (orchestra trace show {trace_path})")
-    if journal:
-        console.print(f"journaled as run {result.run_id}  (orchestra runs show {journal})")
-    if result.ok:
-        console.print(f"[green]ok[/]: {len(result.states)} tasks in {elapsed:.2f} s")
-        return
-    bad = sum(
-        1 for s in result.states.values() if s not in (TaskState.SUCCEEDED, TaskState.SKIPPED)
+    if report_path is not None and kept is not None:
+        _write_report(kept, report_path, result.run_id, console)
+    print_summary(
+        console,
+        result,
+        dag,
+        show_all=show_all,
+        trace=trace_path,
+        report=report_path,
+        journal=journal,
     )
-    console.print(f"[bold red]failed[/]: {bad} of {len(result.states)} tasks not ok")
-    sys.exit(1)
+    if not result.ok:
+        sys.exit(1)
+
+
+def _keep_spans(provider: TracerProvider) -> InMemorySpanExporter:
+    """An in-memory copy of the run's spans, for ``--report``."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    kept = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(kept))
+    return kept
+
+
+def _write_report(kept: InMemorySpanExporter, out: Path, run_id: str, console: Console) -> None:
+    from orchestra.cli._report import write_report_of_spans
+
+    warning = write_report_of_spans(kept.get_finished_spans(), out, run_id=run_id)
+    if warning:
+        console.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)

@@ -1,4 +1,4 @@
-"""``JsonlSpanExporter``: spans to a file, one OTLP-JSON span per line.
+"""``JsonlSpanExporter``: spans to a file in the OTLP JSON file format.
 
 This module imports the OpenTelemetry SDK; ``orchestra.tracing`` loads it only when it is
 asked for (``configure(jsonl=...)`` or ``orchestra.tracing.JsonlSpanExporter``).
@@ -12,74 +12,29 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, final
+from typing import Final, final
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from opentelemetry.trace import StatusCode
 
-from orchestra.tracing._otlp_json import encode_attributes
+from orchestra.tracing._otlp_json import encode_request
 
-__all__ = ["JsonlSpanExporter", "span_to_otlp_json"]
+__all__ = ["JsonlSpanExporter"]
 
 logger: Final = logging.getLogger("orchestra")
-
-# OTLP's SpanKind numbers are the API's enum values plus one (0 is UNSPECIFIED).
-_STATUS: Final = {StatusCode.UNSET: 0, StatusCode.OK: 1, StatusCode.ERROR: 2}
-
-
-def span_to_otlp_json(span: ReadableSpan) -> dict[str, Any]:
-    """One finished span as an OTLP-JSON ``Span`` object (plus its resource and scope)."""
-    ctx = span.get_span_context()
-    assert ctx is not None
-    parent = span.parent
-    out: dict[str, Any] = {
-        "traceId": f"{ctx.trace_id:032x}",
-        "spanId": f"{ctx.span_id:016x}",
-        "parentSpanId": f"{parent.span_id:016x}" if parent is not None else "",
-        "name": span.name,
-        "kind": span.kind.value + 1,
-        "startTimeUnixNano": str(span.start_time or 0),
-        "endTimeUnixNano": str(span.end_time or 0),
-        "attributes": encode_attributes(span.attributes),
-        "events": [
-            {
-                "timeUnixNano": str(event.timestamp),
-                "name": event.name,
-                "attributes": encode_attributes(event.attributes),
-            }
-            for event in span.events
-        ],
-        "links": [
-            {
-                "traceId": f"{link.context.trace_id:032x}",
-                "spanId": f"{link.context.span_id:016x}",
-                "attributes": encode_attributes(link.attributes),
-            }
-            for link in span.links
-        ],
-        "status": {"code": _STATUS[span.status.status_code]},
-    }
-    if ctx.trace_state:
-        out["traceState"] = ctx.trace_state.to_header()
-    if span.status.description:
-        out["status"]["message"] = span.status.description
-    scope = span.instrumentation_scope
-    if scope is not None:
-        out["scope"] = {"name": scope.name, "version": scope.version or ""}
-    if span.resource is not None and span.resource.attributes:
-        out["resource"] = {"attributes": encode_attributes(span.resource.attributes)}
-    return out
 
 
 @final
 class JsonlSpanExporter(SpanExporter):
-    """Write finished spans to a file, one OTLP-JSON span per line.
+    """Write finished spans to a file in the OTLP JSON file format.
 
-    The embedded default: no collector or server needed. Read the file with
-    ``orchestra trace show FILE`` or ``orchestra.tracing.read_jsonl``. Put it behind a
-    ``BatchSpanProcessor`` (``configure(jsonl=...)`` does): writes happen on the
-    processor's thread, and a write error is logged, never raised into the run.
+    Each export is one line: an ``ExportTraceServiceRequest`` in OTLP/JSON, as the
+    OpenTelemetry Collector's file exporter writes and its ``otlpjsonfile`` receiver
+    reads, so the file can be replayed into any OTLP backend later. The embedded
+    default: no collector or server needed. Read the file with ``orchestra trace show
+    FILE``, ``orchestra trace report FILE`` or ``orchestra.tracing.read_jsonl``. Put it
+    behind a ``BatchSpanProcessor`` (``configure(jsonl=...)`` does): writes happen on
+    the processor's thread, and a write error is logged, never raised into the run.
 
     Args:
         path: the file to write.
@@ -95,16 +50,15 @@ class JsonlSpanExporter(SpanExporter):
             self.path.write_text("", encoding="utf-8")
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Append the spans to the file, one line each."""
+        """Append the spans to the file: one line, one ``ExportTraceServiceRequest``."""
         if self._closed:
             return SpanExportResult.FAILURE
+        if not spans:
+            return SpanExportResult.SUCCESS
         try:
-            lines = "".join(
-                json.dumps(span_to_otlp_json(span), separators=(",", ":"), default=str) + "\n"
-                for span in spans
-            )
+            line = json.dumps(encode_request(spans), separators=(",", ":")) + "\n"
             with self._lock, open(self.path, "a", encoding="utf-8") as f:
-                f.write(lines)
+                f.write(line)
         except Exception:  # an exporter never raises into the run
             logger.warning("could not write spans to %s", self.path, exc_info=True)
             return SpanExportResult.FAILURE

@@ -1,43 +1,56 @@
-"""OTLP-JSON encoding of attribute values, and reading a JSONL span file back.
+"""The OTLP JSON file format: encoding finished spans, and reading such a file back.
 
-The field names are those of the OTLP/JSON protobuf mapping (``traceId``, ``spanId``,
-``parentSpanId``, ``startTimeUnixNano``, attributes as ``{"key", "value": {"stringValue":
-...}}`` lists); ids are lower-case hex and 64-bit integers are strings, as OTLP/JSON says.
+One line is one ``ExportTraceServiceRequest`` (``resourceSpans`` -> ``scopeSpans`` ->
+``spans``), as the OpenTelemetry Collector's file exporter writes and its
+``otlpjsonfile`` receiver reads. The spans are encoded by the OTLP exporter's own encoder
+(``opentelemetry-exporter-otlp-proto-common``) into the official ``opentelemetry-proto``
+messages, then by protobuf's JSON mapping. OTLP/JSON differs from that mapping in two
+ways, both applied here: trace and span ids are hex strings (not base64), and enums are
+integers.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["decode_attributes", "encode_attributes", "encode_value", "read_jsonl"]
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
 
+__all__ = ["decode_attributes", "encode_request", "read_jsonl", "read_requests", "spans_of"]
 
-def encode_value(value: Any) -> dict[str, Any]:
-    """One attribute value as an OTLP ``AnyValue``."""
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    if isinstance(value, str):
-        return {"stringValue": value}
-    if isinstance(value, bytes):
-        return {"bytesValue": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, Sequence):
-        return {"arrayValue": {"values": [encode_value(v) for v in value]}}
-    return {"stringValue": str(value)}
+# The fields that hold ids (bytes in the proto messages, hex in OTLP/JSON).
+_SPAN_IDS = ("traceId", "spanId", "parentSpanId")
+_LINK_IDS = ("traceId", "spanId")
 
 
-def encode_attributes(attributes: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """Attributes as an OTLP key/value list."""
-    if not attributes:
-        return []
-    return [{"key": key, "value": encode_value(value)} for key, value in attributes.items()]
+def _hex(ids: dict[str, Any], keys: Sequence[str]) -> None:
+    for key in keys:
+        value = ids.get(key)
+        if value:
+            ids[key] = base64.b64decode(value).hex()
+
+
+def encode_request(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
+    """Finished spans as one OTLP/JSON ``ExportTraceServiceRequest`` object.
+
+    Spans are grouped by resource and instrumentation scope, as an OTLP exporter sends
+    them.
+    """
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    request: dict[str, Any] = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+    for resource_spans in request.get("resourceSpans", ()):
+        for scope_spans in resource_spans.get("scopeSpans", ()):
+            for span in scope_spans.get("spans", ()):
+                _hex(span, _SPAN_IDS)
+                for link in span.get("links", ()):
+                    _hex(link, _LINK_IDS)
+    return request
 
 
 def _decode_value(value: Mapping[str, Any]) -> Any:
@@ -59,26 +72,54 @@ def _decode_value(value: Mapping[str, Any]) -> Any:
 
 
 def decode_attributes(attributes: Iterable[Mapping[str, Any]] | None) -> dict[str, Any]:
-    """An OTLP key/value list (as in a JSONL span line) back to a plain dict."""
+    """An OTLP/JSON key/value list (a span's ``attributes``) back to a plain dict."""
     return {item["key"]: _decode_value(item.get("value", {})) for item in attributes or ()}
 
 
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """Read a JSONL span file: one OTLP-JSON span per line, blank lines skipped.
+def read_requests(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The ``ExportTraceServiceRequest`` objects of an OTLP JSON file, one per line.
+
+    Blank lines are skipped.
 
     Raises:
-        ValueError: for a line that is not a JSON object, naming the file and line.
+        ValueError: for a line that is not an OTLP/JSON trace request, naming the file
+            and line.
     """
-    spans: list[dict[str, Any]] = []
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                span = json.loads(line)
+                request = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not a JSON span: {exc.msg}") from None
-            if not isinstance(span, dict):
-                raise ValueError(f"{path}:{lineno}: not a JSON span object")
-            spans.append(span)
-    return spans
+                raise ValueError(f"{path}:{lineno}: not JSON: {exc.msg}") from None
+            if not isinstance(request, dict) or not (
+                isinstance(request.get("resourceSpans"), list) or request == {}
+            ):
+                raise ValueError(
+                    f"{path}:{lineno}: not an OTLP JSON trace request "
+                    "(an object with 'resourceSpans')"
+                )
+            yield request
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """Read an OTLP JSON trace file (``configure(jsonl=...)``): every span, in file order.
+
+    Each span is an OTLP/JSON ``Span`` object (``traceId``, ``spanId``,
+    ``parentSpanId``, ``name``, ``startTimeUnixNano``, ``attributes``...; ids in hex),
+    whatever resource and scope it was sent under. Files written by the OpenTelemetry
+    Collector's file exporter read the same way.
+
+    Raises:
+        ValueError: for a line that is not an OTLP/JSON trace request, naming the file
+            and line.
+    """
+    return [span for request in read_requests(path) for span in spans_of(request)]
+
+
+def spans_of(request: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """The spans of one OTLP/JSON ``ExportTraceServiceRequest``, whatever their resource."""
+    for resource_spans in request.get("resourceSpans") or ():
+        for scope_spans in resource_spans.get("scopeSpans") or ():
+            yield from scope_spans.get("spans") or ()

@@ -1,0 +1,120 @@
+"""What ``orchestra run`` prints once a run is over (internal).
+
+The tasks that did not succeed, and those reused from an earlier run (every task with
+``--all``), with why: the error, the decision's reason and who took it, the run a task
+was reused from, or for UPSTREAM_FAILED the upstream tasks that failed.
+Then where the trace and the report went, and one closing line: the DAG, ok or failed, the counts
+by state and the run's duration (``RunResult.duration``, the one duration shown).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Final
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from orchestra import DAG, RunResult, TaskState
+from orchestra.cli._trace import STATE_STYLE
+from orchestra.cli._tracefile import failed_upstreams
+
+__all__ = ["print_summary"]
+
+_NOT_OK: Final = (TaskState.FAILED, TaskState.UPSTREAM_FAILED, TaskState.CANCELLED)
+
+
+def _why(task_id: str, result: RunResult, dag: DAG, states: dict[str, str]) -> str:
+    state = result.states[task_id]
+    if state is TaskState.UPSTREAM_FAILED:
+        deps = {t.id: t.deps for t in dag.tasks.values()}
+        causes = failed_upstreams(task_id, deps, states)
+        if causes:
+            return f"{', '.join(causes)} failed upstream"
+    if task_id in result.reused:
+        return f"reused from run {result.resumed_from}"
+    why = result.reasons.get(task_id)
+    error = result.errors.get(task_id)
+    if error is not None:
+        text = f"{type(error).__name__}: {error}"
+        return text if why is None or why in text else f"{text} ({why})"
+    return why or ""
+
+
+def _table(result: RunResult, dag: DAG, show_all: bool) -> Table | None:
+    shown = [
+        task_id
+        for task_id, state in result.states.items()
+        if show_all or state is not TaskState.SUCCEEDED or task_id in result.reused
+    ]
+    if not shown:
+        return None
+    states = {task_id: state.value for task_id, state in result.states.items()}
+    table = Table(title_justify="left")
+    table.add_column("task", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("attempts", justify="right")
+    table.add_column("duration", justify="right")
+    table.add_column("why")
+    for task_id in shown:
+        state = result.states[task_id]
+        seconds = result.durations.get(task_id)
+        table.add_row(
+            task_id,
+            Text(state.value, style=STATE_STYLE.get(state.value, "")),
+            str(result.attempts.get(task_id, 0)),
+            "" if seconds is None else f"{seconds * 1e3:.1f} ms",
+            _why(task_id, result, dag, states),
+        )
+    return table
+
+
+def print_summary(
+    console: Console,
+    result: RunResult,
+    dag: DAG,
+    *,
+    show_all: bool = False,
+    trace: Path | None = None,
+    report: Path | None = None,
+    journal: str | None = None,
+) -> None:
+    """Print the summary of a finished run.
+
+    Args:
+        console: where to print.
+        result: the run's result.
+        dag: the DAG that ran (for the deps of UPSTREAM_FAILED tasks).
+        show_all: list every task, not only those that did not succeed.
+        trace: the trace file written, if any.
+        report: the HTML report written, if any.
+        journal: the journal the run was written to, if any.
+    """
+    table = _table(result, dag, show_all)
+    if table is not None:
+        console.print(table)
+    if trace is not None:
+        console.print(f"trace written to {trace}  (orchestra trace show {trace})", soft_wrap=True)
+    if report is not None:
+        console.print(f"report written to {report}", soft_wrap=True)
+    if journal:
+        console.print(
+            f"journaled as run {result.run_id}  (orchestra runs show {journal})", soft_wrap=True
+        )
+    counts = Counter(state.value for state in result.states.values())
+    by_state = ", ".join(
+        f"{counts[state.value]} {state.value}" for state in TaskState if counts[state.value]
+    )
+    total = len(result.states)
+    line = Text(f"run {dag.name} ")
+    if result.ok:
+        line.append("ok", "green")
+        line.append(f": {total} task{'s' if total != 1 else ''}")
+    else:
+        bad = sum(1 for s in result.states.values() if s in _NOT_OK)
+        line.append("failed", "bold red")
+        line.append(f": {bad} of {total} tasks not ok")
+    line.append(f" in {result.duration:.2f} s ({by_state})")
+    console.print(line, soft_wrap=True)
