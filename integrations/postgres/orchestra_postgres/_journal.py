@@ -63,11 +63,18 @@ _TASK_COLUMNS: Final = (
     "task_id, state, attempts, duration, error, code_digest, input_digest, output_digest, "
     "reused, note"
 )
-_INSERT_TASK: Final = (
-    f"INSERT INTO orchestra_tasks (run_id, {_TASK_COLUMNS}) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+# A batch goes in as one statement: each column an array, unnested server-side (many times
+# faster than a row per statement, even pipelined).
+_INSERT_TASKS: Final = (
+    f"INSERT INTO orchestra_tasks (run_id, {_TASK_COLUMNS}) SELECT %s, * FROM unnest("
+    "%s::text[], %s::text[], %s::int[], %s::float8[], %s::text[], %s::text[], %s::text[], "
+    "%s::text[], %s::bool[], %s::text[]) "
     "ON CONFLICT (run_id, task_id) DO UPDATE SET "
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in _TASK_COLUMNS.split(", ")[1:])
+)
+_INSERT_OUTPUTS: Final = (
+    "INSERT INTO orchestra_outputs SELECT * FROM unnest(%s::text[], %s::bytea[]) "
+    "ON CONFLICT DO NOTHING"
 )
 
 
@@ -183,14 +190,15 @@ class PostgresJournal:
         self, run_id: str, tasks: Sequence[TaskRecord], payloads: Mapping[str, bytes]
     ) -> None:
         """Record a batch of settled tasks in one transaction (each payload stored once)."""
-        with self._write("record tasks") as conn, conn.cursor() as cur:
+        last = {t.task_id: t for t in tasks}  # one row per task: the batch's last record
+        columns = [list(c) for c in zip(*last.values(), strict=True)] or [[]] * 10
+        with self._write("record tasks") as conn:
             if payloads:
                 # in digest order: two writers inserting the same outputs never deadlock
-                cur.executemany(
-                    "INSERT INTO orchestra_outputs VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                    sorted(payloads.items()),
-                )
-            cur.executemany(_INSERT_TASK, [(run_id, *t) for t in tasks])
+                digests = sorted(payloads)
+                conn.execute(_INSERT_OUTPUTS, (digests, [payloads[d] for d in digests]))
+            if last:
+                conn.execute(_INSERT_TASKS, (run_id, *columns))
 
     def load_run(self, run_id: str) -> JournaledRun | None:
         """Read a run back with its tasks and payloads; None if there is no such run."""

@@ -70,7 +70,13 @@ def postgres() -> Iterator[PostgresServer]:
     user = None
     if os.geteuid() == 0:  # PostgreSQL refuses to run as root
         user = "postgres"
-        entry = pwd.getpwnam(user)
+        try:
+            entry = pwd.getpwnam(user)
+        except KeyError:
+            pytest.fail(
+                "running as root, the tests start PostgreSQL as the 'postgres' user, which "
+                "Debian's postgresql package creates: there is no such user here"
+            )
         os.chown(root, entry.pw_uid, entry.pw_gid)
     port = _free_port()
 
