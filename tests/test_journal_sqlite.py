@@ -383,3 +383,32 @@ async def test_concurrent_runs_share_one_journal_file(tmp_path: Path) -> None:
             assert run.info.states == {"succeeded": 50}
     again = await orchestra.run(wide("b"), journal=path, resume="last")
     assert len(again.reused) == 50
+
+
+def test_a_store_that_fails_to_record_is_logged_and_the_run_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Broken:
+        def __init__(self) -> None:
+            self.inner = SQLiteJournal(tmp_path / "runs.db")
+            self.begin_run = self.inner.begin_run
+            self.load_run = self.inner.load_run
+            self.list_runs = self.inner.list_runs
+            self.close = self.inner.close
+
+        def record(self, run_id: str, tasks: Any, payloads: Any) -> None:
+            raise OSError("disk full")
+
+    journal = Broken()
+    dag = DAG("broken")
+    dag.add(Task(id="a", fn=lambda: 1))
+    with caplog.at_level(logging.ERROR, logger="orchestra.journal"):
+        result = orchestra.run_sync(dag, journal=journal)
+    assert result.ok
+    assert result.outputs == {"a": 1}
+    assert "1 settled tasks could not be recorded" in caplog.text
+    assert "disk full" in caplog.text
+    run = journal.load_run(result.run_id)
+    assert run is not None
+    assert run.tasks == {}  # begun, but nothing recorded
+    journal.close()

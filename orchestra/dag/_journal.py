@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from hashlib import blake2b
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 
 import anyio
@@ -111,7 +112,7 @@ class RunJournal:
         self.none_payload = serializer.dumps(None)
         self.none_digest = digest(self.none_payload)
         self.keeps_outputs = True
-        self.count = 0  # tasks settled() or reused()
+        self.any_deps = False
         self.shared: SQLiteJournal | None = None  # borrowed for a path given as journal=
 
     # -- before the run -------------------------------------------------------------------
@@ -150,6 +151,7 @@ class RunJournal:
             self.run_id = run_id
             self.ids, self.id_keys, self.codes = _plan_digests(order)
             self.upstreams = upstreams
+            self.any_deps = any(upstreams)
             self.out_digests = [b""] * len(order)
             reuse: dict[int, Any] = {}
             if self.resume is not None:
@@ -269,7 +271,6 @@ class RunJournal:
         error: BaseException | None,
     ) -> None:
         """Task ``i`` ran and ended in ``state``: serialize its output, queue its record."""
-        self.count += 1
         payload = note = None
         if state is _TASK_SUCCEEDED:
             if not self.keeps_outputs:
@@ -300,7 +301,6 @@ class RunJournal:
         """Task ``i`` was reused from the resumed run: record it as such."""
         self.reused_ids.append(self.ids[i])
         self.reused_index.add(i)
-        self.count += 1
         self.put((i, _TASK_SUCCEEDED, 0, 0.0, None, _REUSED, None))
 
     # -- after the run --------------------------------------------------------------------
@@ -308,7 +308,7 @@ class RunJournal:
     async def finish(
         self,
         states: Sequence[TaskState],
-        attempts: Sequence[int],
+        attempts: list[int],
         errors: dict[str, BaseException],
     ) -> None:
         """Record the tasks that ended without running, then wait for the writer (shielded)."""
@@ -317,7 +317,7 @@ class RunJournal:
             return
         ids = self.ids
         reused = self.reused_index
-        if self.count < len(ids):  # some tasks ended without running or being reused
+        if attempts.count(0) > len(reused):  # some ended without running or being reused
             for i, n in enumerate(attempts):
                 if n == 0 and i not in reused:
                     writer.put((i, states[i], 0, 0.0, errors.get(ids[i]), None, None))
@@ -333,53 +333,85 @@ class RunJournal:
     # -- in the writer thread -------------------------------------------------------------
 
     def _write(self, batch: list[_Settled]) -> None:
-        """Turn settled tasks into records (digests, error text) and write them as one batch."""
-        out = self.out_digests
-        codes = self.codes
+        """Turn settled tasks into records (digests, error text) and write them as one batch.
+
+        Column by column, with C-level maps where it can: this runs for every task, in a
+        thread that shares the interpreter lock with the event loop.
+        """
+        n = len(batch)
+        index, states, attempts, durations, errors, payloads_in, notes = zip(*batch, strict=True)
         ids = self.ids
-        upstreams = self.upstreams
+        task_ids = list(map(ids.__getitem__, index))
+        values = [s._value_ for s in states]
+        if errors.count(None) != n:
+            errors = tuple(None if e is None else f"{type(e).__name__}: {e}" for e in errors)
+        payloads: dict[str, bytes] = {}
+        if payloads_in.count(self.none_payload) == n:  # the common case: tasks returning None
+            out_digests: Sequence[str | None] = [self.none_digest] * n
+            payloads[self.none_digest] = self.none_payload
+            reused: Sequence[bool] = [False] * n
+        else:
+            out_digests, reused = self._digests(index, payloads_in, payloads)
+        if self.any_deps:  # what dependents' input digests are made of
+            out = self.out_digests
+            for i, value, out_digest in zip(index, values, out_digests, strict=True):
+                # no payload: a marker that matches no later input
+                out[i] = (out_digest or f"{value}:{self.run_id}").encode()
+            upstreams = self.upstreams
+            inputs: Sequence[str] = [
+                self._input_digest(i) if upstreams[i] else _NO_INPUTS for i in index
+            ]
+        else:
+            inputs = [_NO_INPUTS] * n
+        columns = (
+            task_ids,
+            values,
+            attempts,
+            durations,
+            errors,
+            list(map(self.codes.__getitem__, index)),
+            inputs,
+            out_digests,
+            reused,
+            notes,
+        )
+        journal = self.journal
+        if type(journal) is SQLiteJournal:  # stores batches as columns
+            journal.record_columns(self.run_id, columns, payloads)
+        else:
+            assert journal is not None
+            records = list(map(tuple.__new__, repeat(TaskRecord), zip(*columns, strict=True)))
+            journal.record(self.run_id, records, payloads)
+
+    def _digests(
+        self, index: Sequence[int], payloads_in: Sequence[Any], payloads: dict[str, bytes]
+    ) -> tuple[list[str | None], list[bool]]:
+        """Output digests and reused flags of a batch; its payloads go into ``payloads``."""
         small = self.small
         none_payload = self.none_payload
         none_digest = self.none_digest
-        new = tuple.__new__  # TaskRecord._make without its length check: 3x cheaper
-        records = []
-        payloads: dict[str, bytes] = {}
-        for i, state, attempts, duration, error, payload, note in batch:
-            reused = False
-            if payload is none_payload:  # the common case: a task that returned None
-                out_digest = none_digest
+        out_digests: list[str | None] = []
+        reused: list[bool] = []
+        for i, payload in zip(index, payloads_in, strict=True):
+            was_reused = False
+            if payload is none_payload:
+                out_digest: str | None = none_digest
             elif payload is None:
                 out_digest = None
             elif payload is _REUSED:
                 out_digest, payload = self.previous[i]
-                reused = True
+                was_reused = True
             elif len(payload) <= 64:
                 out_digest = small.get(payload)
                 if out_digest is None:
                     out_digest = small[payload] = digest(payload)
             else:
                 out_digest = digest(payload)
-            value = state._value_
-            if out_digest is None:
-                out[i] = f"{value}:{self.run_id}".encode()  # no payload: matches no later input
-            else:
-                out[i] = out_digest.encode()
+            if out_digest is not None:
                 payloads[out_digest] = payload
-            record = (
-                ids[i],
-                value,
-                attempts,
-                duration,
-                None if error is None else f"{type(error).__name__}: {error}",
-                codes[i],
-                self._input_digest(i) if upstreams[i] else _NO_INPUTS,
-                out_digest,
-                reused,
-                note,
-            )
-            records.append(new(TaskRecord, record))
-        assert self.journal is not None
-        self.journal.record(self.run_id, records, payloads)
+            out_digests.append(out_digest)
+            reused.append(was_reused)
+        return out_digests, reused
 
 
 _NO_INPUTS: Final = digest(b"")

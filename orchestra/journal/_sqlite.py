@@ -203,7 +203,19 @@ class SQLiteJournal:
         self, run_id: str, tasks: Sequence[TaskRecord], payloads: Mapping[str, bytes]
     ) -> None:
         """Record a batch of settled tasks in one transaction (each payload stored once)."""
-        records = marshal.dumps(list(zip(*tasks, strict=True)), _MARSHAL_VERSION)
+        self.record_columns(run_id, list(zip(*tasks, strict=True)), payloads)
+
+    def record_columns(
+        self, run_id: str, columns: Sequence[Sequence[Any]], payloads: Mapping[str, bytes]
+    ) -> None:
+        """``record``, given the batch column by column (``TaskRecord`` field order).
+
+        The scheduler's writer builds columns, which is how a batch is stored: this skips
+        making a ``TaskRecord`` per task only to take it apart again.
+        """
+        if len(columns) != len(TaskRecord._fields):
+            raise ValueError(f"a batch has {len(TaskRecord._fields)} columns, got {len(columns)}")
+        records = marshal.dumps(list(columns), _MARSHAL_VERSION)
         with self._write("record tasks") as db:
             if payloads:
                 db.executemany("INSERT OR IGNORE INTO outputs VALUES (?, ?)", payloads.items())
