@@ -3,9 +3,11 @@
 Subclass ``TaskHooks`` or ``SubagentHooks``, override the moments you care about, and
 plug the object into the DAG scheduler (``run``) or a subagent dispatcher. Decisions
 (``Retry``, ``Skip``, ``Fail``, ``Delegate``) are plain values; several hooks' answers
-merge by precedence (see ``merge``).
+merge by precedence (see ``merge``). ``HookChain`` is the seam other engines call hooks
+through.
 """
 
+from orchestra._chain import HookChain as HookChain
 from orchestra._decisions import Decision as Decision
 from orchestra._decisions import Delegate as Delegate
 from orchestra._decisions import Fail as Fail
@@ -20,6 +22,7 @@ from orchestra._errors import JournalError as JournalError
 from orchestra._errors import OrchestraError as OrchestraError
 from orchestra._errors import TaskFailed as TaskFailed
 from orchestra._errors import ToolDenied as ToolDenied
+from orchestra._exports import export
 from orchestra._hooks import ExecutionMode as ExecutionMode
 from orchestra._hooks import SubagentHookContext as SubagentHookContext
 from orchestra._hooks import SubagentHooks as SubagentHooks
@@ -53,6 +56,7 @@ __all__ = [
     "ExecutionMode",
     "Executor",
     "Fail",
+    "HookChain",
     "HookError",
     "Journal",
     "JournalError",
@@ -77,3 +81,5 @@ __all__ = [
     "run",
     "run_sync",
 ]
+
+export(globals())

@@ -340,24 +340,14 @@ def test_object_that_is_not_a_hook_is_refused() -> None:
         orchestra.run_sync(dag, hooks=[object()])
 
 
-async def test_only_overridden_methods_are_called() -> None:
+def test_only_overridden_methods_are_called() -> None:
     class OnlyAfter(TaskHooks):
         def after_execute(self, ctx: TaskHookContext, result: Any) -> None:
             pass
 
-    dag = DAG("d")
-    dag.add(Task(id="a", fn=lambda: None))
-    run = _Run(
-        dag,
-        hooks=[OnlyAfter()],
-        max_concurrency=4,
-        fail_fast=False,
-        retry_budget=None,
-        executor=None,
-        dispatcher=None,
-        max_attempts=10,
-    )
-    assert (len(run.before), len(run.after), len(run.on_failure)) == (0, 1, 0)
+    chain = orchestra.HookChain([OnlyAfter()])
+    moments = ("before_execute", "after_execute", "on_failure")
+    assert [chain.has(moment) for moment in moments] == [False, True, False]
 
 
 async def test_trigger_rules() -> None:
@@ -430,18 +420,23 @@ async def test_independent_branches_go_on_after_a_failure() -> None:
 async def test_fail_fast_cancels_the_rest() -> None:
     dag = DAG("ff")
     started: list[str] = []
+    quick_done = anyio.Event()
 
     async def boom() -> None:
-        await anyio.sleep(0.01)
+        await quick_done.wait()  # fail once "quick" ended, however loaded the machine
         raise ValueError("first failure")
 
     async def forever() -> None:
         started.append("forever")
         await anyio.sleep_forever()
 
+    def quick() -> str:
+        quick_done.set()  # inline: it returns and settles before boom wakes up
+        return "done"
+
     dag.add(Task(id="boom", fn=boom))
     dag.add(Task(id="forever", fn=forever))
-    dag.add(Task(id="quick", fn=lambda: "done"))
+    dag.add(Task(id="quick", fn=quick, inline=True))
     dag.add(Task(id="later", fn=lambda: 1, deps=["forever"]))
     dag.add(Task(id="after_boom", fn=lambda: 1, deps=["boom"]))
     with anyio.fail_after(5):

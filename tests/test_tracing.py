@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 import orchestra.tracing as ot
-from orchestra.tracing import _spans
+from orchestra.tracing import _spans, names
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -210,20 +210,18 @@ def test_configure_installs_global_provider_in_a_subprocess(tmp_path: Path) -> N
 
 
 def test_name_constants_are_namespaced() -> None:
-    for name in ot.__all__:
+    for name in names.__all__:
         if name.startswith("ATTR_") or name.startswith("METRIC_") or name.startswith("EVENT_"):
-            value = getattr(ot, name)
+            value = getattr(names, name)
             assert value.startswith(("orchestra.", "error.", "process.")), name
         if name.startswith("GEN_AI_"):
-            assert getattr(ot, name).startswith("gen_ai."), name
+            assert getattr(names, name).startswith("gen_ai."), name
 
 
 def test_reference_page_lists_every_name() -> None:
     page = (ROOT / "docs" / "reference" / "tracing-attributes.md").read_text()
-    from orchestra.tracing import _names
-
-    for name in _names.__all__:
-        assert f"`{getattr(_names, name)}`" in page, name
+    for name in names.__all__:
+        assert f"`{getattr(names, name)}`" in page, name
         assert f"`{name}`" in page, name
 
 

@@ -7,13 +7,14 @@ failure means (``Retry``, ``Delegate`` to another agent, ``Fail``), in one of th
 cancel) and ``TEAMMATE`` (a session per parent that keeps its state across dispatches).
 """
 
+from orchestra._attempts import DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS
 from orchestra._errors import DispatchError as DispatchError
+from orchestra._exports import export
 from orchestra._hooks import ExecutionMode as ExecutionMode
 from orchestra._hooks import SubagentHookContext as SubagentHookContext
 from orchestra._hooks import SubagentHooks as SubagentHooks
-from orchestra.agents._dispatcher import DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS
 from orchestra.agents._dispatcher import Dispatcher as Dispatcher
-from orchestra.agents._dispatcher import Fork as Fork
+from orchestra.agents._fork import Fork as Fork
 from orchestra.agents._types import RunContext as RunContext
 from orchestra.agents._types import Subagent as Subagent
 from orchestra.agents._types import SubagentResult as SubagentResult
@@ -31,6 +32,4 @@ __all__ = [
     "SubagentResult",
 ]
 
-for _name in ("Dispatcher", "Fork", "RunContext", "Subagent", "SubagentResult"):
-    globals()[_name].__module__ = __name__
-del _name
+export(globals())

@@ -2,63 +2,45 @@
 
 from __future__ import annotations
 
+import enum
 import inspect
 import logging
 import math
-import time
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType, TracebackType
-from typing import Any, Final, Literal, TypeAlias, final, overload
+from typing import Final, Literal, overload
 
 import anyio
 import anyio.abc
-from opentelemetry.trace import Span
 
-from orchestra._decisions import Decision, Delegate, Fail, Retry
-from orchestra._errors import DispatchError, HookError
-from orchestra._hooks import (
-    SUBAGENT_ANSWERS,
-    ExecutionMode,
-    HookImpl,
-    SubagentHookContext,
-    SubagentHooks,
-    call_hooks,
-    compile_hooks,
-)
-from orchestra.agents._types import RunContext, Subagent, SubagentResult, _Session
-from orchestra.tracing._spans import (
-    agent_span,
-    record_decision,
-    record_error,
-    record_hook_error,
-    set_agent_output,
-)
-from orchestra.tracing._state import get_tracer
+from orchestra._attempts import DEFAULT_MAX_ATTEMPTS
+from orchestra._chain import HookChain
+from orchestra._errors import DispatchError
+from orchestra._hooks import ExecutionMode, SubagentHooks
+from orchestra.agents._dispatch import _Dispatch
+from orchestra.agents._fork import Fork
+from orchestra.agents._types import Subagent, SubagentResult, _Session
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "Dispatcher", "Fork"]
+__all__ = ["Dispatcher"]
 
 logger: Final = logging.getLogger("orchestra")
-
-DEFAULT_MAX_ATTEMPTS: Final = 100
-"""Hard cap on the attempts of one agent within one dispatch, whatever hooks answer.
-
-With ``max_delegations`` it bounds a whole dispatch: at most
-``(max_delegations + 1) * max_attempts`` runs, so a hook that always answers ``Retry`` or
-``Delegate`` cannot keep a dispatch going forever.
-"""
 
 _SYNC: Final = ExecutionMode.SYNC
 _FORK: Final = ExecutionMode.FORK
 _TEAMMATE: Final = ExecutionMode.TEAMMATE
 
-# Lifecycle of a dispatcher.
-_NEW: Final = 0
-_OPEN: Final = 1
-_CLOSED: Final = 2
 
-# What one agent's part of a dispatch ends with when it does not answer: a delegation,
-# the hook that asked for it, and the error that led to it (if any).
-_Delegation: TypeAlias = tuple[Delegate, "HookImpl | None", "BaseException | None"]
+class _Lifecycle(enum.Enum):
+    """Where a dispatcher is in its life: it opens once and closes once."""
+
+    NEW = "new"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+_NEW: Final = _Lifecycle.NEW
+_OPEN: Final = _Lifecycle.OPEN
+_CLOSED: Final = _Lifecycle.CLOSED
 
 
 def _check_agents(agents: Iterable[Subagent]) -> dict[str, Subagent]:
@@ -100,352 +82,6 @@ def _check_count(what: str, value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{what} must be an int >= {minimum}, got {value!r}")
     return value
-
-
-@final
-class Fork:
-    """The handle of a ``FORK`` dispatch: await it for the ``SubagentResult``, or cancel it.
-
-    ``await fork`` (or ``await fork.wait()``) returns the result once the dispatch ends,
-    or raises its ``DispatchError`` (a ``BaseException`` such as ``KeyboardInterrupt``
-    is raised as is). Awaiting a fork that was cancelled raises ``DispatchError``. A
-    handle can be awaited any number of times, also after the dispatcher closed. If the
-    task awaiting a fork is cancelled, the fork is cancelled too: nobody is left to take
-    its result.
-
-    Attributes:
-        agent: the agent the work was dispatched to (before any delegation).
-        task: the text dispatched.
-        parent: the ``parent`` given to ``dispatch``.
-    """
-
-    __slots__ = ("_done", "_error", "_result", "_retrieved", "_scope", "agent", "parent", "task")
-
-    def __init__(self, agent: str, task: str, parent: str | None) -> None:
-        self.agent = agent
-        self.task = task
-        self.parent = parent
-        self._scope = anyio.CancelScope()
-        self._done = anyio.Event()
-        self._result: SubagentResult | None = None
-        self._error: BaseException | None = None
-        self._retrieved = False
-
-    def cancel(self) -> None:
-        """Cancel the dispatch if it is still running (no effect once it ended)."""
-        self._scope.cancel()
-
-    def done(self) -> bool:
-        """Whether the dispatch ended (answered, failed or was cancelled)."""
-        return self._done.is_set()
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether the dispatch ended by cancellation (``cancel()`` or the dispatcher's)."""
-        return self._done.is_set() and self._result is None and self._error is None
-
-    async def wait(self) -> SubagentResult:
-        """Wait for the dispatch to end and return its result (or raise its error).
-
-        Raises:
-            DispatchError: the dispatch failed, or was cancelled.
-        """
-        if not self._done.is_set():
-            try:
-                await self._done.wait()
-            except anyio.get_cancelled_exc_class():
-                self._scope.cancel()
-                raise
-        self._retrieved = True
-        if self._result is not None:
-            return self._result
-        if self._error is not None:
-            raise self._error
-        raise DispatchError(
-            f"fork of {self.task!r} to agent {self.agent!r} was cancelled", agent=self.agent
-        )
-
-    def __await__(self) -> Generator[Any, None, SubagentResult]:
-        return self.wait().__await__()
-
-    def __repr__(self) -> str:
-        state = (
-            "running"
-            if not self.done()
-            else "cancelled"
-            if self.cancelled
-            else "failed"
-            if self._error is not None
-            else "done"
-        )
-        return f"<Fork agent={self.agent!r} parent={self.parent!r} {state}>"
-
-
-@final
-class _Dispatch:
-    """One dispatch: the delegation chain and the attempts of each agent (internal)."""
-
-    __slots__ = (
-        "attempt",
-        "d",
-        "delegated_from",
-        "errors",
-        "hook_errors",
-        "mode",
-        "name",
-        "parent",
-        "span",
-        "started",
-        "task",
-        "tracer",
-    )
-
-    def __init__(
-        self, d: Dispatcher, name: str, task: str, parent: str | None, mode: ExecutionMode
-    ) -> None:
-        self.d = d
-        self.name = name
-        self.task = task
-        self.parent = parent
-        self.mode = mode
-        self.attempt = 0
-        self.delegated_from: tuple[str, ...] = ()
-        self.errors: list[BaseException] = []
-        self.hook_errors: list[HookError] | None = None
-        self.started = time.monotonic() if d._hooked else 0.0
-        self.tracer = get_tracer()
-        self.span: Span | None = None
-
-    # -- errors ---------------------------------------------------------------------------
-
-    def record(self, error: HookError) -> None:
-        if self.hook_errors is None:
-            self.hook_errors = []
-        self.hook_errors.append(error)
-        if self.span is not None:
-            record_hook_error(self.span, error, error.hook)
-
-    def error(self, message: str, reason: str | None = None) -> DispatchError:
-        return DispatchError(
-            message,
-            agent=self.name,
-            delegated_from=self.delegated_from,
-            attempts=self.attempt,
-            reason=reason,
-            hook_errors=tuple(self.hook_errors or ()),
-        )
-
-    def failed(self, decision: Decision, impl: HookImpl | None) -> DispatchError:
-        """The error of a dispatch that a hook's ``Fail`` ended."""
-        reason = getattr(decision, "reason", None)
-        who = f" by {impl.name}.{impl.moment}" if impl is not None else ""
-        return self.error(
-            f"dispatch to agent {self.name!r} failed{who}: {reason or 'failed by a hook'}",
-            reason,
-        )
-
-    def context(self) -> SubagentHookContext:
-        return SubagentHookContext(
-            self.parent,
-            self.name,
-            self.mode,
-            self.task,
-            self.attempt,
-            self.delegated_from,
-            tuple(self.errors),
-            self.started,
-        )
-
-    # -- the chain ------------------------------------------------------------------------
-
-    async def run(self) -> SubagentResult:
-        """Run the dispatch to its end: a result, a ``DispatchError``, or a BaseException."""
-        d = self.d
-        agent = d._agents.get(self.name)
-        if agent is None:
-            raise self.error(f"no agent named {self.name!r}{d._known()}")
-        while True:
-            if self.mode is _TEAMMATE:
-                session = d._session(self.parent, self.name)
-                assert session.lock is not None
-                async with session.lock:
-                    if session.closed:
-                        raise self.error(f"the session of teammate {self.name!r} is closed")
-                    step = await self.run_agent(agent, session)
-            else:
-                session = _Session()
-                try:
-                    step = await self.run_agent(agent, session)
-                finally:
-                    if session.needs_closing:
-                        await session.close(f"agent {self.name!r}")
-            if type(step) is SubagentResult:
-                return step
-            assert isinstance(step, tuple)
-            agent = self.delegate(*step)
-
-    async def run_agent(self, agent: Subagent, session: _Session) -> SubagentResult | _Delegation:
-        """All the attempts of one agent: its result, or a delegation to another agent."""
-        tracer = self.tracer
-        while True:
-            self.attempt += 1
-            if tracer is None:
-                outcome = await self.attempt_once(agent, session)
-            else:
-                with agent_span(
-                    tracer,
-                    self.name,
-                    task=self.task,
-                    mode=self.mode.value,
-                    parent=self.parent,
-                    attempt=self.attempt,
-                    delegated_from=self.delegated_from,
-                ) as span:
-                    self.span = span
-                    try:
-                        outcome = await self.attempt_once(agent, session)
-                    finally:
-                        self.span = None
-            if type(outcome) is Retry:
-                if outcome.delay:
-                    await anyio.sleep(outcome.delay)
-                continue
-            assert not isinstance(outcome, Retry)
-            return outcome
-
-    async def attempt_once(
-        self, agent: Subagent, session: _Session
-    ) -> SubagentResult | _Delegation | Retry:
-        """One attempt: hooks around one run; what comes next, or DispatchError."""
-        d = self.d
-        name = self.name
-        errors = self.errors
-        if d._before:
-            decision, impl = await call_hooks(
-                d._before, (self.context(),), name, self.record, self.tracer
-            )
-            if decision is not None:
-                self.decided(decision, impl)
-                if type(decision) is Delegate:
-                    return decision, impl, errors[-1] if errors else None
-                raise self.failed(decision, impl) from (errors[-1] if errors else None)
-        ctx = RunContext(
-            name, self.parent, self.mode, self.attempt, self.delegated_from, d, session
-        )
-        try:
-            output = await agent.run(self.task, ctx)
-        except Exception as exc:
-            errors.append(exc)
-            if self.span is not None:
-                record_error(self.span, exc)
-            decision = impl = None
-            if d._on_failure:
-                decision, impl = await call_hooks(
-                    d._on_failure, (self.context(), exc), name, self.record, self.tracer
-                )
-            if decision is None:
-                raise self.error(
-                    f"agent {name!r} failed on attempt {self.attempt}: {type(exc).__name__}: {exc}"
-                ) from exc
-            if type(decision) is Retry and self.attempt >= d._max_attempts:
-                reason = f"attempt cap of {d._max_attempts} reached"
-                self.decided(Fail(reason), None)
-                raise self.error(
-                    f"agent {name!r} reached the attempt cap of {d._max_attempts} "
-                    f"(last error: {type(exc).__name__}: {exc})",
-                    reason,
-                ) from exc
-            self.decided(decision, impl)
-            if type(decision) is Retry:
-                return decision
-            if type(decision) is Delegate:
-                return decision, impl, exc
-            raise self.failed(decision, impl) from exc
-        except BaseException as exc:
-            # Cancellation is not the agent's failure; anything else (KeyboardInterrupt,
-            # SystemExit...) is shown to the hooks, never retried, and propagates.
-            if d._on_failure and not isinstance(exc, anyio.get_cancelled_exc_class()):
-                errors.append(exc)
-                await call_hooks(
-                    d._on_failure, (self.context(), exc), name, self.record, self.tracer
-                )
-            raise
-        if self.span is not None:
-            set_agent_output(self.span, output)
-        result = SubagentResult(
-            name,
-            output,
-            self.attempt,
-            self.delegated_from,
-            tuple(self.hook_errors) if self.hook_errors else (),
-        )
-        if d._after:
-            recorded = len(self.hook_errors or ())
-            decision, impl = await call_hooks(
-                d._after, (self.context(), result), name, self.record, self.tracer
-            )
-            if decision is not None:  # only a fail-closed hook error answers here
-                self.decided(decision, impl)
-                raise self.failed(decision, impl)
-            if self.hook_errors and len(self.hook_errors) > recorded:
-                result = SubagentResult(
-                    name, output, self.attempt, self.delegated_from, tuple(self.hook_errors)
-                )
-        return result
-
-    def decided(self, decision: Decision, impl: HookImpl | None) -> None:
-        """Put a decision on the attempt's span, when tracing."""
-        if self.span is not None:
-            by = f"{impl.name}.{impl.moment}" if impl is not None else "orchestra"
-            record_decision(self.span, decision, by, attempt=self.attempt)
-
-    def delegate(
-        self, decision: Delegate, impl: HookImpl | None, cause: BaseException | None
-    ) -> Subagent:
-        """Move the dispatch to the agent ``decision`` names, or refuse with DispatchError."""
-        d = self.d
-        name = self.name
-        target = decision.agent
-        who = f" (asked by {impl.name}.{impl.moment})" if impl is not None else ""
-        chain = (*self.delegated_from, name)
-        if target == name:
-            raise self.error(f"agent {name!r} cannot delegate to itself{who}") from cause
-        if target in self.delegated_from:
-            raise self.error(
-                f"cannot delegate from {name!r} to {target!r}{who}: {target!r} was already "
-                f"tried in this chain ({' -> '.join(chain)})"
-            ) from cause
-        agent = d._agents.get(target)
-        if agent is None:
-            raise self.error(
-                f"cannot delegate from {name!r} to unknown agent {target!r}{who}{d._known()}"
-            ) from cause
-        if len(chain) > d._max_delegations:
-            raise self.error(
-                f"cannot delegate from {name!r} to {target!r}{who}: max_delegations="
-                f"{d._max_delegations} reached (chain: {' -> '.join(chain)})"
-            ) from cause
-        self.delegated_from = chain
-        self.name = target
-        self.attempt = 0
-        self.errors = []
-        return agent
-
-    async def timed_out(self, seconds: float) -> DispatchError:
-        """Show the timeout to ``on_failure`` hooks (answers ignored); return the error."""
-        error = TimeoutError(f"dispatch timed out after {seconds:g} s")
-        on_failure = self.d._on_failure
-        if on_failure and self.attempt > 0:
-            self.errors.append(error)
-            await call_hooks(
-                on_failure, (self.context(), error), self.name, self.record, self.tracer
-            )
-        dispatch_error = self.error(
-            f"dispatch of {self.task!r} to agent {self.name!r} timed out after {seconds:g} s "
-            f"(attempt {self.attempt})"
-        )
-        dispatch_error.__cause__ = error
-        return dispatch_error
 
 
 class Dispatcher:
@@ -506,11 +142,12 @@ class Dispatcher:
         self._agents = _check_agents(agents)
         self._max_delegations = _check_count("max_delegations", max_delegations, 0)
         self._max_attempts = _check_count("max_attempts", max_attempts, 1)
-        compiled = compile_hooks(hooks, SubagentHooks, SUBAGENT_ANSWERS)
-        self._before = compiled["before_dispatch"]
-        self._after = compiled["after_dispatch"]
-        self._on_failure = compiled["on_failure"]
-        self._hooked = bool(self._before or self._after or self._on_failure)
+        chain = self._chain = HookChain(hooks, SubagentHooks, timeout=None)
+        # One boolean per hook point: with no hooks, a dispatch does nothing more.
+        self._has_before = chain.has("before_dispatch")
+        self._has_after = chain.has("after_dispatch")
+        self._has_on_failure = chain.has("on_failure")
+        self._hooked = self._has_before or self._has_after or self._has_on_failure
         self._lifecycle = _NEW
         self._tg: anyio.abc.TaskGroup | None = None
         self._sessions: dict[tuple[str | None, str], _Session] = {}
@@ -535,11 +172,10 @@ class Dispatcher:
     @property
     def closed(self) -> bool:
         """Whether the dispatcher was closed (it then refuses dispatches)."""
-        return self._lifecycle == _CLOSED
+        return self._lifecycle is _CLOSED
 
     def __repr__(self) -> str:
-        state = ("new", "open", "closed")[self._lifecycle]
-        return f"<Dispatcher agents={list(self._agents)!r} {state}>"
+        return f"<Dispatcher agents={list(self._agents)!r} {self._lifecycle.value}>"
 
     def _known(self) -> str:
         return f" (registered: {', '.join(map(repr, self._agents)) or 'none'})"
@@ -629,7 +265,7 @@ class Dispatcher:
             TypeError: ``task`` is not a ``str`` or ``mode`` not an ``ExecutionMode``.
             ValueError: a ``timeout`` that is not a number > 0.
         """
-        if self._lifecycle == _CLOSED:
+        if self._lifecycle is _CLOSED:
             raise DispatchError(
                 f"cannot dispatch to agent {name!r}: the dispatcher is closed", agent=name
             )
@@ -656,7 +292,7 @@ class Dispatcher:
                     f"got {timeout!r}"
                 )
             deadline = anyio.current_time() + timeout
-        if mode is not _SYNC and self._lifecycle != _OPEN:
+        if mode is not _SYNC and self._lifecycle is not _OPEN:
             raise DispatchError(
                 f"cannot dispatch to agent {name!r} as {mode.name}: open the dispatcher "
                 "first (async with Dispatcher(...) as d)",
@@ -708,7 +344,7 @@ class Dispatcher:
     # -- lifetime -------------------------------------------------------------------------
 
     async def __aenter__(self) -> Dispatcher:
-        if self._lifecycle != _NEW:
+        if self._lifecycle is not _NEW:
             raise RuntimeError(f"{self!r} can be opened only once")
         tg = anyio.create_task_group()
         await tg.__aenter__()

@@ -25,7 +25,7 @@ from orchestra.cli._tracefile import (
     folded_facts,
     select_run,
 )
-from orchestra.tracing import _names as n
+from orchestra.tracing import names as n
 from orchestra.tracing._otlp_json import read_jsonl
 
 __all__ = ["render", "render_run", "trace"]

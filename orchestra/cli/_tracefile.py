@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, final
 
-from orchestra.tracing import _names as n
+from orchestra.tracing import names as n
 from orchestra.tracing._otlp_json import decode_attributes
 
 __all__ = [

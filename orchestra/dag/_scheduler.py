@@ -1,4 +1,4 @@
-"""The anyio DAG scheduler: ``run``, ``run_sync`` and ``RunResult``.
+"""The anyio DAG scheduler: ``run`` and ``run_sync``.
 
 Design (measured, see ``bench/scheduler.py``): a fixed pool of long-lived worker tasks,
 as many as ``max_concurrency`` allows, takes task indexes from one ready deque. A worker
@@ -11,47 +11,35 @@ never recurse, and wakes idle workers for the new ready work.
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
-import attrs
 
-from orchestra._decisions import Decision, Fail, Retry, Skip
+from orchestra._attempts import DEFAULT_MAX_ATTEMPTS, RetryBudget, Verdict, after_failure
+from orchestra._chain import HookChain
+from orchestra._decisions import Decision, Retry, Skip
 from orchestra._errors import DAGError, HookError, TaskFailed
-from orchestra._hooks import (
-    TASK_ANSWERS,
-    HookImpl,
-    TaskHookContext,
-    TaskHooks,
-    call_hooks,
-    compile_hooks,
-)
+from orchestra._hooks import TaskHookContext, TaskHooks
 from orchestra.dag._executor import AgentDispatcher, Executor, LocalExecutor
 from orchestra.dag._journal import JournalArg, RunJournal
 from orchestra.dag._model import DAG, Task, TaskState
 from orchestra.dag._remote import RemoteOutputs
-from orchestra.tracing._names import STATE_RETRYING
-from orchestra.tracing._run import AttemptTrace, RunTelemetry
+from orchestra.dag._result import RunResult
+from orchestra.tracing._engine import NO_ATTEMPT, NO_RUN, STATE_RETRYING, AttemptSpan, RunTelemetry
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
 
     from orchestra.journal import Serializer
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "RunResult", "run", "run_sync"]
-
-logger: Final = logging.getLogger("orchestra")
-
-DEFAULT_MAX_ATTEMPTS: Final = 100
-"""Hard cap on the attempts of one task, whatever hooks answer."""
+__all__ = ["run", "run_sync"]
 
 _PENDING: Final = TaskState.PENDING
 _RUNNING: Final = TaskState.RUNNING
@@ -61,52 +49,10 @@ _SKIPPED: Final = TaskState.SKIPPED
 _UPSTREAM_FAILED: Final = TaskState.UPSTREAM_FAILED
 _CANCELLED: Final = TaskState.CANCELLED
 _YIELD_EVERY: Final = 64  # tasks a worker runs back to back before a checkpoint
-
-
-@final
-@attrs.frozen(repr=False)
-class RunResult:
-    """The outcome of a DAG run.
-
-    Attributes:
-        ok: true when no task FAILED, UPSTREAM_FAILED or was CANCELLED.
-        states: the terminal ``TaskState`` of every task, by id.
-        outputs: the result of every SUCCEEDED task, by id.
-        errors: the last error of every task that had one (the body's exception, or a
-            ``TaskFailed`` for a task failed by a hook's decision), by id.
-        attempts: how many attempts each task started (0 for tasks that never ran).
-        run_id: the run's unique id (also in every hook context).
-        reasons: why a task ended FAILED or SKIPPED when a decision said so (the
-            decision's reason, which hook took it, a retry cap or budget), by id.
-        hook_errors: every hook error recorded during the run, in order.
-        durations: seconds each task that ran spent, all attempts and waits included.
-        duration: seconds the whole run took.
-        reused: the ids of the tasks whose output a resumed run reused from its journal
-            (they ended SUCCEEDED without running).
-        resumed_from: the id of the run this one resumed, if any.
-    """
-
-    ok: bool
-    states: Mapping[str, TaskState]
-    outputs: Mapping[str, Any]
-    errors: Mapping[str, BaseException]
-    attempts: Mapping[str, int]
-    run_id: str
-    reasons: Mapping[str, str] = attrs.field(factory=dict)
-    hook_errors: Sequence[HookError] = ()
-    durations: Mapping[str, float] = attrs.field(factory=dict)
-    duration: float = 0.0
-    reused: frozenset[str] = frozenset()
-    resumed_from: str | None = None
-
-    def count(self, state: TaskState) -> int:
-        """How many tasks ended in ``state``."""
-        return sum(1 for s in self.states.values() if s is state)
-
-    def __repr__(self) -> str:
-        # A summary: a full repr of a 10,000-task run is useless (and slow to build).
-        counts = ", ".join(f"{state.value}={n}" for state in TaskState if (n := self.count(state)))
-        return f"<RunResult ok={self.ok} {counts} run_id={self.run_id}>"
+_NOT_OK: Final = (_FAILED, _UPSTREAM_FAILED, _CANCELLED)
+# Who took a decision, for traces, when no hook did.
+_TASK_RETRIES: Final = "task.retries"
+_ORCHESTRA: Final = "orchestra"
 
 
 class _Run:
@@ -167,16 +113,16 @@ class _Run:
         self.fatal: BaseException | None = None
         self.workers = n if max_concurrency is None else min(max_concurrency, n)
         self.fail_fast = fail_fast
-        self.retry_budget = retry_budget
-        self.retries_used = 0
+        self.budget = RetryBudget(retry_budget)
         self.max_attempts = max_attempts
         self.given_executor = executor
         self.dispatcher = dispatcher
         self.run_id = uuid.uuid4().hex
-        compiled = compile_hooks(hooks, TaskHooks, TASK_ANSWERS)
-        self.before: tuple[HookImpl, ...] = compiled["before_execute"]
-        self.after: tuple[HookImpl, ...] = compiled["after_execute"]
-        self.on_failure: tuple[HookImpl, ...] = compiled["on_failure"]
+        chain = self.chain = HookChain(hooks, TaskHooks, timeout=None)
+        # One boolean per hook point: with no hooks, a run does nothing more.
+        self.has_before = chain.has("before_execute")
+        self.has_after = chain.has("after_execute")
+        self.has_on_failure = chain.has("on_failure")
         self.record = self.hook_errors.append
         self.tg: anyio.abc.TaskGroup | None = None
         self.started = 0.0
@@ -185,15 +131,11 @@ class _Run:
         self.capped = max_concurrency is not None
         # An executor whose outputs stay remote (it has fetch): None = plain values.
         self.remote = RemoteOutputs.for_run(
-            executor,
-            self.order,
-            self.upstreams,
-            self.dependents,
-            [getattr(impl.fn, "__self__", None) for impl in self.after],
+            executor, self.order, self.upstreams, self.dependents, chain.hooks("after_execute")
         )
         self.executor_times = bool(getattr(executor, "applies_timeouts", False))
-        # Telemetry, decided once per run in execute(): None = no span or metric work.
-        self.tel: RunTelemetry | None = None
+        # Telemetry, decided once per run in execute(): NO_RUN records nothing.
+        self.tel: RunTelemetry = NO_RUN
         self.tracer: Tracer | None = None
         self.journal = journal
         self.reuse: dict[int, Any] = {}  # index -> output, of the tasks a resume reuses
@@ -201,7 +143,7 @@ class _Run:
     # -- the run --------------------------------------------------------------------------
 
     async def execute(self) -> RunResult:
-        self.started = time.perf_counter()
+        self.started = time.monotonic()
         cancelled = anyio.get_cancelled_exc_class()
         if self.journal is not None:
             self.reuse = await self.journal.start(
@@ -217,8 +159,7 @@ class _Run:
             max_concurrency=self.max_concurrency,
             deps=((task.id, task.deps) for task in self.order),
         )
-        if tel is not None:
-            self.tracer = tel.tracer
+        self.tracer = tel.tracer
         escaped: BaseException | None = None
         try:
             async with anyio.create_task_group() as tg:
@@ -237,8 +178,8 @@ class _Run:
                     await self.remote.finish(self.outputs, self.errors)
                 else:
                     self.remote.release_all(self.outputs)
-            self.finished = time.perf_counter()
-            if tel is not None:
+            self.finished = time.monotonic()
+            if tel is not NO_RUN:
                 self.finish_trace(tel, self.fatal or escaped)
             if self.journal is not None:
                 await self.journal.finish(self.states, self.attempts, self.errors)
@@ -248,8 +189,7 @@ class _Run:
 
     def finish_trace(self, tel: RunTelemetry, error: BaseException | None) -> None:
         """End the run span: outcome, tasks that never ran, a fatal error."""
-        bad = (_FAILED, _UPSTREAM_FAILED, _CANCELLED)
-        failed = sum(1 for s in self.states if s in bad)
+        failed = sum(1 for s in self.states if s in _NOT_OK)
         not_run = [
             (task.id, state.value)
             for task, state, n in zip(self.order, self.states, self.attempts, strict=True)
@@ -259,12 +199,10 @@ class _Run:
 
     def result(self) -> RunResult:
         ids = [t.id for t in self.order]
-        states = dict(zip(ids, self.states, strict=True))
-        bad = (_FAILED, _UPSTREAM_FAILED, _CANCELLED)
         journal = self.journal
         return RunResult(
-            ok=not any(s in bad for s in self.states),
-            states=states,
+            ok=not any(s in _NOT_OK for s in self.states),
+            states=dict(zip(ids, self.states, strict=True)),
             outputs=self.outputs,
             errors=self.errors,
             attempts=dict(zip(ids, self.attempts, strict=True)),
@@ -287,7 +225,7 @@ class _Run:
                 if i in reuse:
                     self.reuse_task(i)
                 else:
-                    await self.attempt_task(i, cancelled)
+                    await self.run_task(i, cancelled)
                 ran += 1
                 if ran % _YIELD_EVERY == 0:
                     await anyio.lowlevel.checkpoint()
@@ -298,9 +236,10 @@ class _Run:
                 self.idle.append(event)
                 await event.wait()
 
-    # -- one task, all its attempts -------------------------------------------------------
+    # -- one task: its attempts, then its terminal state ----------------------------------
 
-    async def attempt_task(self, i: int, cancelled: type[BaseException]) -> None:
+    async def run_task(self, i: int, cancelled: type[BaseException]) -> None:
+        """Run task ``i`` to its terminal state; a fatal error stops the run."""
         task = self.order[i]
         tid = task.id
         wants = self.wants[i]
@@ -308,66 +247,44 @@ class _Run:
         kwargs = {w: outputs.get(w) for w in wants} if wants else {}
         errors: list[BaseException] = []
         attempt = 0
-        started = time.perf_counter()
+        started = time.monotonic()
         self.states[i] = _RUNNING
         tel = self.tel
-        at: AttemptTrace | None = None
+        at = NO_ATTEMPT
         try:
             while True:
                 attempt += 1
                 self.attempts[i] = attempt
-                if tel is not None:
-                    at = tel.attempt(
-                        tid, attempt, retries=task.retries, executor=task.agent, previous=at
-                    )
-                if self.before:
+                at = tel.attempt(task, attempt, at)
+                if self.has_before:
                     ctx = self.context(task, attempt, errors, started)
-                    decision, impl = await call_hooks(
-                        self.before, (ctx,), tid, self.record, self.tracer
+                    decision, by = await self.chain.call(
+                        "before_execute", ctx, subject=tid, on_error=self.record, tracer=self.tracer
                     )
-                    if decision is not None:
-                        if at is not None:
-                            at.decision(decision, _by(impl))
-                        self.decided(i, decision, impl, None)
+                    if decision is not None:  # Skip or Fail: the task ends unrun
+                        self.decided(i, Verdict(decision=decision, hook=by), None, at)
                         return
                 try:
                     if task.agent is None and (task.timeout is None or self.executor_times):
                         result = await self.executor.execute(task, kwargs)
                     else:
                         result = await self.body(task, kwargs)
-                    if self.remote is not None and self.after:
+                    if self.remote is not None and self.has_after:
                         seen = await self.remote.value(i, result)
                     else:
                         seen = result
                 except Exception as exc:
                     errors.append(exc)
-                    if at is not None:
-                        at.error(exc)
-                    decision = impl = None
-                    if self.on_failure:
-                        ctx = self.context(task, attempt, errors, started)
-                        decision, impl = await call_hooks(
-                            self.on_failure, (ctx, exc), tid, self.record, self.tracer
-                        )
-                    if decision is None:
-                        decision = Retry(task.retry_delay) if attempt <= task.retries else None
-                    if type(decision) is Retry:
-                        refusal = self.refuse_retry(attempt)
-                        if refusal is None:
-                            if at is not None:
-                                at.decision(decision, _by(impl))
-                                at.end(STATE_RETRYING)
-                            if decision.delay:
-                                await anyio.sleep(decision.delay)
-                            continue
-                        if at is not None:  # the hook's Retry, refused by orchestra
-                            at.decision(decision, _by(impl))
-                        decision = Fail(refusal)
-                        if at is not None:
-                            at.decision(decision, "orchestra")
-                    elif at is not None and decision is not None:
-                        at.decision(decision, _by(impl))
-                    self.decided(i, decision, impl, exc)
+                    at.error(exc)
+                    verdict = await self.after_failure(i, attempt, errors, started, exc)
+                    decision = verdict.decision
+                    if type(decision) is Retry and verdict.overruled is None:
+                        at.decision(decision, verdict.hook or _TASK_RETRIES)
+                        at.end(STATE_RETRYING)
+                        if decision.delay:
+                            await anyio.sleep(decision.delay)
+                        continue
+                    self.decided(i, verdict, exc, at)
                     return
                 except cancelled:
                     raise
@@ -375,23 +292,24 @@ class _Run:
                     # KeyboardInterrupt, SystemExit...: never retried; the hooks see it,
                     # then the handler below records it and stops the run.
                     errors.append(exc)
-                    if at is not None:
-                        at.error(exc)
-                    if self.on_failure:
-                        ctx = self.context(task, attempt, errors, started)
-                        await call_hooks(self.on_failure, (ctx, exc), tid, self.record, self.tracer)
+                    at.error(exc)
+                    if self.has_on_failure:
+                        await self.on_failure(self.context(task, attempt, errors, started), exc)
                     raise
                 outputs[tid] = result
-                if self.after:
+                if self.has_after:
                     ctx = self.context(task, attempt, errors, started)
-                    decision, impl = await call_hooks(
-                        self.after, (ctx, seen), tid, self.record, self.tracer
+                    decision, by = await self.chain.call(
+                        "after_execute",
+                        ctx,
+                        seen,
+                        subject=tid,
+                        on_error=self.record,
+                        tracer=self.tracer,
                     )
-                    if decision is not None:  # only a fail-closed hook error answers here
+                    if decision is not None:  # a fail-closed hook's error fails the task
                         del outputs[tid]
-                        if at is not None:
-                            at.decision(decision, _by(impl))
-                        self.decided(i, decision, impl, None)
+                        self.decided(i, Verdict(decision=decision, hook=by), None, at)
                         return
                 self.settle(i, _SUCCEEDED)
                 return
@@ -409,16 +327,12 @@ class _Run:
                 self.settle(i, _FAILED)
             self.stop()
         finally:
-            duration = self.durations[tid] = time.perf_counter() - started
+            duration = self.durations[tid] = time.monotonic() - started
             if self.journal is not None:
                 self.journal.settled(
                     i, self.states[i], attempt, duration, outputs.get(tid), self.errors.get(tid)
                 )
-            if tel is not None:
-                state = self.states[i]
-                if at is not None and not at.ended:
-                    at.end(state.value if state.terminal else _CANCELLED.value)
-                tel.task_done(state.value, duration)
+            tel.task_done(at, self.states[i], duration)
 
     def reuse_task(self, i: int) -> None:
         """End task ``i`` SUCCEEDED with the output its resumed run journaled, without running."""
@@ -426,6 +340,32 @@ class _Run:
         self.outputs[self.order[i].id] = self.reuse.pop(i)
         self.journal.reused(i)
         self.settle(i, _SUCCEEDED)
+
+    def on_failure(
+        self, ctx: TaskHookContext, error: BaseException
+    ) -> Awaitable[tuple[Decision | None, str | None]]:
+        """Call the ``on_failure`` hooks about ``error``."""
+        return self.chain.call(
+            "on_failure", ctx, error, subject=ctx.task.id, on_error=self.record, tracer=self.tracer
+        )
+
+    async def after_failure(
+        self, i: int, attempt: int, errors: list[BaseException], started: float, exc: Exception
+    ) -> Verdict:
+        """What follows a failed attempt: the hooks' answer, else the task's ``retries``."""
+        task = self.order[i]
+        decision = by = None
+        if self.has_on_failure:
+            ctx = self.context(task, attempt, errors, started)
+            decision, by = await self.on_failure(ctx, exc)
+        return after_failure(
+            decision,
+            by,
+            attempt=attempt,
+            max_attempts=self.max_attempts,
+            fallback=Retry(task.retry_delay) if attempt <= task.retries else None,
+            budget=self.budget,
+        )
 
     def context(
         self, task: Task, attempt: int, errors: list[BaseException], started: float
@@ -449,31 +389,25 @@ class _Run:
         answer = await self.dispatcher.dispatch(task.agent, str(text), parent=self.dag.name)
         return answer.output
 
-    def refuse_retry(self, attempt: int) -> str | None:
-        """Why another attempt is refused, or None (and one retry is spent)."""
-        if attempt >= self.max_attempts:
-            return f"attempt cap of {self.max_attempts} reached"
-        if self.retry_budget is not None:
-            if self.retries_used >= self.retry_budget:
-                return f"run's retry budget of {self.retry_budget} exhausted"
-            self.retries_used += 1
-        return None
-
     def decided(
-        self, i: int, decision: Decision | None, impl: HookImpl | None, error: BaseException | None
+        self, i: int, verdict: Verdict, error: BaseException | None, at: AttemptSpan
     ) -> None:
-        """End task ``i`` as a (non-retry) decision says; None means a plain failure."""
+        """End task ``i`` as a (non-retry) verdict says; no decision means a plain failure."""
+        decision = verdict.decision
+        if verdict.overruled is not None:  # the hook's (or task's) Retry, refused by a cap
+            at.decision(verdict.overruled, verdict.hook or _TASK_RETRIES)
+            at.decision(decision, _ORCHESTRA)
+        elif decision is not None:
+            at.decision(decision, verdict.hook or _TASK_RETRIES)
         tid = self.order[i].id
-        who = f" by {impl.name}.{impl.moment}" if impl is not None else ""
+        who = f" by {verdict.hook}" if verdict.hook is not None else ""
+        reason = getattr(decision, "reason", None)
         if isinstance(decision, Skip):
-            self.reasons[tid] = f"skipped{who}" + (
-                f": {decision.reason}" if decision.reason else ""
-            )
+            self.reasons[tid] = f"skipped{who}" + (f": {reason}" if reason else "")
             if error is not None:
                 self.errors[tid] = error
             self.settle(i, _SKIPPED)
             return
-        reason = getattr(decision, "reason", None)
         if decision is not None:
             self.reasons[tid] = f"failed{who}" + (f": {reason}" if reason else "")
         self.errors[tid] = error if error is not None else TaskFailed(tid, reason)
@@ -547,11 +481,6 @@ class _Run:
         if skipped and rule == "all_success":
             return _SKIPPED
         return None
-
-
-def _by(impl: HookImpl | None) -> str:
-    """Who took a decision, for traces: the hook, or the task's own ``retries``."""
-    return f"{impl.name}.{impl.moment}" if impl is not None else "task.retries"
 
 
 async def run(

@@ -14,20 +14,21 @@ Whether tracing is on is decided per run, never at import time, so a provider in
 after ``import orchestra`` is used. With no SDK provider installed, or with tracing
 switched off (``ORCHESTRA_TRACING=off`` or ``set_enabled(False)``), a run skips all span
 work. Payload content stays off spans unless you opt in (``capture_content=True`` or
-``ORCHESTRA_CAPTURE_CONTENT=1``). Every span and attribute name is a constant here.
+``ORCHESTRA_CAPTURE_CONTENT=1``). Every span, attribute, event and metric name is a
+constant in ``orchestra.tracing.names``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from orchestra._exports import export
+from orchestra.tracing import names as names
 from orchestra.tracing._carriers import extract_env as extract_env
 from orchestra.tracing._carriers import inject_env as inject_env
 from orchestra.tracing._carriers import inject_headers as inject_headers
 from orchestra.tracing._carriers import traceparent as traceparent
 from orchestra.tracing._configure import configure as configure
-from orchestra.tracing._names import *  # noqa: F403  # the name constants are the API
-from orchestra.tracing._names import __all__ as _names_all
 from orchestra.tracing._otlp_json import decode_attributes as decode_attributes
 from orchestra.tracing._otlp_json import read_jsonl as read_jsonl
 from orchestra.tracing._state import ENV_CAPTURE_CONTENT as ENV_CAPTURE_CONTENT
@@ -55,13 +56,13 @@ __all__ = [
     "inject_env",
     "inject_headers",
     "is_enabled",
+    "names",
     "read_jsonl",
     "set_capture_content",
     "set_enabled",
     "set_meter_provider",
     "set_tracer_provider",
     "traceparent",
-    *_names_all,
 ]
 
 
@@ -70,12 +71,12 @@ def __getattr__(name: str) -> Any:
     if name == "JsonlSpanExporter":
         from orchestra.tracing._jsonl import JsonlSpanExporter
 
+        export({"__name__": __name__, "__all__": [name], name: JsonlSpanExporter})
         return JsonlSpanExporter
+    # The name constants moved to orchestra.tracing.names; the old spelling still reads.
+    if name in names.__all__:
+        return getattr(names, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-for _name in __all__:
-    _obj = globals().get(_name)
-    if callable(_obj) and getattr(_obj, "__module__", "").startswith("orchestra.tracing._"):
-        _obj.__module__ = __name__
-del _name, _obj
+export(globals())

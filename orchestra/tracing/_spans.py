@@ -15,7 +15,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from orchestra.tracing import _names as n
+from orchestra.tracing import names as n
 from orchestra.tracing._state import capture_content, get_instruments
 
 __all__ = [

@@ -14,7 +14,7 @@ from typing import Final, final
 
 from opentelemetry import metrics, trace
 
-from orchestra.tracing import _names as n
+from orchestra.tracing import names as n
 
 __all__ = [
     "ENV_CAPTURE_CONTENT",

@@ -3,7 +3,11 @@
 Every name orchestra puts on a span lives here, under one ``orchestra.*`` namespace, or is
 an OpenTelemetry semantic-convention name where one exists (GenAI for agents and tools,
 ``error.type``, ``process.exit.code``). ``docs/reference/tracing-attributes.md`` lists them
-all; a test keeps the two in step.
+all; a test keeps the two in step. Use them to read orchestra's spans::
+
+    from orchestra.tracing import names
+
+    failed = [s for s in spans if s.attributes.get(names.ATTR_TASK_STATE) == "failed"]
 """
 
 from __future__ import annotations

@@ -1,0 +1,37 @@
+"""``export()``: every public name shows its public path, whatever module defines it."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["export"]
+
+
+def export(namespace: dict[str, Any], names: Iterable[str] | None = None) -> None:
+    """Set ``__module__`` of a package's public classes and functions to the package.
+
+    Called at the end of each public package's ``__init__`` with ``globals()``. A class
+    or function defined in a private module (``orchestra._hooks``,
+    ``orchestra.dag._model``) then reprs, pickles and documents under the path users
+    import it from (``orchestra.TaskHooks``), as anyio and httpx do. A name already
+    carrying a public path (exported first by a subpackage) keeps it.
+
+    Args:
+        namespace: the package's ``globals()``: its ``__name__`` and ``__all__``.
+        names: the names to fix (default: the package's ``__all__``).
+    """
+    package = namespace["__name__"]
+    for name in namespace["__all__"] if names is None else names:
+        obj = namespace.get(name)
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+            continue  # constants, type aliases and lazily loaded names
+        if is_private(getattr(obj, "__module__", "")):
+            obj.__module__ = package
+
+
+def is_private(module: str) -> bool:
+    """Whether an orchestra module path has a private part (``orchestra.dag._model``)."""
+    parts = module.split(".")
+    return parts[0] == "orchestra" and any(p.startswith("_") for p in parts)
