@@ -101,7 +101,7 @@ class RunJournal:
         self.reused_index: set[int] = set()
         self.run_id = ""
         self.ids: list[str] = []
-        self.id_keys: list[bytes] = []
+        self.prefixes: list[bytes] = []  # per task: its upstreams' ids, digested first
         self.upstreams: Sequence[tuple[int, ...]] = ()
         self.codes: list[str] = []
         self.out_digests: list[bytes] = []  # what each task's dependents' inputs digest
@@ -149,7 +149,7 @@ class RunJournal:
         assert journal is not None
         try:
             self.run_id = run_id
-            self.ids, self.id_keys, self.codes = _plan_digests(order)
+            self.ids, self.prefixes, self.codes = _plan_digests(order, upstreams)
             self.upstreams = upstreams
             self.any_deps = any(upstreams)
             self.out_digests = [b""] * len(order)
@@ -250,12 +250,10 @@ class RunJournal:
         return reuse
 
     def _input_digest(self, i: int) -> str:
-        """Digest of task ``i``'s inputs: each upstream's id and output digest, in order."""
-        keys = self.id_keys
+        """Digest of task ``i``'s inputs: its upstreams' ids, then their output digests."""
         out = self.out_digests
-        h = blake2b(digest_size=16)
+        h = blake2b(self.prefixes[i], digest_size=16)
         for u in self.upstreams[i]:
-            h.update(keys[u])
             h.update(out[u])
         return h.hexdigest()
 
@@ -352,15 +350,8 @@ class RunJournal:
             reused: Sequence[bool] = [False] * n
         else:
             out_digests, reused = self._digests(index, payloads_in, payloads)
-        if self.any_deps:  # what dependents' input digests are made of
-            out = self.out_digests
-            for i, value, out_digest in zip(index, values, out_digests, strict=True):
-                # no payload: a marker that matches no later input
-                out[i] = (out_digest or f"{value}:{self.run_id}").encode()
-            upstreams = self.upstreams
-            inputs: Sequence[str] = [
-                self._input_digest(i) if upstreams[i] else _NO_INPUTS for i in index
-            ]
+        if self.any_deps:
+            inputs: Sequence[str] = self._inputs(index, values, out_digests)
         else:
             inputs = [_NO_INPUTS] * n
         columns = (
@@ -382,6 +373,28 @@ class RunJournal:
             assert journal is not None
             records = list(map(tuple.__new__, repeat(TaskRecord), zip(*columns, strict=True)))
             journal.record(self.run_id, records, payloads)
+
+    def _inputs(
+        self, index: Sequence[int], values: Sequence[str], out_digests: Sequence[str | None]
+    ) -> list[str]:
+        """Input digests of a batch, in settle order (an upstream may be in the same batch)."""
+        out = self.out_digests
+        prefixes = self.prefixes
+        upstreams = self.upstreams
+        run_id = self.run_id
+        inputs: list[str] = []
+        for i, value, out_digest in zip(index, values, out_digests, strict=True):
+            ups = upstreams[i]
+            if ups:  # as _input_digest, inlined: this runs for every task
+                h = blake2b(prefixes[i], digest_size=16)
+                for u in ups:
+                    h.update(out[u])
+                inputs.append(h.hexdigest())
+            else:
+                inputs.append(_NO_INPUTS)
+            # what the inputs of its dependents are made of (no payload: matches nothing)
+            out[i] = (out_digest or f"{value}:{run_id}").encode()
+        return inputs
 
     def _digests(
         self, index: Sequence[int], payloads_in: Sequence[Any], payloads: dict[str, bytes]
@@ -418,14 +431,14 @@ _NO_INPUTS: Final = digest(b"")
 _REMOTE: Final = "output not kept (it stays on the executor, which keeps outputs remote)"
 
 
-_PlanDigests: TypeAlias = tuple[list[str], list[bytes], list[str]]
+_PlanDigests: TypeAlias = tuple[list[str], list[bytes], list[str]]  # ids, prefixes, codes
 _plan_lock = threading.Lock()
 _plans: dict[int, tuple[Sequence[Task], _PlanDigests]] = {}  # id(order) -> digests, a few
 _PLANS_KEPT: Final = 8
 
 
-def _plan_digests(order: Sequence[Task]) -> _PlanDigests:
-    """Task ids, their digest keys and code digests, for a plan (kept for its next runs).
+def _plan_digests(order: Sequence[Task], upstreams: Sequence[tuple[int, ...]]) -> _PlanDigests:
+    """Task ids, input digest prefixes and code digests of a plan (kept for its next runs).
 
     A DAG keeps its plan (and so its ``order``) until it changes, and tasks are frozen,
     so these are computed once per DAG, not once per run.
@@ -435,10 +448,11 @@ def _plan_digests(order: Sequence[Task]) -> _PlanDigests:
         if found is not None and found[0] is order:
             return found[1]
     ids = [t.id for t in order]
-    keys = [f"\0{t.id}\0".encode() for t in order]
+    keys = [f"{t.id}\0".encode() for t in order]
+    prefixes = [b"".join([keys[u] for u in ups]) + b"\0" for ups in upstreams]
     fns = [t.fn for t in order]
     by_fn = {id(fn): code_digest(fn) for fn in {id(fn): fn for fn in fns}.values()}
-    digests = (ids, keys, [by_fn[id(fn)] for fn in fns])
+    digests = (ids, prefixes, [by_fn[id(fn)] for fn in fns])
     with _plan_lock:
         _plans[id(order)] = (order, digests)
         while len(_plans) > _PLANS_KEPT:
