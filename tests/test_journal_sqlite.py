@@ -412,3 +412,27 @@ def test_a_store_that_fails_to_record_is_logged_and_the_run_goes_on(
     assert run is not None
     assert run.tasks == {}  # begun, but nothing recorded
     journal.close()
+
+
+def test_a_serializer_that_cannot_take_none_marks_those_outputs_not_kept(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class NoNone:
+        def dumps(self, obj: Any, /) -> bytes:
+            if obj is None:
+                raise TypeError("no None here")
+            return json.dumps(obj).encode()
+
+        def loads(self, data: bytes, /) -> Any:
+            return json.loads(data)
+
+    path = tmp_path / "runs.db"
+    dag = DAG("nones")
+    dag.add(Task(id="nothing", fn=lambda: None))
+    dag.add(Task(id="something", fn=lambda: 1))
+    with caplog.at_level(logging.WARNING, logger="orchestra.journal"):
+        first = orchestra.run_sync(dag, journal=path, serializer=NoNone())
+    assert first.outputs == {"nothing": None, "something": 1}
+    assert "task 'nothing': output not kept (cannot serialize it: TypeError: no None" in caplog.text
+    second = orchestra.run_sync(dag, journal=path, resume="last", serializer=NoNone())
+    assert second.reused == {"something"}

@@ -109,8 +109,13 @@ class RunJournal:
         self.small: dict[bytes, str] = {}  # digests of small payloads (None, True, 0...)
         self.writer: BatchWriter[_Settled] | None = None
         self.put: Callable[[_Settled], None] = _not_started
-        self.none_payload = serializer.dumps(None)
-        self.none_digest = digest(self.none_payload)
+        # None, the most common output (tasks run for their effects), serialized once
+        try:
+            none_payload: bytes | None = serializer.dumps(None)
+        except Exception:  # a serializer that cannot: each None goes through serialize()
+            none_payload = None
+        self.none_payload = none_payload
+        self.none_digest = digest(none_payload) if none_payload is not None else ""
         self.keeps_outputs = True
         self.any_deps = False
         self.shared: SQLiteJournal | None = None  # borrowed for a path given as journal=
@@ -273,7 +278,7 @@ class RunJournal:
         if state is _TASK_SUCCEEDED:
             if not self.keeps_outputs:
                 note = _REMOTE
-            elif output is None:
+            elif output is None and self.none_payload is not None:
                 payload = self.none_payload
             else:
                 payload, note = self.serialize(i, output)
@@ -344,9 +349,10 @@ class RunJournal:
         if errors.count(None) != n:
             errors = tuple(None if e is None else f"{type(e).__name__}: {e}" for e in errors)
         payloads: dict[str, bytes] = {}
-        if payloads_in.count(self.none_payload) == n:  # the common case: tasks returning None
+        none_payload = self.none_payload
+        if none_payload is not None and payloads_in.count(none_payload) == n:  # all None
             out_digests: Sequence[str | None] = [self.none_digest] * n
-            payloads[self.none_digest] = self.none_payload
+            payloads[self.none_digest] = none_payload
             reused: Sequence[bool] = [False] * n
         else:
             out_digests, reused = self._digests(index, payloads_in, payloads)
@@ -407,10 +413,10 @@ class RunJournal:
         reused: list[bool] = []
         for i, payload in zip(index, payloads_in, strict=True):
             was_reused = False
-            if payload is none_payload:
-                out_digest: str | None = none_digest
-            elif payload is None:
-                out_digest = None
+            if payload is None:
+                out_digest: str | None = None
+            elif payload is none_payload:
+                out_digest = none_digest
             elif payload is _REUSED:
                 out_digest, payload = self.previous[i]
                 was_reused = True
