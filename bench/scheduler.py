@@ -2,15 +2,22 @@
 
 Shapes (10,000 no-op tasks each): ``wide`` (10,000 independent tasks and one sink),
 ``chain`` (10,000 in a line), ``layered`` (100 layers of 100, each node with 3 random
-deps in the previous layer, fixed seed). Prints tasks/s (median of repeats) and ratios:
+deps in the previous layer, fixed seed). On each anyio backend (asyncio, trio) it prints
+tasks/s (median of repeats) and ratios against two floors written in the raw backend:
 
-(a) floor: ``graphlib.TopologicalSorter`` driving raw asyncio tasks under ``Semaphore(64)``
-(b) ``orchestra.run(max_concurrency=64)``, no hooks, async bodies
-(c) the same with 5 no-op ``TaskHooks`` (per hook call overhead derived from c - b)
-(d) sync bodies: orchestra (thread offload, inline) against dask's synchronous and
-    threaded schedulers, and Hamilton's sequential driver on a 1,000-node layered graph
+- floor A, task per node: ``graphlib.TopologicalSorter`` driving one task per node under
+  a 64-slot semaphore;
+- floor C, a raw worker pool: 64 long-lived workers take node indexes from one ready
+  deque; its index arrays are built from the graph inside the timed region.
 
-and the peak memory growth per node of a 100,000-node layered DAG built and run.
+Rows: orchestra's run of a built DAG, build + run (``DAG``, ``Task``, validation and
+planning timed too), 5 no-op ``TaskHooks``, and 10,000 bodies that each
+``await anyio.sleep(0)`` (against floor A with the same bodies). Then sync bodies
+(thread offload and inline) against dask's threaded and synchronous schedulers and
+Hamilton's driver; the build cost per node of a 100,000-node layered DAG; the longest
+synchronous stretch at the end of a 100,000-node run; fairness (the largest gap of a
+10 ms heartbeat beside 20,000 CPU-bound 50 µs bodies, and how late a 50 ms task timeout
+fires among them); the peak memory growth per node.
 
 Run: ``make bench`` (or ``python bench/scheduler.py [--quick]``).
 """
@@ -27,8 +34,14 @@ import sys
 import time
 import tracemalloc
 import types
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+import anyio
+import anyio.lowlevel
+import trio
+import trio.lowlevel
 
 import orchestra
 from orchestra import DAG, Task, TaskHooks
@@ -36,6 +49,8 @@ from orchestra import DAG, Task, TaskHooks
 QUICK = "--quick" in sys.argv
 REPEAT = 3 if QUICK else 5
 N = 10_000
+WORKERS = 64
+BACKENDS = ("asyncio", "trio")
 
 Graph = dict[str, list[str]]
 
@@ -54,8 +69,8 @@ def layered(layers: int = 100, width: int = 100, seed: int = 7) -> Graph:
     rng = random.Random(seed)
     g: Graph = {}
     for layer in range(layers):
+        prev = [f"l{layer - 1}_{k}" for k in range(width)] if layer else []
         for j in range(width):
-            prev = [f"l{layer - 1}_{k}" for k in range(width)] if layer else []
             g[f"l{layer}_{j}"] = rng.sample(prev, 3) if prev else []
     return g
 
@@ -65,6 +80,10 @@ SHAPES: dict[str, Callable[[], Graph]] = {"wide": wide, "chain": chain, "layered
 
 async def anoop() -> None:
     return None
+
+
+async def asleep0() -> None:
+    await anyio.lowlevel.checkpoint()
 
 
 def snoop(**_: Any) -> None:
@@ -78,16 +97,19 @@ def build(graph: Graph, fn: Callable[..., Any], *, inline: bool = False) -> DAG:
     return dag
 
 
-async def floor(graph: Graph) -> None:
+# -- floor A: one task per node (graphlib) -----------------------------------------------
+
+
+async def floor_a_asyncio(graph: Graph, body: Callable[[], Awaitable[None]]) -> None:
     ts = graphlib.TopologicalSorter(graph)
     ts.prepare()
-    sem = asyncio.Semaphore(64)
+    sem = asyncio.Semaphore(WORKERS)
     done: asyncio.Queue[str] = asyncio.Queue()
-    tasks = set()
+    tasks: set[asyncio.Task[None]] = set()
 
     async def one(node: str) -> None:
         async with sem:
-            await anoop()
+            await body()
         done.put_nowait(node)
 
     while ts.is_active():
@@ -96,6 +118,123 @@ async def floor(graph: Graph) -> None:
             tasks.add(t)
             t.add_done_callback(tasks.discard)
         ts.done(await done.get())
+
+
+async def floor_a_trio(graph: Graph, body: Callable[[], Awaitable[None]]) -> None:
+    ts = graphlib.TopologicalSorter(graph)
+    ts.prepare()
+    sem = trio.Semaphore(WORKERS)
+    send, receive = trio.open_memory_channel[str](float("inf"))
+
+    async def one(node: str) -> None:
+        async with sem:
+            await body()
+        send.send_nowait(node)
+
+    async with trio.open_nursery() as nursery:
+        while ts.is_active():
+            for node in ts.get_ready():
+                nursery.start_soon(one, node)
+            ts.done(await receive.receive())
+
+
+# -- floor C: a raw pool of long-lived workers over index arrays --------------------------
+
+
+class Pool:
+    """The backend-neutral part of floor C: index arrays, the ready deque, settling."""
+
+    def __init__(self, graph: Graph) -> None:
+        index = {tid: i for i, tid in enumerate(graph)}
+        self.remaining = [len(deps) for deps in graph.values()]
+        self.dependents: list[list[int]] = [[] for _ in index]
+        for i, deps in enumerate(graph.values()):
+            for d in deps:
+                self.dependents[index[d]].append(i)
+        self.ready = deque(i for i, n in enumerate(self.remaining) if n == 0)
+        self.total = len(index)
+        self.done = 0
+
+    def settle(self, i: int) -> None:
+        self.done += 1
+        remaining = self.remaining
+        for d in self.dependents[i]:
+            remaining[d] -= 1
+            if remaining[d] == 0:
+                self.ready.append(d)
+
+
+async def floor_c_asyncio(graph: Graph, body: Callable[[], Awaitable[None]]) -> None:
+    pool = Pool(graph)
+    ready = pool.ready
+    idle: list[asyncio.Future[None]] = []
+    loop = asyncio.get_running_loop()
+
+    async def worker() -> None:
+        while True:
+            if ready:
+                i = ready.popleft()
+                await body()
+                pool.settle(i)
+                while idle and (ready or pool.done == pool.total):
+                    idle.pop().set_result(None)
+            elif pool.done == pool.total:
+                return
+            else:
+                idle.append(loop.create_future())
+                await idle[-1]
+
+    async with asyncio.TaskGroup() as tg:
+        for _ in range(min(WORKERS, pool.total)):
+            tg.create_task(worker())
+
+
+async def floor_c_trio(graph: Graph, body: Callable[[], Awaitable[None]]) -> None:
+    pool = Pool(graph)
+    ready = pool.ready
+    idle: list[trio.Event] = []
+
+    async def worker() -> None:
+        while True:
+            if ready:
+                i = ready.popleft()
+                await body()
+                pool.settle(i)
+                while idle and (ready or pool.done == pool.total):
+                    idle.pop().set()
+            elif pool.done == pool.total:
+                return
+            else:
+                idle.append(trio.Event())
+                await idle[-1].wait()
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(min(WORKERS, pool.total)):
+            nursery.start_soon(worker)
+
+
+async def raw_noop() -> None:
+    return None
+
+
+async def asyncio_sleep0() -> None:
+    await asyncio.sleep(0)
+
+
+async def trio_sleep0() -> None:
+    await trio.lowlevel.checkpoint()
+
+
+def run_floor(backend: str, floor: str, graph: Graph, *, sleep0: bool = False) -> None:
+    if backend == "asyncio":
+        fa = floor_a_asyncio if floor == "a" else floor_c_asyncio
+        asyncio.run(fa(graph, asyncio_sleep0 if sleep0 else raw_noop))
+    else:
+        ft = floor_a_trio if floor == "a" else floor_c_trio
+        trio.run(ft, graph, trio_sleep0 if sleep0 else raw_noop)
+
+
+# -- helpers ---------------------------------------------------------------------------
 
 
 class NoopHook(TaskHooks):
@@ -109,18 +248,27 @@ class NoopHook(TaskHooks):
         return None
 
 
-def timed(fn: Callable[[], Any]) -> float:
-    best = []
-    for _ in range(REPEAT):
+def timed(fn: Callable[[], Any], repeat: int = REPEAT) -> float:
+    runs = []
+    for _ in range(repeat):
         gc.collect()
         t0 = time.perf_counter()
         fn()
-        best.append(time.perf_counter() - t0)
-    return statistics.median(best)
+        runs.append(time.perf_counter() - t0)
+    return statistics.median(runs)
 
 
 def rate(n: int, seconds: float) -> str:
     return f"{n / seconds / 1000:8.1f}k/s"
+
+
+def row(label: str, n: int, seconds: float, *floors: tuple[str, float]) -> None:
+    ratios = "".join(f"   {name} {base / seconds:5.2f}x" for name, base in floors)
+    print(f"  {label:32}{rate(n, seconds)}{ratios}")
+
+
+def run_orchestra(backend: str, dag: DAG, **kwargs: Any) -> orchestra.RunResult:
+    return orchestra.run_sync(dag, max_concurrency=WORKERS, backend=backend, **kwargs)
 
 
 def dask_graph(graph: Graph) -> dict[str, Any]:
@@ -145,72 +293,175 @@ def hamilton_driver(graph: Graph) -> tuple[Any, list[str]]:
     return dr, list(graph)
 
 
-def main() -> None:
-    print(f"orchestra scheduler benchmark, {N} no-op tasks per shape, median of {REPEAT}")
-    print(f"python {sys.version.split()[0]}, asyncio backend\n")
-    hook_costs = []
-    for name, make in SHAPES.items():
-        graph = make()
-        n = len(graph)
-        dag_async = build(graph, anoop)
-        dag_async.validate()
-        hooks = [NoopHook() for _ in range(5)]
-        t_floor = timed(lambda g=graph: asyncio.run(floor(g)))
-        t_b = timed(lambda d=dag_async: orchestra.run_sync(d, max_concurrency=64))
-        t_c = timed(lambda d=dag_async, h=hooks: orchestra.run_sync(d, max_concurrency=64, hooks=h))
-        dag_thread = build(graph, snoop)
-        dag_inline = build(graph, snoop, inline=True)
-        t_thread = timed(lambda d=dag_thread: orchestra.run_sync(d, max_concurrency=64))
-        t_inline = timed(lambda d=dag_inline: orchestra.run_sync(d, max_concurrency=64))
-        import dask
-        import dask.threaded
+# -- sections --------------------------------------------------------------------------
 
-        dg = dask_graph(graph)
-        keys = list(graph)
-        t_dask_sync = timed(lambda g=dg, k=keys: dask.get(g, k))
-        t_dask_thr = timed(lambda g=dg, k=keys: dask.threaded.get(g, k))
-        per_hook_us = (t_c - t_b) / (n * 10) * 1e6  # before + after on each of 5 hooks
-        hook_costs.append(per_hook_us)
-        print(f"[{name}] {n} tasks")
-        print(f"  (a) floor asyncio+graphlib  {rate(n, t_floor)}")
-        print(f"  (b) orchestra, no hooks     {rate(n, t_b)}   b/a = {t_floor / t_b:5.2f}")
-        print(
-            f"  (c) orchestra, 5 no-op hooks{rate(n, t_c)}   c/a = {t_floor / t_c:5.2f}"
-            f"   +{per_hook_us:.2f} us per hook call"
-        )
-        print(f"  (d) orchestra sync, threads {rate(n, t_thread)}")
-        print(f"      orchestra sync, inline  {rate(n, t_inline)}")
-        print(
-            f"      dask synchronous        {rate(n, t_dask_sync)}"
-            f"   b/dask-sync = {t_dask_sync / t_b:5.2f}"
-            f"   inline/dask-sync = {t_dask_sync / t_inline:5.2f}"
-        )
-        print(
-            f"      dask threaded           {rate(n, t_dask_thr)}"
-            f"   threads/dask-threaded = {t_dask_thr / t_thread:5.2f}"
-        )
-        print()
 
-    # Hamilton's sequential driver on a 1,000-node layered graph.
+def async_section(name: str, graph: Graph, backend: str) -> None:
+    n = len(graph)
+    dag = build(graph, anoop)
+    dag.validate()
+    hooks = [NoopHook() for _ in range(5)]
+    t_a = timed(lambda: run_floor(backend, "a", graph))
+    t_c = timed(lambda: run_floor(backend, "c", graph))
+    t_run = timed(lambda: run_orchestra(backend, dag))
+    t_build = timed(lambda: run_orchestra(backend, build(graph, anoop)))
+    t_hooks = timed(lambda: run_orchestra(backend, dag, hooks=hooks))
+    floors = (("/A", t_a), ("/C", t_c))
+    print(f"[{name}, {backend}] {n} tasks, async no-op bodies")
+    row("floor A, task per node", n, t_a, *floors)
+    row("floor C, raw worker pool", n, t_c, *floors)
+    row("orchestra, run of a built DAG", n, t_run, *floors)
+    row("orchestra, build + run", n, t_build, *floors)
+    row("orchestra, 5 no-op hooks", n, t_hooks, *floors)
+    per_hook_us = (t_hooks - t_run) / (n * 10) * 1e6  # before + after on each of 5 hooks
+    print(f"  {'':32}+{per_hook_us:.2f} us per hook call")
+    if name == "wide":  # bodies that suspend once: every body pays a loop pass
+        dag_s = build(graph, asleep0)
+        t_as = timed(lambda: run_floor(backend, "a", graph, sleep0=True))
+        t_os = timed(lambda: run_orchestra(backend, dag_s))
+        row("floor A, bodies sleep(0)", n, t_as, ("/A", t_as))
+        row("orchestra, bodies sleep(0)", n, t_os, ("/A", t_as))
+    print()
+
+
+def sync_section(name: str, graph: Graph) -> None:
+    import dask
+    import dask.threaded
+
+    n = len(graph)
+    dg = dask_graph(graph)
+    keys = list(graph)
+    t_dask_sync = timed(lambda: dask.get(dg, keys))
+    t_dask_thr = timed(lambda: dask.threaded.get(dg, keys))
+    dag_thread = build(graph, snoop)
+    dag_inline = build(graph, snoop, inline=True)
+    floors = (("/dask-threaded", t_dask_thr), ("/dask-sync", t_dask_sync))
+    print(f"[{name}] {n} tasks, sync no-op bodies")
+    row("dask threaded", n, t_dask_thr, *floors)
+    row("dask synchronous", n, t_dask_sync, *floors)
+    for backend in BACKENDS:
+        t_thread = timed(lambda b=backend: run_orchestra(b, dag_thread))
+        t_inline = timed(lambda b=backend: run_orchestra(b, dag_inline))
+        row(f"orchestra threads, {backend}", n, t_thread, *floors)
+        row(f"orchestra inline, {backend}", n, t_inline, *floors)
+    print()
+
+
+def hamilton_section() -> None:
     small = layered(layers=10, width=100)
     dr, outputs = hamilton_driver(small)
     t_ham = timed(lambda: dr.execute(outputs))
     dag_small = build(small, snoop, inline=True)
-    t_small = timed(lambda: orchestra.run_sync(dag_small, max_concurrency=64))
     n = len(small)
-    print(
-        f"[layered 1,000] Hamilton driver {rate(n, t_ham)}   orchestra inline {rate(n, t_small)}"
-        f"   inline/hamilton = {t_ham / t_small:5.2f}"
-    )
-    print(f"mean per hook call (5 no-op hooks): {statistics.mean(hook_costs):.2f} us")
+    print(f"[layered 1,000, sync bodies] Hamilton driver {rate(n, t_ham)}")
+    for backend in BACKENDS:
+        t_small = timed(lambda b=backend: run_orchestra(b, dag_small))
+        row(f"orchestra inline, {backend}", n, t_small, ("/hamilton", t_ham))
+    print()
 
-    # Memory: a 100,000-node layered DAG, built and run.
+
+def build_section() -> None:
+    big = layered(layers=1000, width=100, seed=11)
+    n = len(big)
+    pool_s = timed(lambda: Pool(big), repeat=3)
+
+    def construct() -> DAG:
+        dag = build(big, anoop)
+        dag.validate()
+        return dag
+
+    dag_s = timed(construct, repeat=3)
+    print("[build] 100,000-node layered DAG: construction, validation and planning")
+    print(f"  orchestra DAG      {dag_s / n * 1e6:6.2f} us/node (target <= 2)")
+    print(f"  floor C's arrays   {pool_s / n * 1e6:6.2f} us/node")
+    print()
+
+
+def end_of_run_section() -> None:
+    big = layered(layers=1000, width=100, seed=11)
+    last = [0.0]
+
+    async def body(**_: Any) -> None:
+        last[0] = time.perf_counter()
+
+    dag = build(big, body)
+    dag.validate()
+    print("[end of run] 100,000-node layered DAG: last body's end -> run() returned")
+    for backend in BACKENDS:
+        stretches = []
+        for _ in range(3):
+            gc.collect()
+            result = run_orchestra(backend, dag)
+            stretches.append(time.perf_counter() - last[0])
+            assert result.ok
+            del result
+        print(f"  {backend:8} {statistics.median(stretches) * 1e3:6.1f} ms (target <= 10)")
+    print()
+
+
+async def cpu_50us() -> None:
+    end = time.perf_counter() + 50e-6
+    while time.perf_counter() < end:
+        pass
+
+
+async def fairness(n: int) -> tuple[float, float]:
+    """(largest heartbeat gap, how late a 50 ms timeout fired), in seconds."""
+    dag = DAG("fair")
+    fired: list[float] = []
+
+    async def waits() -> None:
+        start = time.perf_counter()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            fired.append(time.perf_counter() - start)
+
+    dag.add(Task(id="timeout", fn=waits, timeout=0.05))
+    for i in range(n):
+        dag.add(Task(id=f"cpu{i}", fn=cpu_50us))
+    dag.validate()
+    gaps: list[float] = []
+    running = True
+
+    async def heartbeat() -> None:
+        last = time.perf_counter()
+        while running:
+            await anyio.sleep(0.01)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(heartbeat)
+        await anyio.sleep(0.02)
+        await orchestra.run(dag, max_concurrency=WORKERS)
+        running = False
+    return max(gaps), fired[0] - 0.05
+
+
+def fairness_section() -> None:
+    print("[fairness] 20,000 CPU-bound 50 us bodies beside a 10 ms heartbeat")
+    for backend in BACKENDS:
+        gaps, lates = [], []
+        for _ in range(3):
+            gap, late = anyio.run(fairness, 20_000, backend=backend)
+            gaps.append(gap)
+            lates.append(late)
+        print(
+            f"  {backend:8} largest gap {statistics.median(gaps) * 1e3:6.1f} ms (target < 25)"
+            f"   50 ms timeout fired {statistics.median(lates) * 1e3:6.1f} ms late (target < 25)"
+        )
+    print()
+
+
+def memory_section() -> None:
     big = layered(layers=1000, width=100, seed=11)
     gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     dag_big = build(big, anoop)
-    result = orchestra.run_sync(dag_big, max_concurrency=64)
+    result = orchestra.run_sync(dag_big, max_concurrency=WORKERS)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert result.ok
@@ -220,5 +471,24 @@ def main() -> None:
     )
 
 
+def main() -> None:
+    print(f"orchestra scheduler benchmark, {N} no-op tasks per shape, median of {REPEAT}")
+    print(f"python {sys.version.split()[0]}; ratios: how many times the baseline's speed\n")
+    graphs = {name: make() for name, make in SHAPES.items()}
+    for backend in BACKENDS:
+        for name, graph in graphs.items():
+            async_section(name, graph, backend)
+    for name, graph in graphs.items():
+        sync_section(name, graph)
+    hamilton_section()
+    build_section()
+    end_of_run_section()
+    fairness_section()
+    memory_section()
+
+
 if __name__ == "__main__":
-    main()
+    if "--only" in sys.argv:  # e.g. --only fairness_section
+        globals()[sys.argv[sys.argv.index("--only") + 1]]()
+    else:
+        main()

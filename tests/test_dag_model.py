@@ -171,3 +171,61 @@ def test_deep_cycle_is_found_without_recursion() -> None:
         dag.add(Task(id=f"t{i}", fn=noop, deps=[f"t{(i - 1) % n}"]))
     with pytest.raises(DAGError, match="cycle"):
         dag.validate()
+
+
+def test_task_is_frozen_and_pickles() -> None:
+    import pickle
+
+    import attrs
+
+    task = Task(id="a", fn=noop, deps=["x", "y", "x"], retries=2, metadata={"k": 1})
+    assert task.deps == ("x", "y")  # duplicates dropped, order kept
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        task.retries = 3  # type: ignore[misc]
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        del task.fn  # type: ignore[misc]
+    again = pickle.loads(pickle.dumps(task))
+    assert (again.id, again.fn, again.deps, again.retries, dict(again.metadata)) == (
+        "a",
+        noop,
+        ("x", "y"),
+        2,
+        {"k": 1},
+    )
+    bare = pickle.loads(pickle.dumps(Task(id="b", fn=noop)))
+    assert dict(bare.metadata) == {}
+
+
+def test_tasks_added_before_their_upstreams_run_in_a_topological_order() -> None:
+    dag = DAG("d")
+    dag.add(Task(id="c", fn=lambda a, b: a + b, deps=["a", "b"]))
+    dag.add(Task(id="b", fn=lambda a: a * 10, deps=["a"]))
+    dag.add(Task(id="a", fn=lambda: 1))
+    order = [t.id for t in dag.validate()]
+    assert order.index("a") < order.index("b") < order.index("c")
+    result = orchestra.run_sync(dag)
+    assert result.outputs == {"a": 1, "b": 10, "c": 11}
+
+
+def test_unknown_dep_named_among_many_tasks() -> None:
+    dag = DAG("d")
+    for i in range(100):
+        dag.add(Task(id=f"t{i}", fn=noop, deps=[f"t{i - 1}"] if i else []))
+    dag.add(Task(id="late", fn=noop, deps=["t5", "nowhere"]))
+    with pytest.raises(DAGError, match="'late' depends on unknown task 'nowhere'"):
+        dag.validate()
+
+
+def test_async_callable_objects_and_partials_are_async() -> None:
+    import functools
+
+    class Body:
+        async def __call__(self) -> int:
+            return 1
+
+    async def add(x: int) -> int:
+        return x
+
+    assert Task(id="a", fn=Body()).is_async
+    assert Task(id="b", fn=functools.partial(add, 1)).is_async
+    assert not Task(id="c", fn=functools.partial(noop)).is_async

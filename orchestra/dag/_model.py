@@ -8,6 +8,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from inspect import Parameter
+from types import FunctionType, MappingProxyType
 from typing import Any, Final, Literal, TypeAlias, TypeVar, final, overload
 
 import attrs
@@ -55,26 +56,71 @@ class TaskState(enum.Enum):
         return self not in (TaskState.PENDING, TaskState.RUNNING)
 
 
-def _dep_ids(deps: list[str | Task]) -> tuple[str, ...]:
-    ids = []
+_CO_COROUTINE: Final = inspect.CO_COROUTINE
+_DEFAULT_TRIGGER: Final = "all_success"
+
+
+_NO_METADATA: Final[Mapping[str, Any]] = MappingProxyType({})
+
+
+def _dep_ids(deps: Iterable[str | Task]) -> tuple[tuple[str, ...], tuple[Task, ...]]:
+    """Dependencies given as ids or ``Task`` objects: their ids, and the objects."""
+    ids: list[str] = []
+    objects: list[Task] = []
     for dep in deps:
-        if isinstance(dep, Task):
-            ids.append(dep.id)
-        elif isinstance(dep, str):
+        if isinstance(dep, str):
             ids.append(dep)
+        elif isinstance(dep, Task):
+            ids.append(dep.id)
+            objects.append(dep)
         else:
             raise TypeError(f"a dependency must be a task id or a Task, got {dep!r}")
-    return tuple(dict.fromkeys(ids))
+    return tuple(ids), tuple(objects)
 
 
-def _dep_objects(deps: list[str | Task]) -> tuple[Task, ...]:
-    return tuple(dep for dep in deps if isinstance(dep, Task))
+def _is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` returns a coroutine (async functions and callable objects)."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004  # async callable objects
+    )
+
+
+class _TaskFields:
+    """The slots of a ``Task``, writable while ``Task.__new__`` fills them (internal)."""
+
+    __slots__ = (
+        "__weakref__",
+        "_dep_tasks",
+        "agent",
+        "deps",
+        "fn",
+        "id",
+        "inline",
+        "is_async",
+        "metadata",
+        "retries",
+        "retry_delay",
+        "timeout",
+        "trigger",
+    )
+
+    id: str
+    fn: Callable[..., Any]
+    deps: tuple[str, ...]
+    retries: int
+    retry_delay: float
+    timeout: float | None
+    trigger: TriggerRule
+    metadata: Mapping[str, Any]
+    agent: str | None
+    inline: bool
+    is_async: bool
+    _dep_tasks: tuple[Task, ...]
 
 
 @final
-@attrs.frozen(eq=False, repr=False)
-class Task:
-    """A unit of work in a DAG.
+class Task(_TaskFields):
+    """A unit of work in a DAG (immutable).
 
     ``@dag.task`` returns a ``Task``; calling it calls its function, so the decorated
     function keeps working as a function.
@@ -94,53 +140,99 @@ class Task:
             to dispatch, and the agent's output is the task's output.
         inline: run a sync body on the event loop instead of a worker thread (for cheap
             bodies only: it blocks the loop while it runs).
+        is_async: whether ``fn`` is a coroutine function.
     """
 
-    id: str
-    fn: Callable[..., Any]
-    _given_deps: Iterable[str | Task] = attrs.field(default=(), alias="deps", repr=False)
-    retries: int = 0
-    retry_delay: float = 0.0
-    timeout: float | None = None
-    trigger: TriggerRule = "all_success"
-    metadata: Mapping[str, Any] = attrs.field(factory=dict)
-    agent: str | None = None
-    inline: bool = False
-    deps: tuple[str, ...] = attrs.field(init=False)
-    is_async: bool = attrs.field(init=False)
-    _dep_tasks: tuple[Task, ...] = attrs.field(init=False)
+    __slots__ = ()
 
-    def __attrs_post_init__(self) -> None:
-        given = self._given_deps
-        given = [given] if isinstance(given, str | Task) else list(given)
-        object.__setattr__(self, "deps", _dep_ids(given))
-        object.__setattr__(self, "_dep_tasks", _dep_objects(given))
-        object.__setattr__(self, "_given_deps", ())
-        if not isinstance(self.id, str) or not self.id:
-            raise ValueError(f"a task id must be a non-empty string, got {self.id!r}")
-        if not callable(self.fn):
-            raise TypeError(f"task {self.id!r}: fn must be callable, got {self.fn!r}")
-        if self.id in self.deps:
-            raise DAGError(f"task {self.id!r} depends on itself")
-        if not isinstance(self.retries, int) or self.retries < 0:
-            raise ValueError(f"task {self.id!r}: retries must be an int >= 0, got {self.retries!r}")
-        if not (math.isfinite(self.retry_delay) and self.retry_delay >= 0):
+    # Built in __new__ on a writable _TaskFields, then turned into a Task: a frozen class
+    # pays a slow object.__setattr__ per field, and a DAG of 100,000 tasks builds 100,000.
+    def __new__(
+        cls,
+        id: str,  # the public name of the field
+        fn: Callable[..., Any],
+        deps: Iterable[str | Task] = (),
+        retries: int = 0,
+        retry_delay: float = 0.0,
+        timeout: float | None = None,
+        trigger: TriggerRule = "all_success",
+        metadata: Mapping[str, Any] | None = None,
+        agent: str | None = None,
+        inline: bool = False,
+    ) -> Task:
+        if type(id) is not str or not id:
+            raise ValueError(f"a task id must be a non-empty string, got {id!r}")
+        if not callable(fn):
+            raise TypeError(f"task {id!r}: fn must be callable, got {fn!r}")
+        dep_tasks: tuple[Task, ...] = ()
+        if not deps:
+            dep_ids: tuple[str, ...] = ()
+        elif isinstance(deps, str | Task):
+            dep_ids, dep_tasks = _dep_ids((deps,))
+        else:
+            dep_ids = tuple(deps)  # type: ignore[arg-type]  # checked just below
+            for dep in dep_ids:
+                if type(dep) is not str:
+                    dep_ids, dep_tasks = _dep_ids(dep_ids)
+                    break
+            if len(set(dep_ids)) != len(dep_ids):
+                dep_ids = tuple(dict.fromkeys(dep_ids))
+        if id in dep_ids:
+            raise DAGError(f"task {id!r} depends on itself")
+        if retries != 0 and (not isinstance(retries, int) or retries < 0):
+            raise ValueError(f"task {id!r}: retries must be an int >= 0, got {retries!r}")
+        if retry_delay != 0 and not (math.isfinite(retry_delay) and retry_delay >= 0):
             raise ValueError(
-                f"task {self.id!r}: retry_delay must be a finite number >= 0, "
-                f"got {self.retry_delay!r}"
+                f"task {id!r}: retry_delay must be a finite number >= 0, got {retry_delay!r}"
             )
-        if self.timeout is not None and not (self.timeout > 0):
-            raise ValueError(f"task {self.id!r}: timeout must be > 0, got {self.timeout!r}")
-        if self.trigger not in TRIGGER_RULES:
+        if timeout is not None and not (timeout > 0):
+            raise ValueError(f"task {id!r}: timeout must be > 0, got {timeout!r}")
+        if trigger != _DEFAULT_TRIGGER and trigger not in TRIGGER_RULES:
             raise ValueError(
-                f"task {self.id!r}: unknown trigger rule {self.trigger!r}; "
+                f"task {id!r}: unknown trigger rule {trigger!r}; "
                 f"expected one of {', '.join(sorted(TRIGGER_RULES))}"
             )
-        fn = self.fn
-        is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-            getattr(fn, "__call__", None)  # noqa: B004  # async callable objects
+        self = _TaskFields()
+        self.id = id
+        self.fn = fn
+        self.deps = dep_ids
+        self.retries = retries
+        self.retry_delay = retry_delay
+        self.timeout = timeout
+        self.trigger = trigger
+        self.metadata = _NO_METADATA if metadata is None else metadata
+        self.agent = agent
+        self.inline = inline
+        if type(fn) is FunctionType and not fn.__dict__:  # no 3.12+ coroutine mark
+            self.is_async = bool(fn.__code__.co_flags & _CO_COROUTINE)
+        else:
+            self.is_async = _is_async(fn)
+        self._dep_tasks = dep_tasks
+        self.__class__ = cls  # same slots: frozen from here on
+        return self  # type: ignore[return-value]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise attrs.exceptions.FrozenInstanceError()
+
+    def __delattr__(self, name: str) -> None:
+        raise attrs.exceptions.FrozenInstanceError()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _task,
+            (
+                self.id,
+                self.fn,
+                self.deps,
+                self.retries,
+                self.retry_delay,
+                self.timeout,
+                self.trigger,
+                None if self.metadata is _NO_METADATA else self.metadata,
+                self.agent,
+                self.inline,
+            ),
         )
-        object.__setattr__(self, "is_async", is_async)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the task's function."""
@@ -151,23 +243,29 @@ class Task:
         return f"Task(id={self.id!r}{deps})"
 
 
+def _task(*args: Any) -> Task:
+    """Rebuild a pickled ``Task``."""
+    return Task(*args)
+
+
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _wants(fn: Callable[..., Any], deps: tuple[str, ...]) -> tuple[str, ...]:
-    """Which upstream outputs a body takes as keyword arguments."""
+_ALL: Final = None  # a body that takes **kwargs: every upstream output
+
+
+def _takes(fn: Callable[..., Any]) -> frozenset[str] | None:
+    """The parameters ``fn`` takes by keyword, or None when it takes ``**kwargs``."""
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):  # builtins without a signature take nothing
-        return ()
+        return frozenset()
     if any(p.kind is Parameter.VAR_KEYWORD for p in params.values()):
-        return deps
-    return tuple(
-        d
-        for d in deps
-        if d in params
-        and params[d].kind
-        in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        return _ALL
+    return frozenset(
+        name
+        for name, p in params.items()
+        if p.kind in (Parameter.KEYWORD_ONLY, Parameter.POSITIONAL_OR_KEYWORD)
     )
 
 
@@ -263,7 +361,7 @@ class DAG:
                 retry_delay=retry_delay,
                 timeout=timeout,
                 trigger=trigger,
-                metadata=dict(metadata or {}),
+                metadata=dict(metadata) if metadata else None,
                 agent=agent,
                 inline=inline,
             )
@@ -289,71 +387,113 @@ class DAG:
 
 @final
 class Plan:
-    """A validated DAG flattened into index arrays for the scheduler (internal)."""
+    """A validated DAG flattened into index arrays for the scheduler (internal).
 
-    __slots__ = ("dependents", "indegree", "index", "order", "sources", "upstreams", "wants")
+    ``order`` is the order tasks were added when that is a topological order (each task
+    added after its upstreams, the usual case: then planning is one pass), else Kahn's
+    order; indexes are positions in it.
+    """
+
+    __slots__ = ("dependents", "indegree", "order", "sources", "upstreams", "wants")
 
     def __init__(
         self,
         order: tuple[Task, ...],
-        indegree: list[int],
-        dependents: list[tuple[int, ...]],
+        upstreams: list[tuple[int, ...]],
+        dependents: list[list[int]],
         wants: list[tuple[str, ...]],
     ) -> None:
         self.order = order
-        self.index = {t.id: i for i, t in enumerate(order)}
-        self.indegree = indegree
+        self.upstreams = upstreams
         self.dependents = dependents
         self.wants = wants
-        self.sources = tuple(i for i, n in enumerate(indegree) if n == 0)
-        self.upstreams = [tuple(self.index[d] for d in t.deps) for t in order]
+        self.indegree = list(map(len, upstreams))
+        self.sources = tuple(i for i, ups in enumerate(upstreams) if not ups)
 
     @classmethod
     def build(cls, dag: DAG) -> Plan:
         """Validate ``dag`` (iteratively: deep chains never recurse) and flatten it."""
-        tasks = dag._tasks
-        for task in tasks.values():
-            for dep in task.deps:
-                if dep not in tasks:
-                    raise DAGError(f"task {task.id!r} depends on unknown task {dep!r}")
-            for obj in task._dep_tasks:
-                if tasks[obj.id] is not obj:
-                    raise DAGError(f"task {task.id!r} depends on {obj.id!r}, a task of another DAG")
-        # Kahn's algorithm over the insertion order.
-        indeg = {tid: len(t.deps) for tid, t in tasks.items()}
-        children: dict[str, list[str]] = {tid: [] for tid in tasks}
-        for tid, t in tasks.items():
-            for dep in t.deps:
-                children[dep].append(tid)
-        queue = deque(tid for tid, n in indeg.items() if n == 0)
-        order: list[str] = []
+        order = tuple(dag._tasks.values())
+        index = dict(zip(dag._tasks, range(len(order)), strict=True))
+        get = index.__getitem__
+        upstreams: list[tuple[int, ...]] = []
+        dependents: list[list[int]] = [[] for _ in order]
+        wants: list[tuple[str, ...]] = []
+        add_up, add_want = upstreams.append, wants.append
+        takes: dict[int, frozenset[str] | None] = {}  # by id(fn): the fns live meanwhile
+        sorted_ = True
+        try:
+            for i, task in enumerate(order):
+                deps = task.deps
+                if not deps:
+                    add_up(())
+                    add_want(())
+                    continue
+                ups = tuple(map(get, deps))
+                add_up(ups)
+                for u in ups:
+                    dependents[u].append(i)
+                if sorted_ and max(ups) > i:
+                    sorted_ = False
+                if task._dep_tasks:
+                    _same_dag(task, order, index)
+                key = id(task.fn)
+                names = takes[key] if key in takes else takes.setdefault(key, _takes(task.fn))
+                if names is _ALL or (names and names.issuperset(deps)):
+                    add_want(deps)
+                elif names:
+                    add_want(tuple(d for d in deps if d in names))
+                else:
+                    add_want(())
+        except KeyError:
+            task = order[len(upstreams)]
+            unknown = next(d for d in task.deps if d not in index)
+            raise DAGError(f"task {task.id!r} depends on unknown task {unknown!r}") from None
+        if sorted_:
+            return cls(order, upstreams, dependents, wants)
+        return cls._kahn(dag, order, upstreams, dependents, wants)
+
+    @classmethod
+    def _kahn(
+        cls,
+        dag: DAG,
+        order: tuple[Task, ...],
+        upstreams: list[tuple[int, ...]],
+        dependents: list[list[int]],
+        wants: list[tuple[str, ...]],
+    ) -> Plan:
+        """Order tasks added before their upstreams (Kahn's algorithm), or name a cycle."""
+        indeg = list(map(len, upstreams))
+        queue = deque(i for i, n in enumerate(indeg) if n == 0)
+        topo: list[int] = []
         while queue:
-            tid = queue.popleft()
-            order.append(tid)
-            for child in children[tid]:
+            i = queue.popleft()
+            topo.append(i)
+            for child in dependents[i]:
                 indeg[child] -= 1
                 if indeg[child] == 0:
                     queue.append(child)
-        if len(order) != len(tasks):
+        if len(topo) != len(order):
+            left = {order[i].id: n for i, n in enumerate(indeg)}
             raise DAGError(
-                f"DAG {dag.name!r} has a cycle: {' -> '.join(_find_cycle(tasks, indeg))}"
+                f"DAG {dag.name!r} has a cycle: {' -> '.join(_find_cycle(dag._tasks, left))}"
             )
-        index = {tid: i for i, tid in enumerate(order)}
-        wants_cache: dict[tuple[int, tuple[str, ...]], tuple[str, ...]] = {}
-        wants: list[tuple[str, ...]] = []
-        for tid in order:
-            t = tasks[tid]
-            key = (id(t.fn), t.deps)
-            w = wants_cache.get(key)
-            if w is None:
-                w = wants_cache[key] = _wants(t.fn, t.deps) if t.deps else ()
-            wants.append(w)
+        position = [0] * len(order)
+        for new, old in enumerate(topo):
+            position[old] = new
         return cls(
-            order=tuple(tasks[tid] for tid in order),
-            indegree=[len(tasks[tid].deps) for tid in order],
-            dependents=[tuple(index[c] for c in children[tid]) for tid in order],
-            wants=wants,
+            tuple(order[old] for old in topo),
+            [tuple(position[u] for u in upstreams[old]) for old in topo],
+            [[position[d] for d in dependents[old]] for old in topo],
+            [wants[old] for old in topo],
         )
+
+
+def _same_dag(task: Task, order: tuple[Task, ...], index: Mapping[str, int]) -> None:
+    """Refuse a ``Task`` object given as a dependency that is not the one in this DAG."""
+    for obj in task._dep_tasks:
+        if order[index[obj.id]] is not obj:
+            raise DAGError(f"task {task.id!r} depends on {obj.id!r}, a task of another DAG")
 
 
 def _find_cycle(tasks: Mapping[str, Task], indeg: Mapping[str, int]) -> list[str]:

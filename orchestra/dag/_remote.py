@@ -45,7 +45,7 @@ class RemoteOutputs:
         keeps: Callable[..., bool] | None,
         order: Sequence[Task],
         upstreams: Sequence[tuple[int, ...]],
-        dependents: Sequence[tuple[int, ...]],
+        dependents: Sequence[Sequence[int]],
         hooks_need: bool,
     ) -> None:
         self._fetch = fetch
@@ -65,7 +65,7 @@ class RemoteOutputs:
         executor: object,
         order: Sequence[Task],
         upstreams: Sequence[tuple[int, ...]],
-        dependents: Sequence[tuple[int, ...]],
+        dependents: Sequence[Sequence[int]],
         after_hooks: Sequence[object],
     ) -> RemoteOutputs | None:
         """The bookkeeping for ``executor``, or None when its outputs are plain values.
