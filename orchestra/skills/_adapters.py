@@ -15,6 +15,7 @@ others at no cost.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import uuid
@@ -355,11 +356,25 @@ class Guard:
             # event loop and the tool's result comes back as from the plain function.
             try:
                 anyio.get_current_task()
-            except anyio.NoEventLoopError:
-                return anyio.run(functools.partial(guarded, *args, **kwargs))
+            except (anyio.NoEventLoopError, RuntimeError):
+                # A worker thread may carry its loop's context (asyncio.to_thread copies
+                # it, sniffio's marker included) without a loop: run in a private one.
+                call = functools.partial(anyio.run, functools.partial(guarded, *args, **kwargs))
+                return _loop_free_context().run(call)
             return guarded(*args, **kwargs)
 
         return guarded_sync
+
+
+def _loop_free_context() -> contextvars.Context:
+    """A copy of the current context that no longer says an event loop runs here."""
+    context = contextvars.copy_context()
+    try:
+        import sniffio
+    except ImportError:  # anyio then looks for a running loop itself
+        return context
+    context.run(sniffio.current_async_library_cvar.set, None)
+    return context
 
 
 async def _approve(

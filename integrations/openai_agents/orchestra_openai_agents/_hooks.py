@@ -2,59 +2,57 @@
 
 One SDK run is seen as a chain of subagent dispatches: the starting agent, then each
 agent a handoff moves the conversation to. Each link fires orchestra's ``SubagentHooks``
-(``before_dispatch`` when the agent starts, ``after_dispatch`` when it answers or hands
-off, ``on_failure`` when the run raises, under ``OrchestraRunHooks.run``) and the YAML
-events ``SubagentStart``/``SubagentStop``; tool calls fire ``PreToolUse``/``PostToolUse``.
+(``before_dispatch`` when the agent starts, ``after_dispatch`` when it answers, hands off
+or pauses for approval, ``on_failure`` when the run or a model call fails) and the YAML
+events ``SubagentStart``/``SubagentStop``; model calls get ``chat`` spans; tool calls go
+through the guard (``_tools``). The entry points (``run``, ``run_sync``,
+``run_streamed``, in ``_run``) add what the SDK has no callback for: the run's span, its
+failure, its pause, and the ``SessionStart``/``UserPromptSubmit``/``Stop``/``StopFailure``/
+``SessionEnd`` events.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+import weakref
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-import anyio
-from agents import Agent, RunContextWrapper, RunHooks, Runner, UserError
+from agents import Agent, RunContextWrapper, RunHooks
+from agents.retry import RetryDecision, RetryPolicyContext
 from opentelemetry import trace
 
 from orchestra import (
     DispatchError,
     ExecutionMode,
     Fail,
+    HookError,
     Retry,
     SubagentHookContext,
-    SubagentHooks,
     SubagentResult,
     ToolDenied,
 )
-from orchestra._hooks import call_hooks, compile_hooks
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra.skills import RegistrySubagentHooks
-from orchestra.tracing import (
-    ATTR_AGENT_ATTEMPT,
-    ATTR_AGENT_DELEGATED_FROM,
-    ATTR_AGENT_MODE,
-    ATTR_AGENT_PARENT,
-    ATTR_ERROR_TYPE,
-    GEN_AI_AGENT_NAME,
-    GEN_AI_OPERATION_NAME,
-    OP_INVOKE_AGENT,
-    SPAN_INVOKE_AGENT,
-    get_tracer,
-)
-from orchestra_openai_agents._state import Claim, RunState, claim_var, state_for
+from orchestra_openai_agents import _run, _spans
+from orchestra_openai_agents._chain import split_hooks
+from orchestra_openai_agents._state import RunState, claim_var, end_span, state_for
 from orchestra_openai_agents._tools import (
     AskCallback,
+    HostedTools,
     OnDeny,
-    guard_agent,
+    ToolGuard,
+    guard_graph,
     is_guarded,
-    pre_tool_use,
+    tool_payload_input,
 )
 
 if TYPE_CHECKING:
-    from agents.result import RunResult
+    from agents.items import ModelResponse
+    from agents.result import RunResult, RunResultStreaming
     from agents.tool import Tool
+    from opentelemetry.trace import Span
 
     from orchestra.skills import HookRegistry
 
@@ -62,17 +60,11 @@ __all__ = ["OrchestraRunHooks"]
 
 logger: Final = logging.getLogger("orchestra")
 
-_ANSWERS: Final[dict[str, tuple[type, ...]]] = {
-    "before_dispatch": (Fail,),  # a run cannot be delegated from inside the SDK
-    "after_dispatch": (),
-    "on_failure": (Retry, Fail),
-}
-
 _TAgent = TypeVar("_TAgent", bound=Agent[Any])
 
 
-def _input_text(items: Any) -> str:
-    """The text of the last user message of a turn input."""
+def input_text(items: Any) -> str:
+    """The text of the last user message of a run or turn input."""
     if isinstance(items, str):
         return items
     for item in reversed(items or ()):
@@ -87,59 +79,64 @@ def _input_text(items: Any) -> str:
     return ""
 
 
-def _tool_input(context: Any) -> Any:
-    raw = getattr(context, "tool_arguments", None)
-    if not raw:
-        return {}
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return {"raw": raw}
-
-
-def _unwrap(error: Exception) -> Exception:
-    """The bridge's own error under the SDK's wrapper (it wraps tool errors in UserError)."""
-    cause = error.__cause__
-    if isinstance(error, UserError) and isinstance(cause, ToolDenied | DispatchError):
-        return cause
-    return error
+@contextlib.contextmanager
+def current(span: Span | None) -> Iterator[None]:
+    """Make ``span`` the current span (hook spans become its children)."""
+    if span is None:
+        yield
+        return
+    with trace.use_span(span, end_on_exit=False):
+        yield
 
 
 class OrchestraRunHooks(RunHooks[Any]):
-    """``RunHooks`` that fire orchestra's ``SubagentHooks`` and YAML skills hooks.
+    """``RunHooks`` that fire orchestra's ``SubagentHooks``, ``TaskHooks`` and YAML hooks.
 
-    Agents and handoffs:
+    Agents (``SubagentHooks`` in ``hooks``, YAML ``SubagentStart``/``SubagentStop``):
 
     - When an agent starts (the first one, or the target of a handoff),
-      ``before_dispatch(ctx)`` is called with a ``SubagentHookContext``: ``subagent_name``
-      the agent, ``parent_agent`` the agent that handed off (or ``parent``),
+      ``before_dispatch(ctx)`` with a ``SubagentHookContext``: ``subagent_name`` the
+      agent, ``parent_agent`` the agent that handed off (or ``parent``),
       ``delegated_from`` the agents that handed off so far, ``task`` the last user
-      message, ``execution_mode`` ``SYNC``, ``attempt`` the run's attempt. Then the
-      ``SubagentStart`` event (``agent_name``, ``agent_type``, ``parent_agent``, ``task``,
-      ...). A ``Fail`` or a deny stops the run with ``DispatchError``.
-    - When it answers (``on_agent_end``) or hands off, ``after_dispatch(ctx, result)``
-      with a ``SubagentResult`` (``output`` None for a handoff) and ``SubagentStop``
-      (``state`` ``"succeeded"`` or ``"handoff"`` with ``handoff_to``; ``output``).
-    - When the run raises, under ``run()``: ``on_failure(ctx, error)`` for the agent that
-      was running and ``SubagentStop`` with ``state: "failed"``; a ``Retry`` runs the
-      whole run again.
+      message, ``execution_mode`` ``SYNC``, ``attempt`` the run's attempt. Then
+      ``SubagentStart``. A ``Fail`` or a deny stops the run with ``DispatchError``.
+    - When it answers, hands off, or the run pauses for approval: ``after_dispatch(ctx,
+      result)`` (``output`` None unless it answered) and ``SubagentStop`` (``state``
+      ``"succeeded"``, ``"handoff"`` with ``handoff_to``, or ``"interrupted"``).
+    - When a model call fails, ``on_failure(ctx, error)`` (``ctx.attempt`` the call's
+      attempt): ``Retry`` calls the model again, through the SDK's own model retry, so
+      nothing else is replayed. When the run fails otherwise, ``on_failure`` once more;
+      a ``Retry`` reruns the run only when nothing happened that a rerun would repeat
+      (see ``run``).
 
-    Tools: function tools are guarded by ``guard_agent`` (``run()`` does it), which fires
-    ``PreToolUse`` (deny or rewrite the call) and ``PostToolUse``. Other local tools fire
-    ``PreToolUse`` here in ``on_tool_start``, where the SDK cannot skip the call: a deny,
-    or a rewrite that cannot be applied, raises ``ToolDenied`` and ends the run.
+    Tools (``TaskHooks`` in ``hooks``, YAML ``PreToolUse``/``PostToolUse``/
+    ``PostToolUseFailure``): every tool of a guarded agent (``guard``) goes through the
+    guard; see ``guard_tool``. A local tool the guard cannot wrap fires ``PreToolUse``
+    from ``on_tool_start``, where the SDK cannot skip a call: a deny ends the run with
+    ``ToolDenied``.
 
-    One object may serve concurrent runs: its state is kept per run. Spans follow
-    orchestra's tracing: ``invoke_agent {name}`` per agent, ``execute_tool {name}`` per
-    guarded tool call, when a tracer provider is configured.
+    Use the entry points (``run``, ``run_sync``, ``run_streamed``): they guard the agent,
+    open the run's span and handle what the SDK has no callback for. The object also
+    works as plain ``hooks=`` of ``Runner.run`` (then without failure handling). One
+    object may serve concurrent runs: its state is kept per run.
 
     Args:
-        hooks: ``SubagentHooks`` objects, called in order.
+        hooks: ``SubagentHooks`` (agents) and ``TaskHooks`` (tool calls) objects, called
+            in order; an object that is both joins both.
         registry: an ``orchestra.skills.HookRegistry`` for the YAML events, or None.
         parent: the ``parent_agent`` of the starting agent (e.g. the caller's name).
-        ask: approves tool calls the hooks answer with ``ask`` (refused without it).
-        on_deny: what a denied function tool call does: ``"reject"`` (the model is told)
-            or ``"raise"`` (``ToolDenied``).
+        ask: settles tool calls the hooks answer ``ask`` about: True approves, False
+            refuses, None (or no callback) pauses the run for approval.
+        on_deny: what a denied tool call does: ``"reject"`` (the model is told) or
+            ``"raise"`` (``ToolDenied``).
+        hosted_tools: ``"refuse"`` (default) a hosted tool that ``PreToolUse`` hooks match,
+            or ``"allow"`` it to run unguarded.
+        max_attempts: attempts at most for a tool call, a model call and a run.
+
+    Raises:
+        TypeError: a hook object is neither a ``TaskHooks`` nor a ``SubagentHooks``, or
+            implements a moment wrongly.
+        ValueError: an unknown ``on_deny`` or ``hosted_tools``.
     """
 
     def __init__(
@@ -150,122 +147,85 @@ class OrchestraRunHooks(RunHooks[Any]):
         parent: str | None = None,
         ask: AskCallback | None = None,
         on_deny: OnDeny = "reject",
+        hosted_tools: HostedTools = "refuse",
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> None:
-        compiled = compile_hooks(hooks, SubagentHooks, _ANSWERS)
-        self._before = compiled["before_dispatch"]
-        self._after = compiled["after_dispatch"]
-        self._failure = compiled["on_failure"]
+        self._tasks, self._agents = split_hooks(hooks)
+        self.tool_guard = ToolGuard(
+            registry,
+            self._tasks,
+            ask=ask,
+            on_deny=on_deny,
+            hosted_tools=hosted_tools,
+            max_attempts=max_attempts,
+        )
         self.registry = registry
         self.parent = parent
-        self.ask = ask
-        self.on_deny: OnDeny = on_deny
+        self.max_attempts = max_attempts
+        self._guarded: dict[int, tuple[weakref.ReferenceType[Any], tuple[int, ...], Any]] = {}
 
     def __repr__(self) -> str:
         return f"OrchestraRunHooks(registry={self.registry!r}, parent={self.parent!r})"
 
-    # -- running ---------------------------------------------------------------------------
+    # -- entry points ----------------------------------------------------------------------
 
     def guard(self, agent: _TAgent) -> _TAgent:
-        """``agent`` with its (and its handoff agents') function tools guarded (``guard_agent``)."""
-        if self.registry is None:
-            return agent
-        return guard_agent(agent, self.registry, ask=self.ask, on_deny=self.on_deny)
+        """``agent`` cloned with every tool it can reach guarded (see ``guard_agent``).
 
-    async def run(
-        self,
-        agent: Agent[Any],
-        input: Any,  # Runner.run's name
-        *,
-        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-        **kwargs: Any,
-    ) -> RunResult:
-        """``Runner.run(self.guard(agent), input, hooks=self, **kwargs)``, with failure hooks.
-
-        When the run raises, ``on_failure`` and ``SubagentStop`` fire for the agent that
-        was running; a ``Retry`` (after its delay) runs the whole run again from
-        ``input``, at most ``max_attempts`` times in all. Otherwise the SDK's exception
-        propagates (``DispatchError`` when a hook stopped an agent from starting).
+        The clone is kept: guarding the same (unchanged) agent again returns it, so a run
+        paused for approval resumes on the same agents.
         """
-        guarded = self.guard(agent)
-        attempt = 1
-        errors: tuple[BaseException, ...] = ()
-        while True:
-            claim = Claim(attempt, errors)
-            token = claim_var.set(claim)
-            try:
-                return await Runner.run(guarded, input, hooks=self, **kwargs)
-            except Exception as exc:
-                error = _unwrap(exc)
-                if not isinstance(error, DispatchError):  # a hook refused: nothing to retry
-                    errors = (*errors, error)
-                    decision = await self._failed(
-                        claim.state, guarded, input, attempt, errors, error
-                    )
-                    if type(decision) is Retry and attempt < max_attempts:
-                        if decision.delay:
-                            await anyio.sleep(decision.delay)
-                        attempt += 1
-                        continue
-                if error is exc:
-                    raise
-                raise error from exc
-            finally:
-                claim_var.reset(token)
+        snapshot = (*map(id, agent.tools), -1, *map(id, agent.handoffs))
+        kept = self._guarded.get(id(agent))
+        if kept is not None and kept[0]() is agent and kept[1] == snapshot:
+            clone: _TAgent = kept[2]
+            return clone
+        clone = guard_graph(agent, self.tool_guard)
+        key = id(agent)
+        self._guarded[key] = (weakref.ref(agent), snapshot, clone)
+        weakref.finalize(agent, self._guarded.pop, key, None)
+        return clone
 
-    async def _failed(
-        self,
-        state: RunState | None,
-        agent: Agent[Any],
-        input: Any,
-        attempt: int,
-        errors: tuple[BaseException, ...],
-        error: Exception,
-    ) -> Retry | Fail | None:
-        if state is not None and state.ctx is not None:
-            ctx = state.ctx
-        elif state is not None and state.handoff_from is not None:  # failed in a handoff
-            ctx = SubagentHookContext(
-                state.handoff_from,
-                state.handoff_to or agent.name,
-                ExecutionMode.SYNC,
-                _input_text(input),
-                attempt,
-                (*state.handoffs, state.handoff_from),
-            )
-        else:  # it failed before an agent started
-            ctx = SubagentHookContext(
-                self.parent, agent.name, ExecutionMode.SYNC, _input_text(input), attempt
-            )
-        ctx = SubagentHookContext(
-            ctx.parent_agent,
-            ctx.subagent_name,
-            ctx.execution_mode,
-            ctx.task,
-            ctx.attempt,
-            ctx.delegated_from,
-            errors,
-            ctx.started_at,
-        )
-        decision = None
-        if self._failure:
-            record = state.hook_errors.append if state is not None else None
-            decision, _ = await call_hooks(self._failure, (ctx, error), ctx.subagent_name, record)
-        if self.registry is not None and self.registry.has_hooks("SubagentStop"):
-            payload = {
-                **RegistrySubagentHooks.payload(ctx),
-                "state": "failed",
-                "output": None,
-                "error": str(error) or type(error).__name__,
-                "error_type": type(error).__qualname__,
-            }
-            await self.registry.fire("SubagentStop", payload)
-        if state is not None and state.span is not None:
-            span, state.span = state.span, None
-            span.record_exception(error, escaped=True)
-            span.set_attribute(ATTR_ERROR_TYPE, type(error).__qualname__)
-            span.set_status(trace.Status(trace.StatusCode.ERROR, type(error).__name__))
-            span.end()
-        return decision if isinstance(decision, Retry | Fail) else None
+    async def run(self, agent: Agent[Any], input: Any, **kwargs: Any) -> RunResult:
+        """``Runner.run(self.guard(agent), input, hooks=self, **kwargs)``, with the run's lifecycle.
+
+        Before the run, ``SessionStart`` and (for a new input) ``UserPromptSubmit``: a
+        block refuses the run (``DispatchError``), their context messages go to the model
+        as developer messages. After it, ``Stop`` (a block continues the run with its
+        reason as a new user message), or for a run paused for approval
+        (``result.interruptions``) the paused agent's ``after_dispatch`` and
+        ``SubagentStop`` (``state: "interrupted"``); resume with ``run(agent, state)``.
+        Then ``SessionEnd``.
+
+        When the run raises: ``on_failure`` for the agent that was running (unless it
+        already answered for that model error), ``SubagentStop`` (``"failed"``) and
+        ``StopFailure``. A ``Retry`` reruns the whole run only when the failed attempt
+        ran no tool call to its end, did not resume a paused run and used no
+        server-side conversation; items it added to a ``session`` are removed first.
+        Otherwise the error propagates: the original exception of a tool (not the SDK's
+        ``UserError`` wrapper), ``DispatchError`` or ``ToolDenied`` from the hooks.
+
+        ``hooks=`` (your own ``RunHooks``) is called after the bridge's at each moment.
+        """
+        return await _run.run(self, agent, input, kwargs)
+
+    def run_sync(self, agent: Agent[Any], input: Any, **kwargs: Any) -> RunResult:
+        """``run`` for synchronous code (as ``Runner.run_sync``; no running event loop)."""
+        return _run.run_sync(self, agent, input, kwargs)
+
+    async def run_streamed(
+        self, agent: Agent[Any], input: Any, **kwargs: Any
+    ) -> RunResultStreaming:
+        """``Runner.run_streamed`` with the run's lifecycle, as ``run``.
+
+        Awaitable (unlike the SDK's), since ``SessionStart`` and ``UserPromptSubmit``
+        fire before the run starts. The run's end (``Stop``, a pause, or a failure with
+        ``on_failure``, ``SubagentStop`` and ``StopFailure``) is handled as
+        ``result.stream_events()`` ends: consume it. Events already streamed cannot be
+        taken back, so a ``Retry`` of the whole run and a ``Stop`` block are not carried
+        out (recorded as hook errors); model-call and tool-call retries work as in ``run``.
+        """
+        return await _run.run_streamed(self, agent, input, kwargs)
 
     # -- the SDK's callbacks ---------------------------------------------------------------
 
@@ -284,120 +244,160 @@ class OrchestraRunHooks(RunHooks[Any]):
             parent,
             name,
             ExecutionMode.SYNC,
-            _input_text(getattr(context, "turn_input", None)),
+            input_text(getattr(context, "turn_input", None)),
             state.attempt,
             tuple(state.handoffs),
             state.errors,
             state.started_at,
         )
-        state.agent, state.ctx = name, ctx
-        tracer = get_tracer()
-        if tracer is not None:
-            attributes: dict[str, Any] = {
-                GEN_AI_OPERATION_NAME: OP_INVOKE_AGENT,
-                GEN_AI_AGENT_NAME: name,
-                ATTR_AGENT_MODE: ExecutionMode.SYNC.value,
-                ATTR_AGENT_ATTEMPT: state.attempt,
-            }
-            if parent is not None:
-                attributes[ATTR_AGENT_PARENT] = parent
-            if ctx.delegated_from:
-                attributes[ATTR_AGENT_DELEGATED_FROM] = list(ctx.delegated_from)
-            state.span = tracer.start_span(
-                SPAN_INVOKE_AGENT.format(agent=name), attributes=attributes
-            )
-        reason: str | None = None
-        refused = False
-        if self._before:
-            decision, impl = await call_hooks(self._before, (ctx,), name, state.hook_errors.append)
-            if isinstance(decision, Fail):
-                refused = True
-                who = f"{impl.name}.{impl.moment}" if impl is not None else "a hook"
-                reason = decision.reason or f"failed by {who}"
-        registry = self.registry
-        if not refused and registry is not None and registry.has_hooks("SubagentStart"):
-            outcome = await registry.fire("SubagentStart", RegistrySubagentHooks.payload(ctx))
-            if outcome.blocked:
-                refused = True
-                reason = (
-                    outcome.reason or f"blocked by a SubagentStart hook at {outcome.decided_by}"
+        if state.run_span is None:  # a plain Runner.run: the first agent opens the run's span
+            state.run_span = _spans.run_span(name, state.run_id)
+            state.owns_run_span = state.run_span is not None
+        state.agent = state.last_agent = agent
+        state.ctx = ctx
+        state.span = _spans.agent_span(ctx, state.run_span)
+        reason = await self._refusal(state, ctx)
+        if reason is None:
+            return
+        span, state.span, state.ctx = state.span, None, None
+        end_span(span, "DispatchError")
+        raise DispatchError(
+            f"agent {name!r} was stopped before it started: {reason}",
+            agent=name,
+            delegated_from=ctx.delegated_from,
+            attempts=0,
+            reason=reason,
+            hook_errors=tuple(state.hook_errors),
+        )
+
+    async def _refusal(self, state: RunState, ctx: SubagentHookContext) -> str | None:
+        """Why ``before_dispatch`` or ``SubagentStart`` refuse the agent, or None."""
+        with current(state.span):
+            if self._agents.has("before_dispatch"):
+                record = state.hook_errors.append
+                decision, by = await self._agents.call(
+                    "before_dispatch", ctx, subject=ctx.subagent_name, record=record
                 )
-        if refused:
-            error = DispatchError(
-                f"agent {name!r} was stopped before it started: {reason}",
-                agent=name,
-                delegated_from=ctx.delegated_from,
-                attempts=0,
-                reason=reason,
-                hook_errors=tuple(state.hook_errors),
-            )
-            if state.span is not None:
-                span, state.span = state.span, None
-                span.set_attribute(ATTR_ERROR_TYPE, "DispatchError")
-                span.set_status(trace.Status(trace.StatusCode.ERROR, reason))
-                span.end()
-            raise error
+                if isinstance(decision, Fail):
+                    return decision.reason or f"failed by {by}"
+            registry = self.registry
+            if registry is not None and registry.has_hooks("SubagentStart"):
+                outcome = await registry.fire("SubagentStart", RegistrySubagentHooks.payload(ctx))
+                if outcome.blocked:
+                    where = outcome.decided_by
+                    return outcome.reason or f"blocked by a SubagentStart hook at {where}"
+        return None
 
     async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
         """Fire ``after_dispatch`` and ``SubagentStop`` with the final output."""
-        await self._finish(context, output, None)
+        state = state_for(context)
+        assert state is not None
+        await self.end_dispatch(state, output, "succeeded")
+        if state.owns_run_span:  # a plain Runner.run: its final output ends it
+            span, state.run_span, state.owns_run_span = state.run_span, None, False
+            end_span(span)
 
     async def on_handoff(
         self, context: RunContextWrapper[Any], from_agent: Any, to_agent: Any
     ) -> None:
         """End the handing-off agent's dispatch; the next ``on_agent_start`` links to it."""
-        await self._finish(context, None, str(to_agent.name))
         state = state_for(context)
         assert state is not None
+        await self.end_dispatch(state, None, "handoff", {"handoff_to": str(to_agent.name)})
         state.handoff_from = str(from_agent.name)
         state.handoff_to = str(to_agent.name)
 
-    async def _finish(self, context: Any, output: Any, handoff_to: str | None) -> None:
-        state = state_for(context)
-        assert state is not None
+    async def end_dispatch(
+        self,
+        state: RunState,
+        output: Any,
+        stop_state: str,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        """``after_dispatch`` and ``SubagentStop`` for the open dispatch; end its span."""
         ctx = state.ctx
         if ctx is None:
             return
         state.ctx = None
-        if self._after:
-            result = SubagentResult(
-                ctx.subagent_name, output, ctx.attempt, ctx.delegated_from, tuple(state.hook_errors)
-            )
-            await call_hooks(
-                self._after, (ctx, result), ctx.subagent_name, state.hook_errors.append
-            )
+        with current(state.span):
+            if self._agents.has("after_dispatch"):
+                result = SubagentResult(
+                    ctx.subagent_name,
+                    output,
+                    ctx.attempt,
+                    ctx.delegated_from,
+                    tuple(state.hook_errors),
+                )
+                await self._agents.call(
+                    "after_dispatch",
+                    ctx,
+                    result,
+                    subject=ctx.subagent_name,
+                    record=state.hook_errors.append,
+                )
+            await self.subagent_stop(ctx, stop_state, output, None, extra)
+        span, state.span = state.span, None
+        end_span(span)
+
+    async def subagent_stop(
+        self,
+        ctx: SubagentHookContext,
+        stop_state: str,
+        output: Any,
+        error: BaseException | None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Fire ``SubagentStop`` for a dispatch that ended in ``stop_state``."""
         registry = self.registry
-        if registry is not None and registry.has_hooks("SubagentStop"):
-            payload = {
-                **RegistrySubagentHooks.payload(ctx),
-                "state": "succeeded" if handoff_to is None else "handoff",
-                "output": output,
-                "error": None,
-                "error_type": None,
-            }
-            if handoff_to is not None:
-                payload["handoff_to"] = handoff_to
-            await registry.fire("SubagentStop", payload)
-        if state.span is not None:
-            span, state.span = state.span, None
-            span.end()
+        if registry is None or not registry.has_hooks("SubagentStop"):
+            return
+        payload: dict[str, Any] = {
+            **RegistrySubagentHooks.payload(ctx),
+            "state": stop_state,
+            "output": output,
+            "error": None if error is None else (str(error) or type(error).__name__),
+            "error_type": None if error is None else type(error).__qualname__,
+            **(extra or {}),
+        }
+        await registry.fire("SubagentStop", payload)
+
+    async def on_llm_start(
+        self, context: RunContextWrapper[Any], agent: Any, system_prompt: Any, input_items: Any
+    ) -> None:
+        """Open the model call's ``chat`` span."""
+        state = state_for(context)
+        if state is None:
+            return
+        end_span(state.llm_span, "superseded")
+        state.llm_span = _spans.llm_span(agent, state.span or state.run_span)
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Any, response: ModelResponse
+    ) -> None:
+        """End the model call's span with its token usage."""
+        state = state_for(context, create=False)
+        if state is None or state.llm_span is None:
+            return
+        span, state.llm_span = state.llm_span, None
+        _spans.llm_span_end(span, response)
 
     async def on_tool_start(self, context: RunContextWrapper[Any], agent: Any, tool: Tool) -> None:
-        """Fire ``PreToolUse`` for a tool that is not a guarded function tool."""
-        registry = self.registry
-        if registry is None or is_guarded(tool) or not registry.has_hooks("PreToolUse"):
+        """Fire ``PreToolUse`` for a local tool the guard could not wrap (fail-closed)."""
+        guard = self.tool_guard
+        if not guard.pre() or is_guarded(tool):
             return
         name = str(getattr(tool, "name", type(tool).__name__))
         payload: dict[str, Any] = {
             "tool_name": name,
-            "tool_input": _tool_input(context),
+            "tool_input": tool_payload_input(getattr(context, "tool_arguments", None)),
             "agent_name": str(agent.name),
         }
         call_id = getattr(context, "tool_call_id", None)
         if call_id:
             payload["tool_use_id"] = str(call_id)
-        refusal, modified = await pre_tool_use(registry, payload, self.ask)
-        if refusal is None and modified is not None:
+        verdict = await guard.pre_tool_use(payload, approved=False, interruptible=False)
+        refusal = verdict.refusal
+        if refusal is None and verdict.modified is not None:
             refusal = (
                 "a PreToolUse hook rewrote the input of a tool the bridge cannot rewrite "
                 f"({type(tool).__name__}); only guarded function tools take rewritten input"
@@ -408,14 +408,134 @@ class OrchestraRunHooks(RunHooks[Any]):
     async def on_tool_end(
         self, context: RunContextWrapper[Any], agent: Any, tool: Tool, result: object
     ) -> None:
-        """Fire ``PostToolUse`` for a tool that is not a guarded function tool."""
+        """Fire ``PostToolUse`` for a local tool the guard could not wrap."""
         registry = self.registry
         if registry is None or is_guarded(tool) or not registry.has_hooks("PostToolUse"):
             return
         payload: dict[str, Any] = {
             "tool_name": str(getattr(tool, "name", type(tool).__name__)),
-            "tool_input": _tool_input(context),
+            "tool_input": tool_payload_input(getattr(context, "tool_arguments", None)),
             "tool_response": result,
             "agent_name": str(agent.name),
         }
         await registry.fire("PostToolUse", payload)
+
+    # -- failures ----------------------------------------------------------------------------
+
+    def failure_context(
+        self, state: RunState | None, agent: Agent[Any], input: Any, error: BaseException
+    ) -> SubagentHookContext:
+        """The dispatch a failure belongs to: the open one, else the one starting."""
+        attempt = state.attempt if state is not None else 1
+        errors = (*(state.errors if state is not None else ()), error)
+        if state is not None and state.ctx is not None:
+            ctx = state.ctx
+        elif state is not None and state.handoff_from is not None:  # failed in a handoff
+            ctx = SubagentHookContext(
+                state.handoff_from,
+                state.handoff_to or agent.name,
+                ExecutionMode.SYNC,
+                input_text(input),
+                attempt,
+                (*state.handoffs, state.handoff_from),
+            )
+        else:
+            name = state.last_agent.name if state is not None and state.last_agent else agent.name
+            ctx = SubagentHookContext(
+                self.parent, str(name), ExecutionMode.SYNC, input_text(input), attempt
+            )
+        return SubagentHookContext(
+            ctx.parent_agent,
+            ctx.subagent_name,
+            ctx.execution_mode,
+            ctx.task,
+            ctx.attempt,
+            ctx.delegated_from,
+            errors,
+            ctx.started_at,
+        )
+
+    async def on_run_failure(
+        self, state: RunState | None, ctx: SubagentHookContext, error: BaseException
+    ) -> tuple[Retry | None, str | None]:
+        """``on_failure`` for a failed run, unless it already answered for this error.
+
+        Then ``SubagentStop`` (``"failed"``) and the open spans end with the error.
+        """
+        answered = state.answered.pop(id(error), None) if state is not None else None
+        decision, by = None, None
+        if isinstance(error, DispatchError):  # the hooks refused an agent: nothing failed
+            answered = False
+        elif answered is None and self._agents.has("on_failure"):
+            record = state.hook_errors.append if state is not None else None
+            with current(state.span if state is not None else None):
+                decision, by = await self._agents.call(
+                    "on_failure", ctx, error, subject=ctx.subagent_name, record=record
+                )
+        with current(state.span if state is not None else None):
+            await self.subagent_stop(ctx, "failed", None, error)
+        if state is not None:
+            state.ctx = None
+            for span in (state.llm_span, state.span):
+                end_span(span, error)
+            state.llm_span = state.span = None
+        return (decision if isinstance(decision, Retry) else None), by
+
+    async def model_retry(self, context: RetryPolicyContext) -> RetryDecision:
+        """The SDK's model retry policy under the entry points: ``on_failure`` decides."""
+        claim = claim_var.get()
+        state = claim.state if claim is not None else None
+        if state is None or state.ctx is None:
+            return RetryDecision(retry=False)
+        base = state.ctx
+        ctx = SubagentHookContext(
+            base.parent_agent,
+            base.subagent_name,
+            base.execution_mode,
+            base.task,
+            context.attempt,
+            base.delegated_from,
+            (*state.errors, context.error),
+            base.started_at,
+        )
+        with current(state.llm_span or state.span):
+            decision, by = await self._agents.call(
+                "on_failure",
+                ctx,
+                context.error,
+                subject=ctx.subagent_name,
+                record=state.hook_errors.append,
+            )
+        state.answered[id(context.error)] = decision if decision is not None else False
+        if state.llm_span is not None:
+            state.llm_span.record_exception(context.error)
+        if isinstance(decision, Retry) and context.attempt < self.max_attempts:
+            return RetryDecision(retry=True, delay=decision.delay, reason=f"Retry by {by}")
+        return RetryDecision(retry=False, reason=None if by is None else f"no retry from {by}")
+
+    def refuse_retry(self, state: RunState | None, why: str, agent: str) -> None:
+        """Record that a ``Retry`` of the whole run was not carried out, and why."""
+        _not_carried_out(state, f"a Retry of the run of {agent!r}", why, "on_failure", agent)
+
+    def refuse_stop(self, state: RunState | None, reason: str, segments: int) -> None:
+        """Record that a ``Stop`` hook's block was not carried out, and why."""
+        why = (
+            "the run was streamed"
+            if segments == 0
+            else f"the run was continued {segments - 1} time(s) already (max_attempts)"
+        )
+        _not_carried_out(state, f"a Stop block ({reason})", why, "Stop", None)
+
+
+def _not_carried_out(
+    state: RunState | None, what: str, why: str, moment: str, subject: str | None
+) -> None:
+    error = HookError(
+        f"{what} was not carried out: {why}",
+        hook="OrchestraRunHooks",
+        moment=moment,
+        subject=subject,
+    )
+    logger.warning("%s", error)
+    if state is not None:
+        state.hook_errors.append(error)

@@ -1,50 +1,89 @@
 """Per-run bookkeeping shared by the run hooks and the guarded tools (internal).
 
 The SDK hands every callback of one ``Runner.run`` a context object whose ``usage`` is
-the run's own ``Usage`` (forks share it), so the bridge keys its state by that object:
-one hooks object can serve concurrent runs, and nested runs (agents as tools) keep their
-own state.
+the run's own ``Usage`` (tool contexts and agents used as tools share it), so the bridge
+keys its state by that object: one hooks object can serve concurrent runs. A run started
+through the bridge's entry points (``run``, ``run_sync``, ``run_streamed``) leaves a
+``Claim`` in a context variable; the first callback of that run adopts it, so the state
+carries the entry point's run id, attempt number and run span.
+
+When a run's ``Usage`` is garbage collected, spans still open (a run that ended outside
+the entry points, by an error the SDK gave no callback for) are ended with an error status.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 import weakref
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
+from opentelemetry import trace
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
     from orchestra import HookError, SubagentHookContext
 
-__all__ = ["Claim", "RunState", "claim_var", "state_for"]
+__all__ = ["Claim", "RunState", "claim_var", "end_span", "state_for", "tool_parent_var"]
+
+
+def end_span(span: Span | None, error: BaseException | str | None = None) -> None:
+    """End ``span`` (if any), with an ERROR status when ``error`` is given."""
+    if span is None:
+        return
+    if isinstance(error, BaseException):
+        span.record_exception(error, escaped=True)
+        span.set_attribute("error.type", type(error).__qualname__)
+        span.set_status(trace.Status(trace.StatusCode.ERROR, type(error).__name__))
+    elif error is not None:
+        span.set_attribute("error.type", error)
+        span.set_status(trace.Status(trace.StatusCode.ERROR, error))
+    span.end()
 
 
 @attrs.define(eq=False)
 class RunState:
-    """What the bridge knows about one SDK run."""
+    """What the bridge knows about one SDK run (one ``Usage``)."""
 
+    run_id: str = attrs.Factory(lambda: uuid.uuid4().hex)
     attempt: int = 1
     errors: tuple[BaseException, ...] = ()
-    agent: str | None = None  # the agent running now
-    ctx: SubagentHookContext | None = None  # its hook context
+    run_span: Span | None = None  # the run's root span
+    owns_run_span: bool = False  # opened by a callback (not an entry point): end it here
+    agent: Any = None  # the agent object running now
+    ctx: SubagentHookContext | None = None  # its dispatch context
     span: Span | None = None  # its invoke_agent span
+    resumed: str | None = None  # an entry point opened this agent's dispatch on resume
+    llm_span: Span | None = None  # the model call in flight
     handoffs: list[str] = attrs.Factory(list)  # agents that handed off, in order
     handoff_from: str | None = None  # set by on_handoff, read by the next agent start
     handoff_to: str | None = None
     started_at: float = attrs.Factory(time.monotonic)
     hook_errors: list[HookError] = attrs.Factory(list)  # Python hook errors, in order
+    tool_calls: int = 0  # tool calls that ran to an answer (side effects)
+    verdicts: dict[str, Any] = attrs.Factory(dict)  # PreToolUse verdicts taken before a call
+    answered: dict[int, Any] = attrs.Factory(dict)  # id(error) -> on_failure answer
+    last_agent: Any = None  # the last agent that started
+
+    def open_spans(self) -> list[Span]:
+        """The spans still open, innermost first."""
+        spans = [self.llm_span, self.span]
+        if self.owns_run_span:
+            spans.append(self.run_span)
+        return [span for span in spans if span is not None]
 
 
 @attrs.define(eq=False)
 class Claim:
-    """Set by ``OrchestraRunHooks.run`` so the run it starts finds its attempt number."""
+    """Left by an entry point so the run it starts finds its run id, attempt and span."""
 
+    run_id: str
     attempt: int
     errors: tuple[BaseException, ...]
+    run_span: Span | None
     state: RunState | None = None
 
 
@@ -52,7 +91,20 @@ claim_var: Final[ContextVar[Claim | None]] = ContextVar(
     "orchestra_openai_agents_claim", default=None
 )
 
+tool_parent_var: Final[ContextVar[Span | None]] = ContextVar(
+    "orchestra_openai_agents_tool_parent", default=None
+)
+"""The span of the guarded tool call running now: an agent used as a tool runs under it."""
+
 _STATES: Final[dict[int, RunState]] = {}
+
+
+def _forget(key: int) -> None:
+    state = _STATES.pop(key, None)
+    if state is None:
+        return
+    for span in state.open_spans():
+        end_span(span, "run ended without a callback")
 
 
 def state_for(context: Any, *, create: bool = True) -> RunState | None:
@@ -66,8 +118,9 @@ def state_for(context: Any, *, create: bool = True) -> RunState | None:
         state = RunState()
         claim = claim_var.get()
         if claim is not None and claim.state is None:
-            state.attempt, state.errors = claim.attempt, claim.errors
+            state.run_id, state.attempt, state.errors = claim.run_id, claim.attempt, claim.errors
+            state.run_span = claim.run_span
             claim.state = state
         _STATES[key] = state
-        weakref.finalize(usage, _STATES.pop, key, None)
+        weakref.finalize(usage, _forget, key)
     return state
