@@ -123,7 +123,13 @@ def _with_context(input: Any, messages: list[str]) -> Any:
 class _Lifecycle:
     """One call of an entry point: its span and its session-level events."""
 
-    def __init__(self, bridge: OrchestraRunHooks, agent: Agent[Any], kwargs: dict[str, Any]):
+    def __init__(
+        self,
+        bridge: OrchestraRunHooks,
+        agent: Agent[Any],
+        kwargs: dict[str, Any],
+        workflow: str | None,
+    ) -> None:
         self.bridge = bridge
         self.agent = agent
         self.run_id = uuid.uuid4().hex
@@ -133,8 +139,7 @@ class _Lifecycle:
         self.fields: dict[str, Any] = {"agent_name": agent.name}
         if session_id:
             self.fields["session_id"] = str(session_id)
-        config = kwargs.get("run_config")
-        workflow = config.workflow_name if isinstance(config, RunConfig) else agent.name
+        workflow = workflow or agent.name
         self.span: Span | None = _spans.run_span(str(workflow), self.run_id, session_id)
 
     def claim(self, attempt: int, errors: tuple[BaseException, ...]) -> Claim:
@@ -232,9 +237,13 @@ def _current(span: Span | None) -> Any:
 
 def _prepare(
     bridge: OrchestraRunHooks, agent: Agent[Any], input: Any, kwargs: dict[str, Any]
-) -> tuple[Agent[Any], dict[str, Any]]:
-    """The guarded agent and the ``Runner`` keyword arguments (hooks composed)."""
+) -> tuple[Agent[Any], dict[str, Any], str | None]:
+    """The guarded agent, the ``Runner`` keyword arguments (hooks composed), the workflow."""
     kwargs = dict(kwargs)
+    config = kwargs.get("run_config")
+    named = config.get("workflow_name") if isinstance(config, dict) else None
+    if isinstance(config, RunConfig) and config.workflow_name != RunConfig.workflow_name:
+        named = config.workflow_name
     user = kwargs.pop("hooks", None)
     kwargs["hooks"] = bridge if user is None else _Composed(bridge, user)
     if bridge._agents.has("on_failure"):
@@ -247,7 +256,7 @@ def _prepare(
                 f"this RunState holds agents that are not guarded ({unguarded[0]!r}): restore "
                 "it with the guarded agent, RunState.from_string(bridge.guard(agent), ...)"
             )
-    return bridge.guard(agent), kwargs
+    return bridge.guard(agent), kwargs, named
 
 
 async def _session_size(session: Any) -> int | None:
@@ -296,8 +305,8 @@ def _continuation(result: Any, reason: str, kwargs: dict[str, Any]) -> tuple[Any
 async def run(
     bridge: OrchestraRunHooks, agent: Agent[Any], input: Any, kwargs: dict[str, Any]
 ) -> RunResult:
-    guarded, kwargs = _prepare(bridge, agent, input, kwargs)
-    life = _Lifecycle(bridge, guarded, kwargs)
+    guarded, kwargs, workflow = _prepare(bridge, agent, input, kwargs)
+    life = _Lifecycle(bridge, guarded, kwargs, workflow)
     input = await life.start(input)
     session = kwargs.get("session")
     rollback = session is not None and bridge._agents.has("on_failure")
@@ -401,8 +410,8 @@ def run_sync(
 async def run_streamed(
     bridge: OrchestraRunHooks, agent: Agent[Any], input: Any, kwargs: dict[str, Any]
 ) -> RunResultStreaming:
-    guarded, kwargs = _prepare(bridge, agent, input, kwargs)
-    life = _Lifecycle(bridge, guarded, kwargs)
+    guarded, kwargs, workflow = _prepare(bridge, agent, input, kwargs)
+    life = _Lifecycle(bridge, guarded, kwargs, workflow)
     input = await life.start(input)
     claim = life.claim(1, ())
     token = claim_var.set(claim)  # the SDK's background task copies the context now
