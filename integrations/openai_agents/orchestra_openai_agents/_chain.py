@@ -2,7 +2,7 @@
 
 Tool calls are tasks (``TaskHooks``: ``before_execute``, ``after_execute``,
 ``on_failure``); agents are subagent dispatches (``SubagentHooks``). One hook object may
-be both (``RetryPolicy`` is).
+be both (``RetryPolicy`` is). Both chains are ``orchestra.HookChain``, orchestra's seam.
 """
 
 from __future__ import annotations
@@ -11,22 +11,20 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Final, final
 
-from orchestra import Decision, Fail, HookError, Retry, Skip, SubagentHooks, TaskHooks
-from orchestra._hooks import call_hooks, compile_hooks
+from orchestra import Decision, Fail, HookChain, HookError, Retry, Skip, SubagentHooks, TaskHooks
 from orchestra.tracing import get_tracer
 
-__all__ = ["HookChain", "split_hooks"]
+__all__ = ["Chain", "split_hooks"]
 
 logger: Final = logging.getLogger("orchestra")
 
-# What the bridge can carry out at each moment. Delegate is not among them: the SDK's
-# model decides handoffs, so a Delegate is recorded as a hook error (no opinion).
+# What the bridge carries out at each moment (a subset of what HookChain accepts).
 _TASK_ANSWERS: Final[dict[str, tuple[type, ...]]] = {
     "before_execute": (Skip, Fail),
     "after_execute": (),
     "on_failure": (Retry, Skip, Fail),
 }
-_SUBAGENT_ANSWERS: Final[dict[str, tuple[type, ...]]] = {
+_AGENT_ANSWERS: Final[dict[str, tuple[type, ...]]] = {
     "before_dispatch": (Fail,),
     "after_dispatch": (),
     "on_failure": (Retry, Fail),
@@ -34,18 +32,22 @@ _SUBAGENT_ANSWERS: Final[dict[str, tuple[type, ...]]] = {
 
 
 @final
-class HookChain:
-    """Compiled hooks of one trait: ``has(moment)``, ``await call(moment, *args)``."""
+class Chain:
+    """A ``HookChain`` and the answers the bridge can carry out at each moment.
 
-    __slots__ = ("_impls",)
+    An answer the bridge cannot carry out (a ``Delegate``: the SDK's model decides
+    handoffs) is recorded as a ``HookError`` and counts as no opinion.
+    """
 
-    def __init__(self, hooks: Iterable[object], trait: type) -> None:
-        answers = _TASK_ANSWERS if trait is TaskHooks else _SUBAGENT_ANSWERS
-        self._impls = compile_hooks(hooks, trait, answers)
+    __slots__ = ("carried", "chain")
+
+    def __init__(self, chain: HookChain, carried: dict[str, tuple[type, ...]]) -> None:
+        self.chain = chain
+        self.carried = carried
 
     def has(self, moment: str) -> bool:
         """Whether any hook implements ``moment`` (the zero-cost check)."""
-        return bool(self._impls.get(moment))
+        return self.chain.has(moment)
 
     async def call(
         self,
@@ -54,16 +56,31 @@ class HookChain:
         subject: str | None = None,
         record: Callable[[HookError], None] | None = None,
     ) -> tuple[Decision | None, str | None]:
-        """Call every implementation of ``moment``: (merged decision, ``Class.moment``)."""
-        decision, impl = await call_hooks(self._impls[moment], args, subject, record, get_tracer())
-        return decision, (f"{impl.name}.{impl.moment}" if impl is not None else None)
+        """Call ``moment``'s hooks: (the merged decision the bridge carries out, who)."""
+        decision, by = await self.chain.call(
+            moment, *args, subject=subject, on_error=record, tracer=get_tracer()
+        )
+        if decision is None or isinstance(decision, self.carried[moment]):
+            return decision, by
+        error = HookError(
+            f"hook {by} answered {decision!r}, which the OpenAI Agents bridge does not carry "
+            "out (the SDK's model decides handoffs); it counts as no opinion",
+            hook=(by or "?").split(".")[0],
+            moment=moment,
+            subject=subject,
+        )
+        logger.warning("%s", error)
+        if record is not None:
+            record(error)
+        return None, None
 
 
-def split_hooks(hooks: Iterable[object]) -> tuple[HookChain, HookChain]:
+def split_hooks(hooks: Iterable[object], timeout: float | None = 60.0) -> tuple[Chain, Chain]:
     """The (tool-call ``TaskHooks``, agent ``SubagentHooks``) chains of ``hooks``.
 
     Raises:
-        TypeError: for an object that is neither a ``TaskHooks`` nor a ``SubagentHooks``.
+        TypeError: for an object that is neither a ``TaskHooks`` nor a ``SubagentHooks``,
+            or a hook the chains refuse (see ``orchestra.HookChain``).
     """
     hooks = list(hooks)
     for hook in hooks:
@@ -72,7 +89,9 @@ def split_hooks(hooks: Iterable[object]) -> tuple[HookChain, HookChain]:
                 f"{hook!r} is neither a TaskHooks (tool calls) nor a SubagentHooks (agents): "
                 "subclass one of them"
             )
+    tasks = HookChain([h for h in hooks if isinstance(h, TaskHooks)], TaskHooks, timeout)
+    agents = HookChain([h for h in hooks if isinstance(h, SubagentHooks)], SubagentHooks, timeout)
     return (
-        HookChain([h for h in hooks if isinstance(h, TaskHooks)], TaskHooks),
-        HookChain([h for h in hooks if isinstance(h, SubagentHooks)], SubagentHooks),
+        Chain(tasks, _TASK_ANSWERS),
+        Chain(agents, _AGENT_ANSWERS),
     )

@@ -132,6 +132,8 @@ class OrchestraRunHooks(RunHooks[Any]):
         hosted_tools: ``"refuse"`` (default) a hosted tool that ``PreToolUse`` hooks match,
             or ``"allow"`` it to run unguarded.
         max_attempts: attempts at most for a tool call, a model call and a run.
+        hook_timeout: seconds a Python hook call may take, unless the hook object has a
+            ``timeout`` of its own (None = no limit); past it, it counts as a hook error.
 
     Raises:
         TypeError: a hook object is neither a ``TaskHooks`` nor a ``SubagentHooks``, or
@@ -149,8 +151,9 @@ class OrchestraRunHooks(RunHooks[Any]):
         on_deny: OnDeny = "reject",
         hosted_tools: HostedTools = "refuse",
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        hook_timeout: float | None = 60.0,
     ) -> None:
-        self._tasks, self._agents = split_hooks(hooks)
+        self._tasks, self._agents = split_hooks(hooks, hook_timeout)
         self.tool_guard = ToolGuard(
             registry,
             self._tasks,

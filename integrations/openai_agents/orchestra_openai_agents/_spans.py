@@ -21,7 +21,8 @@ from opentelemetry import trace
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 
 from orchestra import ExecutionMode
-from orchestra.tracing import (
+from orchestra.tracing import get_tracer
+from orchestra.tracing.names import (
     ATTR_AGENT_ATTEMPT,
     ATTR_AGENT_DELEGATED_FROM,
     ATTR_AGENT_MODE,
@@ -31,7 +32,6 @@ from orchestra.tracing import (
     GEN_AI_OPERATION_NAME,
     OP_INVOKE_AGENT,
     SPAN_INVOKE_AGENT,
-    get_tracer,
 )
 
 if TYPE_CHECKING:

@@ -43,7 +43,8 @@ from opentelemetry import trace
 
 from orchestra import Fail, Retry, Skip, Task, TaskHookContext, ToolDenied
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
-from orchestra.tracing import (
+from orchestra.tracing import get_tracer
+from orchestra.tracing.names import (
     ATTR_DECISION,
     ATTR_DECISION_BY,
     ATTR_DECISION_DELAY,
@@ -53,9 +54,8 @@ from orchestra.tracing import (
     GEN_AI_TOOL_NAME,
     OP_EXECUTE_TOOL,
     SPAN_EXECUTE_TOOL,
-    get_tracer,
 )
-from orchestra_openai_agents._chain import HookChain, split_hooks
+from orchestra_openai_agents._chain import Chain, split_hooks
 from orchestra_openai_agents._state import RunState, end_span, state_for, tool_parent_var
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ class ToolGuard:
     def __init__(
         self,
         registry: HookRegistry | None,
-        tasks: HookChain,
+        tasks: Chain,
         *,
         ask: AskCallback | None = None,
         on_deny: OnDeny = "reject",

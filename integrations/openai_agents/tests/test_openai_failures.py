@@ -23,6 +23,7 @@ from orchestra_openai_agents import OrchestraRunHooks
 from tenacity import retry_if_exception_type
 
 from orchestra import (
+    Delegate,
     DispatchError,
     Fail,
     Retry,
@@ -354,3 +355,17 @@ async def test_a_python_fail_stops_the_agent_before_the_model() -> None:
         await OrchestraRunHooks([Agents(fail="solo")]).run(agent, "hi")
 
     assert model.calls == ()
+
+
+async def test_a_delegate_is_not_carried_out(caplog: pytest.LogCaptureFixture) -> None:
+    class Elsewhere(SubagentHooks):
+        def before_dispatch(self, ctx: SubagentHookContext) -> Delegate:
+            return Delegate("billing")
+
+    agent = Agent(name="solo", model=ScriptedModel([[assistant_message("hi")]]))
+
+    with caplog.at_level(logging.WARNING, "orchestra"):
+        result = await OrchestraRunHooks([Elsewhere()]).run(agent, "hi")
+
+    assert result.final_output == "hi"  # the agent ran: the SDK's model decides handoffs
+    assert "Elsewhere.before_dispatch answered Delegate" in caplog.text
