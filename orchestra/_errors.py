@@ -152,12 +152,15 @@ class ToolDenied(OrchestraError, PermissionError):
     Attributes:
         tool: the tool's name.
         reason: the reason the hook gave, if any.
+        retry: a ``PermissionDenied`` hook said the agent may try the call again
+            (Claude Code's ``retry: true``).
     """
 
-    def __init__(self, tool: str, reason: str | None) -> None:
+    def __init__(self, tool: str, reason: str | None, *, retry: bool = False) -> None:
         super().__init__(f"tool {tool!r} denied: {reason or 'denied by a hook'}")
         self.tool = tool
         self.reason = reason
+        self.retry = retry
 
 
 def did_you_mean(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str:

@@ -103,7 +103,7 @@ def test_test_shows_each_hook_and_the_final_outcome(project: Path) -> None:
     proc = orchestra(
         "hooks", "test", "PreToolUse", "--payload", payload, "orchestra.yaml", cwd=project
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 2, proc.stderr  # blocked: scripts can tell
     out = proc.stdout
     assert "PreToolUse: 2 of 2 hooks match the payload" in out
     assert "orchestra.yaml:5" in out
@@ -164,3 +164,37 @@ def test_main_group_help_and_version(tmp_path: Path) -> None:
     assert proc.returncode == 0
     assert "hooks" in proc.stdout
     assert orchestra("--version", cwd=tmp_path).stdout.startswith("orchestra, version ")
+
+
+def test_validate_notes_and_import_of_a_claude_code_file(tmp_path: Path) -> None:
+    claude = tmp_path / ".claude"
+    claude.mkdir()
+    settings = {
+        "permissions": {"allow": ["Bash(ls)"]},
+        "hooks": {
+            "PreToolUse": [
+                {
+                    "matcher": "Bash",
+                    "hooks": [{"type": "command", "command": "./check.sh", "onFailure": "block"}],
+                }
+            ],
+            "SessionStart": [{"hooks": [{"type": "command", "command": "cat notes.md"}]}],
+        },
+    }
+    (claude / "settings.json").write_text(json.dumps(settings, indent=2))
+    proc = orchestra("hooks", "validate", ".", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "note: .claude/settings.json:2: permissions: a Claude Code setting" in proc.stdout
+    assert "ok: 2 hooks in 1 path(s)" in proc.stdout
+    proc = orchestra("hooks", "import", ".claude/settings.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "permissions" in proc.stderr
+    assert "timeout 600 s cut to 300 s" in proc.stderr
+    (tmp_path / "orchestra.yaml").write_text(proc.stdout)
+    proc = orchestra("hooks", "list", "--json", "orchestra.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    imported = json.loads(proc.stdout)
+    assert [(h["event"], h["what"], h["on_error"], h["timeout"]) for h in imported] == [
+        ("PreToolUse", "./check.sh", "block", 300.0),
+        ("SessionStart", "cat notes.md", "continue", 300.0),
+    ]

@@ -26,7 +26,7 @@ def refused(path: Path) -> ConfigError:
 # --- the catalog --------------------------------------------------------------------------
 
 
-def test_catalog_has_the_20_events_of_the_contract() -> None:
+def test_catalog_has_the_events_of_the_contract_and_claude_codes_newer_ones() -> None:
     assert list(EVENTS) == [
         "PreToolUse",
         "PostToolUse",
@@ -48,6 +48,14 @@ def test_catalog_has_the_20_events_of_the_contract() -> None:
         "SubagentStop",
         "TaskCreated",
         "TaskCompleted",
+        "Setup",
+        "TeammateIdle",
+        "WorktreeCreate",
+        "WorktreeRemove",
+        "Elicitation",
+        "ElicitationResult",
+        "CwdChanged",
+        "FileChanged",
     ]
 
 

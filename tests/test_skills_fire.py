@@ -218,7 +218,8 @@ async def test_claude_code_shape_is_read(tmp_path: Path) -> None:
         "rm is not allowed",
     )
     assert (outcome.stop, outcome.stop_reason) == (True, "enough")
-    assert outcome.messages == ("use trash instead", "note")
+    assert outcome.messages == ("use trash instead",)  # for the agent
+    assert outcome.system_message == "note"  # for the user (Claude Code's systemMessage)
 
 
 @pytest.mark.parametrize(

@@ -243,7 +243,7 @@ async def test_strict_output_refuses_unknown_fields(leaks: LeakCheck) -> None:
         ),
         (
             {"decision": "block", "reason": "tests fail", "systemMessage": "run pytest"},
-            HookResult(decision="block", reason="tests fail", messages=("run pytest",)),
+            HookResult(decision="block", reason="tests fail", system_message="run pytest"),
         ),
         (
             {"continue": False, "stopReason": "budget spent"},

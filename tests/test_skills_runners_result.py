@@ -81,7 +81,7 @@ CLAUDE_CODE = [
             },
             "systemMessage": "welcome",
         },
-        HookResult(messages=("branch: main", "welcome")),
+        HookResult(messages=("branch: main",), system_message="welcome"),
     ),
     (
         {"continue": False, "stopReason": "done", "suppressOutput": True},

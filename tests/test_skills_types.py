@@ -10,6 +10,7 @@ import pytest
 
 from orchestra.skills import (
     HOOK_TYPES,
+    AgentHook,
     CommandHook,
     HookRegistry,
     HookSpec,
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.anyio
 # One sample of each type, with every own field set to a non-default value.
 SAMPLES: dict[str, HookSpec] = {
     "command": CommandHook(event="PreToolUse", command="true", strict_output=True),
-    "prompt": PromptHook(event="SessionStart", prompt="hello"),
+    "prompt": PromptHook(event="SessionStart", prompt="hello", model="judge-1", judged=True),
     "permission": PermissionHook(event="PreToolUse", decision="deny", reason="no"),
     "http": HttpHook(
         event="PreToolUse",
@@ -45,6 +46,7 @@ SAMPLES: dict[str, HookSpec] = {
         arguments={"a": 1},
         strict_output=True,
     ),
+    "agent": AgentHook(event="Stop", prompt="are the tests green?", model="judge-2"),
 }
 # Fields that do not make a hook different: where it was written, the compiled matcher.
 WHERE = {"file", "line", "pattern"}
@@ -87,6 +89,12 @@ def test_every_field_but_where_makes_a_hook_different(name: str) -> None:
             "server": McpServerSpec("other"),
             "tool": "other",
             "arguments": {"a": 2},
+            "model": "other-model",
+            "judged": not value,
+            "status_message": "Checking...",
+            "background": not value,
+            "once": not value,
+            "plugin_root": "/plugins/p",
         }
         if field.name == "args":  # command and args go together
             other = attrs.evolve(hook, command=None, args=("true",))
@@ -154,8 +162,9 @@ async def test_hooks_built_in_python_fire_like_loaded_ones(tmp_path: Path) -> No
 def test_describe_says_what_each_type_does() -> None:
     assert [SAMPLES[name].describe() for name in HOOK_TYPES] == [
         "true",
-        "hello",
+        "ask judge-1: hello",
         "deny: no",
         "POST https://hooks.example/h (tls: no_verify)",
         "guard on server --flag",
+        "agent judge-2: are the tests green?",
     ]

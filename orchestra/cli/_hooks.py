@@ -25,6 +25,7 @@ from rich.table import Table
 
 from orchestra._errors import ConfigError, did_you_mean
 from orchestra.skills import EVENTS, HookOutcome, HookRecord, HookRegistry, HookSpec, load
+from orchestra.skills._claude import to_orchestra_yaml
 
 __all__ = ["hooks"]
 
@@ -64,16 +65,38 @@ def _spec_json(hook: HookSpec) -> dict[str, Any]:
 
 @click.group("hooks")
 def hooks() -> None:
-    """Validate, list and test YAML hooks (orchestra.yaml, SKILL.md, folders of skills)."""
+    """Validate, list, test and import hooks (orchestra.yaml, SKILL.md, skills, Claude Code)."""
 
 
 @hooks.command("validate")
 @_PATHS
 def validate(paths: tuple[Path, ...]) -> None:
-    """Check hook configs; print every problem as file:line and exit 1 if any."""
+    """Check hook configs; print every problem as file:line and exit 1 if any.
+
+    What was ignored on purpose (a Claude Code settings file's other keys, events and
+    hook types this version does not run) is listed as notes.
+    """
     registry = _load(paths)
+    for note in registry.notes:
+        click.echo(f"note: {note}")
     count = len(registry.hooks)
     click.echo(f"ok: {count} hook{'s' if count != 1 else ''} in {len(paths)} path(s)")
+
+
+@hooks.command("import")
+@_PATHS
+def import_hooks(paths: tuple[Path, ...]) -> None:
+    """Print the orchestra.yaml equivalent of Claude Code files (settings.json, hooks.json).
+
+    For moving hooks over: redirect the output to orchestra.yaml and review it; the
+    notes of what was left out go to stderr.
+    """
+    registry = _load(paths)
+    notes = list(registry.notes)
+    text = to_orchestra_yaml(list(registry.hooks), notes)
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(text, nl=False)
 
 
 @hooks.command("list")
@@ -195,6 +218,9 @@ def _outcome_json(outcome: HookOutcome) -> dict[str, Any]:
         "messages": list(outcome.messages),
         "stop": outcome.stop,
         "stop_reason": outcome.stop_reason,
+        "system_message": outcome.system_message,
+        "output": outcome.output,
+        "retry": outcome.retry,
     }
 
 
@@ -226,6 +252,9 @@ def test(
 
         orchestra hooks test PreToolUse --payload '{"tool_name": "Bash",
         "tool_input": {"command": "rm -rf /"}}' orchestra.yaml
+
+    Exits 0, or 2 when the outcome is blocked (for scripts: `if ! orchestra hooks
+    test ...`), or 1 when the config does not load.
     """
     data = _payload(payload)
     registry = _load(paths, project_dir)
@@ -239,7 +268,7 @@ def test(
             "outcome": _outcome_json(outcome),
         }
         click.echo(json.dumps(report, indent=2, default=str))
-        return
+        raise SystemExit(2 if outcome.blocked else 0)
     console = _console()
     total = sum(1 for hook in registry.hooks if hook.event == event)
     console.print(
@@ -266,6 +295,8 @@ def test(
             table.add_row(str(i), escape(hook.source), hook.type, "[dim]not run: chain ended[/dim]")
         console.print(table)
     _print_outcome(console, outcome)
+    if outcome.blocked:
+        raise SystemExit(2)
 
 
 def _print_outcome(console: Console, outcome: HookOutcome) -> None:
@@ -286,4 +317,10 @@ def _print_outcome(console: Console, outcome: HookOutcome) -> None:
     }
     lines.extend(f"  {name}: {escape(str(value))}" for name, value in fields.items() if value)
     lines.extend(f"  message: {escape(message)}" for message in outcome.messages)
+    if outcome.system_message:
+        lines.append(f"  system message: {escape(outcome.system_message)}")
+    if outcome.output is not None:
+        lines.append(f"  output: {escape(json.dumps(outcome.output, default=str))}")
+    if outcome.retry:
+        lines.append("  retry: the agent may try again")
     console.print("\n".join(lines))

@@ -1,7 +1,8 @@
 """Skills hooks: YAML and SKILL.md hooks run at agent events.
 
 Load hooks written the way Claude Code hooks are written, from ``orchestra.yaml`` files,
-the front matter of ``SKILL.md`` files, or folders of skills, and fire them at the 20
+the front matter of ``SKILL.md`` files, folders of skills, or Claude Code's own files
+(``.claude/settings.json``, a plugin's ``hooks/hooks.json``), and fire them at the
 events of the catalog (``EVENTS``)::
 
     registry = orchestra.skills.load("orchestra.yaml", "skills/")
@@ -25,6 +26,7 @@ from orchestra.skills._catalog import EventSpec as EventSpec
 from orchestra.skills._catalog import OnError as OnError
 from orchestra.skills._command_hook import MAX_COMMAND_BYTES as MAX_COMMAND_BYTES
 from orchestra.skills._command_hook import CommandHook as CommandHook
+from orchestra.skills._fixed_hooks import AgentHook as AgentHook
 from orchestra.skills._fixed_hooks import PermissionHook as PermissionHook
 from orchestra.skills._fixed_hooks import PromptHook as PromptHook
 from orchestra.skills._hook import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
@@ -32,6 +34,9 @@ from orchestra.skills._hook import MAX_TIMEOUT as MAX_TIMEOUT
 from orchestra.skills._hook import HookSpec as HookSpec
 from orchestra.skills._http import TlsMode as TlsMode
 from orchestra.skills._http_hook import HttpHook as HttpHook
+from orchestra.skills._judge import Judge as Judge
+from orchestra.skills._judge import JudgeRequest as JudgeRequest
+from orchestra.skills._judge import OpenAICompatibleJudge as OpenAICompatibleJudge
 from orchestra.skills._mcp_hook import McpServerSpec as McpServerSpec
 from orchestra.skills._mcp_hook import McpToolHook as McpToolHook
 from orchestra.skills._outcome import HookDecision as HookDecision
@@ -52,6 +57,7 @@ __all__ = [
     "MAX_COMMAND_BYTES",
     "MAX_FILE_BYTES",
     "MAX_TIMEOUT",
+    "AgentHook",
     "AskCallback",
     "CommandHook",
     "ConfigError",
@@ -66,9 +72,12 @@ __all__ = [
     "HookSpec",
     "HookType",
     "HttpHook",
+    "Judge",
+    "JudgeRequest",
     "McpServerSpec",
     "McpToolHook",
     "OnError",
+    "OpenAICompatibleJudge",
     "OutcomeCallback",
     "PermissionHook",
     "PromptHook",

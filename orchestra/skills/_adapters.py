@@ -301,6 +301,7 @@ class Guard:
             pre_hooks = registry.has_hooks("PreToolUse")
             post_hooks = registry.has_hooks("PostToolUse")
             fail_hooks = registry.has_hooks("PostToolUseFailure")
+            denied_hooks = registry.has_hooks("PermissionDenied")
             if not (pre_hooks or post_hooks or fail_hooks):
                 return await call(args, kwargs)
             tool_input = _tool_input(sig, sig.bind(*args, **kwargs))
@@ -318,7 +319,13 @@ class Guard:
                 if span is not None:
                     span.set_attribute(ATTR_TOOL_DECISION, "deny" if refusal else "allow")
                 if refusal is not None:
-                    raise ToolDenied(tool, refusal)
+                    retry = False
+                    if denied_hooks:
+                        payload = {**fields, "tool_input": tool_input, "reason": refusal}
+                        retry = (await fire("PermissionDenied", payload)).retry
+                    raise ToolDenied(tool, refusal, retry=retry)
+                if pre.output is not None:  # a mock: the tool is not called
+                    return pre.output
                 if pre.modified_input is not None:
                     tool_input = dict(pre.modified_input)
                     modified = True
@@ -333,7 +340,9 @@ class Guard:
                 raise
             if post_hooks:
                 payload = {**fields, "tool_input": tool_input, "tool_response": result}
-                await fire("PostToolUse", payload)
+                post = await fire("PostToolUse", payload)
+                if post.output is not None:  # a rewrite of what the caller gets
+                    return post.output
             return result
 
         @functools.wraps(fn)

@@ -1,4 +1,4 @@
-"""The events catalog: the one table of the 20 skills-hook events.
+"""The events catalog: the one table of the skills-hook events (Claude Code's, and ours).
 
 Config validation, firing and aggregation all read this table: which payload field a
 matcher is matched against, whether a hook can block the event or modify its input, and
@@ -173,6 +173,35 @@ _SPECS: Final = (
         "task_id",
         description="when a DAG task ended, with its state and error",
     ),
+    # Claude Code's newer events: fired by your own code, matched and blocked as there.
+    _event("Setup", "trigger", description="once at start-up (trigger: init, maintenance)"),
+    _event(
+        "TeammateIdle",
+        None,
+        block=True,
+        description="when a teammate is about to go idle; a block keeps it working",
+    ),
+    _event(
+        "WorktreeCreate",
+        None,
+        block=True,
+        description="when a worktree is created; a block refuses it",
+    ),
+    _event("WorktreeRemove", None, description="when a worktree was removed"),
+    _event(
+        "Elicitation",
+        "mcp_server_name",
+        block=True,
+        description="when an MCP server asks the user for input; a block declines",
+    ),
+    _event(
+        "ElicitationResult",
+        "mcp_server_name",
+        block=True,
+        description="when the user answered an MCP elicitation; a block withholds it",
+    ),
+    _event("CwdChanged", None, description="when the working directory changed"),
+    _event("FileChanged", "file_path", description="when a watched file changed"),
 )
 
 EVENTS: Final[Mapping[str, EventSpec]] = MappingProxyType({spec.name: spec for spec in _SPECS})

@@ -12,7 +12,9 @@ Outcomes:
 ======================================  ==============================================
 the hook                                ``run_command``
 ======================================  ==============================================
-exits 0                                 ``parse_result(stdout)`` (empty = no opinion)
+exits 0                                 ``parse_result(stdout)`` (empty = no opinion;
+                                        plain text, not starting with ``{`` or ``[``,
+                                        as ``plain_text`` says)
 exits 2                                 ``HookResult(decision="block")``, reason =
                                         stderr
 exits with another code                 ``HookRunError("exited N")``; from ``sh``,
@@ -37,7 +39,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Final, Literal, TypeAlias
 
 import anyio
 import attrs
@@ -45,7 +47,10 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
 from orchestra.skills._result import OUTPUT_LIMIT, HookResult, HookRunError, parse_result
 
-__all__ = ["run_command"]
+__all__ = ["PlainText", "run_command"]
+
+PlainText: TypeAlias = Literal["context", "ignore", "error"]
+"""What plain text on a command hook's stdout (exit 0) is: context, nothing, or an error."""
 
 # How long a process group gets between SIGTERM and SIGKILL, and how long the pipes are
 # read after the direct child exited.
@@ -143,6 +148,7 @@ async def run_command(
     cwd: str | None,
     timeout: float,  # noqa: ASYNC109 -- the hook's limit: then SIGTERM, SIGKILL, an error
     strict_output: bool = False,
+    plain_text: PlainText = "error",
 ) -> HookResult:
     """Run one command hook and read its answer.
 
@@ -155,6 +161,9 @@ async def run_command(
         cwd: the working directory, None for the current one.
         timeout: seconds the hook may run before its process group is killed.
         strict_output: refuse result fields that are not known (see ``parse_result``).
+        plain_text: what plain text on stdout after exit 0 is: ``"context"`` (a message,
+            as Claude Code reads it on SessionStart and UserPromptSubmit), ``"ignore"``
+            (no opinion, as Claude Code does elsewhere) or ``"error"`` (invalid output).
 
     Returns:
         The hook's result, with ``exit_code`` and ``stderr`` filled in.
@@ -214,6 +223,10 @@ async def run_command(
     if timed_out:
         raise HookRunError(f"timed out after {timeout:g} s", exit_code=returncode, stderr=stderr)
     if returncode == 0:
+        text = out.data.decode("utf-8", "replace").strip()
+        if plain_text != "error" and text and text[0] not in "{[":
+            messages = (text,) if plain_text == "context" else ()
+            return HookResult(messages=messages, exit_code=0, stderr=stderr)
         try:
             result = parse_result(bytes(out.data), strict=strict_output)
         except HookRunError as exc:

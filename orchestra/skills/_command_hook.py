@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 import attrs
 
-from orchestra.skills._command import run_command
+from orchestra.skills._command import PlainText, run_command
 from orchestra.skills._hook import HookCall, HookSpec
 from orchestra.tracing import ATTR_PROCESS_EXIT_CODE
 
@@ -20,6 +20,8 @@ __all__ = ["MAX_COMMAND_BYTES", "CommandHook"]
 
 MAX_COMMAND_BYTES: Final = 32 * 1024
 """The longest ``command`` (or all ``args`` together), in UTF-8 bytes (32 KB)."""
+#: Events whose command hooks' plain stdout is context for the agent (as in Claude Code).
+CONTEXT_EVENTS: Final = frozenset({"SessionStart", "UserPromptSubmit", "Setup"})
 _SKILL_DIR_REF: Final = re.compile(r"\$(?:\{SKILL_DIR\}|SKILL_DIR\b)")
 _SHELL_SAFE_PATH: Final = re.compile(r"[A-Za-z0-9_./+@%:,=-]+")
 
@@ -91,6 +93,8 @@ class CommandHook(HookSpec):
         env = call.environment()
         if self.skill_dir is not None:
             env["SKILL_DIR"] = self.skill_dir
+        if self.plugin_root is not None:
+            env["CLAUDE_PLUGIN_ROOT"] = self.plugin_root
         return await run_command(
             command=self.command,
             args=self.args,
@@ -99,7 +103,18 @@ class CommandHook(HookSpec):
             cwd=call.project_dir,
             timeout=self.timeout,
             strict_output=self.strict_output,
+            plain_text=self.plain_text(),
         )
+
+    def plain_text(self) -> PlainText:
+        """What plain text on stdout means (see ``run_command``).
+
+        Context on SessionStart, UserPromptSubmit and Setup; elsewhere nothing, or an
+        error for a hook that fails closed.
+        """
+        if self.event in CONTEXT_EVENTS:
+            return "context"
+        return "error" if self.on_error == "block" else "ignore"
 
 
 def _expand_in_shell(command: str, skill_dir: str) -> str:

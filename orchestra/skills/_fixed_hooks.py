@@ -1,4 +1,10 @@
-"""Hooks that answer from their own fields, in-process: ``PromptHook``, ``PermissionHook``."""
+"""Hooks that answer in-process: ``PromptHook``, ``AgentHook``, ``PermissionHook``.
+
+A prompt hook adds its text to the outcome's messages, or, with a ``model`` (and always
+when it comes from a Claude Code source), asks the registry's judge, as Claude Code asks
+a model (see ``_judge``). An agent hook (Claude Code's ``type: agent``) always asks, and
+lets the judge take several turns.
+"""
 
 from __future__ import annotations
 
@@ -7,41 +13,107 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, final
 import attrs
 
 from orchestra.skills._hook import HookCall, HookSpec
+from orchestra.skills._judge import JudgeRequest, ask_judge, judge_prompt
 from orchestra.skills._result import HookResult
 
 if TYPE_CHECKING:
     from orchestra.skills._fields import Entry
 
-__all__ = ["PermissionHook", "PromptHook"]
+__all__ = ["AgentHook", "PermissionHook", "PromptHook"]
 
 _PERMISSIONS: Final = ("allow", "deny", "ask")
+
+
+async def _judged(hook: PromptHook | AgentHook, call: HookCall, *, agent: bool) -> HookResult:
+    request = JudgeRequest(
+        prompt=judge_prompt(hook.prompt, call.body()),
+        event=call.event,
+        data=call.data,
+        model=hook.model,
+        agent=agent,
+        timeout=hook.timeout,
+    )
+    return await ask_judge(call.judge, request)
 
 
 @final
 @attrs.frozen(kw_only=True, repr=False)
 class PromptHook(HookSpec):
-    """A hook that adds a fixed text to the outcome's messages (no model is called).
+    """A hook that adds its text to the outcome's messages, or asks a judge about it.
 
     Attributes:
-        prompt: the text.
+        prompt: the text (for a judge: the instructions; ``$ARGUMENTS`` is the event
+            JSON).
+        model: ask the registry's judge, with this model; None adds the text instead.
+        judged: ask the judge even without a model (every prompt hook of a Claude Code
+            source does, as Claude Code asks its model).
     """
 
     type: ClassVar[str] = "prompt"
 
     prompt: str
+    model: str | None = None
+    judged: bool = attrs.field(default=False, metadata={"config": False})
+
+    @property
+    def asks_judge(self) -> bool:
+        """Whether the hook asks a judge rather than adding its text."""
+        return self.judged or self.model is not None
 
     def describe(self) -> str:
-        """The text."""
+        """The text, and the model it asks if any."""
+        if self.asks_judge:
+            return f"ask {self.model or 'the judge'}: {self.prompt}"
         return self.prompt
 
     @classmethod
     def parse_fields(cls, entry: Entry) -> dict[str, Any]:
-        """Read ``prompt``."""
-        return {"prompt": entry.string("prompt", required=True)}
+        """Read ``prompt`` and ``model``."""
+        return {
+            "prompt": entry.string("prompt", required=True),
+            "model": entry.string("model", required=False),
+        }
 
     async def run(self, call: HookCall) -> HookResult:
-        """Answer the text as a message."""
+        """Answer the text as a message, or the judge's ``{ok, reason}`` as a decision."""
+        if self.asks_judge:
+            return await _judged(self, call, agent=False)
         return HookResult(messages=(self.prompt,))
+
+
+@final
+@attrs.frozen(kw_only=True, repr=False)
+class AgentHook(HookSpec):
+    """Claude Code's ``type: agent``: a judge that may take several turns decides.
+
+    Only a judge with ``supports_agent = True`` runs it; with another judge the load is
+    refused, with none configured each run is a hook error.
+
+    Attributes:
+        prompt: the instructions (``$ARGUMENTS`` is the event JSON).
+        model: the model to ask, or None for the judge's default.
+    """
+
+    type: ClassVar[str] = "agent"
+
+    prompt: str
+    model: str | None = None
+
+    def describe(self) -> str:
+        """The instructions and the model."""
+        return f"agent {self.model or '(judge default)'}: {self.prompt}"
+
+    @classmethod
+    def parse_fields(cls, entry: Entry) -> dict[str, Any]:
+        """Read ``prompt`` and ``model``."""
+        return {
+            "prompt": entry.string("prompt", required=True),
+            "model": entry.string("model", required=False),
+        }
+
+    async def run(self, call: HookCall) -> HookResult:
+        """Ask the judge, in agent mode."""
+        return await _judged(self, call, agent=True)
 
 
 @final

@@ -33,6 +33,7 @@ from orchestra.tracing import inject_env
 
 if TYPE_CHECKING:
     from orchestra.skills._fields import Entry
+    from orchestra.skills._judge import Judge
     from orchestra.skills._result import HookResult
 
 __all__ = [
@@ -49,7 +50,9 @@ __all__ = [
 DEFAULT_TIMEOUT: Final = 10.0
 """A hook's timeout when it sets none, in seconds."""
 MAX_TIMEOUT: Final = 300.0
-"""The longest timeout a hook may set, in seconds."""
+"""The longest timeout a hook of an orchestra config may set, in seconds."""
+CLAUDE_MAX_TIMEOUT: Final = 3600.0
+"""The longest timeout of a hook from a Claude Code file (whose command default is 600 s)."""
 
 NOT_CONFIG: Final[Mapping[str, Any]] = {"config": False}
 _WHERE: Final[Mapping[str, Any]] = {"config": False, "key": None}
@@ -60,12 +63,12 @@ def key_by(normalize: Callable[[Any], Any]) -> Mapping[str, Any]:
     return {"key": normalize}
 
 
-def check_timeout(value: object) -> str | None:
-    """What is wrong with a timeout, or None."""
+def check_timeout(value: object, limit: float = MAX_TIMEOUT) -> str | None:
+    """What is wrong with a timeout (at most ``limit`` seconds), or None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return f"expected seconds, got {kind(value)}"
-    if not 0 < value <= MAX_TIMEOUT:
-        return f"must be in (0, {MAX_TIMEOUT:g}] seconds, got {value!r}"
+    if not 0 < value <= limit:
+        return f"must be in (0, {limit:g}] seconds, got {value!r}"
     return None
 
 
@@ -75,7 +78,7 @@ def _known_event(_hook: object, _field: object, event: str) -> None:
 
 
 def _valid_timeout(_hook: object, _field: object, timeout: float) -> None:
-    error = check_timeout(timeout)
+    error = check_timeout(timeout, CLAUDE_MAX_TIMEOUT)
     if error is not None:
         raise ValueError(f"timeout: {error}")
 
@@ -111,6 +114,12 @@ class HookSpec:
         file: the config file it comes from.
         line: the line its entry starts on in that file (1-based).
         skill_dir: the folder of the ``SKILL.md`` it comes from, None for a config file.
+        status_message: what to show while it runs (Claude Code's ``statusMessage``).
+        background: Claude Code's ``async``: it runs beside the event's other hooks and
+            its answer cannot block or modify anything (its messages are kept).
+        once: it runs at most once per registry (Claude Code's ``once``).
+        plugin_root: the Claude Code plugin it comes from, exported as
+            ``CLAUDE_PLUGIN_ROOT``; None otherwise.
         pattern: the compiled matcher, None for every value.
     """
 
@@ -128,6 +137,10 @@ class HookSpec:
     file: str = attrs.field(default="<python>", metadata=_WHERE)
     line: int = attrs.field(default=0, metadata=_WHERE)
     skill_dir: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
+    status_message: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
+    background: bool = attrs.field(default=False, metadata=NOT_CONFIG)
+    once: bool = attrs.field(default=False, metadata=NOT_CONFIG)
+    plugin_root: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
     pattern: Matcher | None = attrs.field(
         init=False,
         eq=False,
@@ -236,6 +249,7 @@ def event_data(
         "timestamp": datetime.datetime.now(datetime.UTC).isoformat(),
         **payload,
         "hook_event_name": event,
+        "event": event,  # the echo-agent seed's spelling of hook_event_name
     }
 
 
@@ -247,9 +261,10 @@ class HookCall:
         data: the event JSON's fields (payload plus common fields).
         project_dir: the hooks' working directory.
         body: the event JSON already encoded, if the caller has it.
+        judge: the registry's judge, for hooks that ask a model.
     """
 
-    __slots__ = ("_body", "data", "event", "project_dir")
+    __slots__ = ("_body", "data", "event", "judge", "project_dir")
 
     def __init__(
         self,
@@ -257,11 +272,13 @@ class HookCall:
         data: Mapping[str, Any],
         project_dir: str,
         body: bytes | None = None,
+        judge: Judge | None = None,
     ) -> None:
         self.event = event
         self.data = data
         self.project_dir = project_dir
         self._body = body
+        self.judge = judge
 
     def body(self) -> bytes:
         """The event JSON, encoded once.
@@ -278,4 +295,5 @@ class HookCall:
         env = dict(os.environ)
         env["ORCHESTRA_EVENT"] = self.event
         env["ORCHESTRA_PROJECT_DIR"] = self.project_dir
+        env["CLAUDE_PROJECT_DIR"] = self.project_dir  # Claude Code's hook scripts read it
         return inject_env(env)  # TRACEPARENT: the hook's own span, when traced

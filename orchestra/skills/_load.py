@@ -39,11 +39,16 @@ _GROUP_FIELDS: Final = ("matcher", "hooks")
 _ON_ERROR: Final[tuple[OnError, ...]] = ("continue", "block")
 
 
-def load_hooks(paths: Sequence[str | Path]) -> tuple[HookSpec, ...]:
+def load_hooks(paths: Sequence[str | Path], notes: list[str] | None = None) -> tuple[HookSpec, ...]:
     """Read and validate config files, SKILL.md files and folders into merged hooks.
 
     Config files come first, in the order given (pass the global one before the
     project's), then skills; identical hooks are kept once, where first seen.
+
+    Args:
+        paths: files and folders to read.
+        notes: where what was ignored on purpose goes (a Claude Code file's other
+            settings, events and hook types this version does not run).
 
     Raises:
         ConfigError: every problem found, each with file:line and field path.
@@ -53,6 +58,8 @@ def load_hooks(paths: Sequence[str | Path]) -> tuple[HookSpec, ...]:
     for source in sources(paths, problems):
         hooks.extend(_read_source(source, problems))
     problems.raise_if_any()
+    if notes is not None:
+        notes.extend(problems.notes)
     return tuple(_dedup(hooks))
 
 
@@ -61,6 +68,10 @@ def _read_source(source: Source, problems: Problems) -> list[HookSpec]:
     text = read_text(source.path, problems)
     if text is None:
         return []
+    if source.claude:
+        from orchestra.skills._claude import read_claude  # it builds on _Checker below
+
+        return read_claude(source.path, parse_yaml(text, name, 0, problems), problems)
     offset = 0
     if source.skill:
         text = front_matter(text, name, problems)

@@ -70,8 +70,14 @@ class HookOutcome:
         reason: the reason given with the decision, if any.
         modified_input: the input as the hooks modified it (e.g. a tool's arguments), or
             None if no hook modified it (or the event was blocked).
-        messages: the hooks' messages, in config order (``message``,
-            ``additionalContext``, ``systemMessage``, prompt hooks' text).
+        messages: the hooks' messages for the agent, in config order (``message``,
+            ``additionalContext``, prompt hooks' text, plain context output).
+        system_message: the hooks' messages for the user (``systemMessage``), joined
+            by newlines in config order; None when there are none.
+        output: a tool output a hook gave (the last one in config order): on
+            ``PreToolUse`` a mock (the guarded tool is not called), on ``PostToolUse`` a
+            rewrite of what the caller gets; None when no hook gave one.
+        retry: a ``PermissionDenied`` hook said the agent may try again.
         decided_by: where the hook that gave the decision was written, as ``file:line``.
         stop: a hook asked the agent to stop (Claude Code's ``continue: false``).
         stop_reason: the reason given with the first stop request.
@@ -87,6 +93,9 @@ class HookOutcome:
     stop: bool = False
     stop_reason: str | None = None
     records: tuple[HookRecord, ...] = ()
+    system_message: str | None = None
+    output: Any = None
+    retry: bool = False
 
     @property
     def errors(self) -> tuple[HookRecord, ...]:
@@ -112,6 +121,9 @@ class Combiner:
     stop: bool = False
     stop_reason: str | None = None
     records: list[HookRecord] = attrs.field(factory=list)
+    system_messages: list[str] = attrs.field(factory=list)
+    output: Any = None
+    retry: bool = False
 
     def add(self, record: HookRecord) -> bool:
         """Count one hook's record; return True when it ends the chain."""
@@ -125,6 +137,11 @@ class Combiner:
             return False
         note: str | None = None
         self.messages.extend(result.messages)
+        if result.system_message:
+            self.system_messages.append(result.system_message)
+        if result.output is not None:
+            self.output = result.output
+        self.retry = self.retry or result.retry
         if result.stop and not self.stop:
             self.stop, self.stop_reason = True, result.stop_reason
         reason = result.reason.strip() if result.reason else None
@@ -174,4 +191,7 @@ class Combiner:
             stop=self.stop,
             stop_reason=self.stop_reason,
             records=tuple(self.records),
+            system_message="\n".join(self.system_messages) or None,
+            output=None if self.blocked_by is not None else self.output,
+            retry=self.retry,
         )

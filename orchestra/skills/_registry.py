@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any, Final
 
 import anyio
+import attrs
 from opentelemetry.trace import Span, Tracer
 
-from orchestra._errors import did_you_mean
+from orchestra._errors import ConfigError, did_you_mean
 from orchestra._hooks import SubagentHooks, TaskHooks
 from orchestra.skills._adapters import (
     AskCallback,
@@ -45,7 +46,9 @@ from orchestra.skills._adapters import (
     task_hooks,
 )
 from orchestra.skills._catalog import EVENTS, EventSpec
+from orchestra.skills._fixed_hooks import AgentHook
 from orchestra.skills._hook import HookCall, HookSpec, event_data, event_json
+from orchestra.skills._judge import Judge, supports_agent
 from orchestra.skills._load import load_hooks
 from orchestra.skills._outcome import EMPTY, Combiner, HookOutcome, HookRecord
 from orchestra.skills._result import HookRunError
@@ -76,11 +79,16 @@ class HookRegistry:
             (default: the current directory).
         session_id: the ``session_id`` of the event JSON when the payload has none
             (default: a new random id).
+        judge: what prompt hooks with a ``model`` (and Claude Code's prompt and agent
+            hooks) ask; see ``OpenAICompatibleJudge``.
+        notes: what the load ignored on purpose (see ``load``).
 
     Attributes:
         hooks: every hook, in the order they run.
         project_dir: the project folder.
         session_id: the default session id.
+        judge: the judge, or None.
+        notes: what the load ignored on purpose, one line each (``file:line: ...``).
     """
 
     def __init__(
@@ -89,8 +97,23 @@ class HookRegistry:
         *,
         project_dir: str | os.PathLike[str] | None = None,
         session_id: str | None = None,
+        judge: Judge | None = None,
+        notes: Sequence[str] = (),
     ) -> None:
         self.hooks: tuple[HookSpec, ...] = tuple(hooks)
+        self.judge = judge
+        self.notes: tuple[str, ...] = tuple(notes)
+        self._ran_once: set[int] = set()  # ids of the `once` hooks that ran
+        if judge is not None and not supports_agent(judge):
+            for hook in self.hooks:
+                if isinstance(hook, AgentHook):
+                    raise ConfigError(
+                        f"{hook.source}: agent hook: the judge {judge!r} takes one turn; "
+                        "agent hooks need one with supports_agent = True",
+                        file=hook.file,
+                        line=hook.line,
+                        field="type",
+                    )
         self.project_dir = os.path.abspath(project_dir if project_dir is not None else os.curdir)
         self.session_id = session_id or str(uuid.uuid4())
         self._by_event: dict[str, tuple[HookSpec, ...]] = {
@@ -178,7 +201,7 @@ class HookRegistry:
         """Run the hooks of ``event`` that match ``payload`` and combine their answers.
 
         Args:
-            event: one of the 20 events of the catalog, e.g. ``"PreToolUse"``.
+            event: one of the events of the catalog, e.g. ``"PreToolUse"``.
             payload: the event's fields (``tool_name``, ``tool_input``, ...); they go to
                 the hooks as JSON with ``hook_event_name``, ``session_id``, ``cwd`` and
                 ``timestamp`` added.
@@ -202,6 +225,9 @@ class HookRegistry:
     ) -> HookOutcome:
         subject = _subject(spec, payload)
         matching = _matching(hooks, subject)
+        if any(hook.once for hook in matching):
+            matching = tuple(h for h in matching if not (h.once and id(h) in self._ran_once))
+            self._ran_once.update(id(h) for h in matching if h.once)
         if not matching:
             return EMPTY
         data = event_data(spec.name, payload, self.session_id, self.project_dir)
@@ -242,7 +268,8 @@ class HookRegistry:
         body: bytes | None = None,
     ) -> HookRecord:
         if tracer is None:
-            return await _attempt(hook, HookCall(hook.event, data, self.project_dir, body))
+            call = HookCall(hook.event, data, self.project_dir, body, self.judge)
+            return _background(await _attempt(hook, call))
         with hook_span(
             tracer,
             hook.event,
@@ -256,9 +283,24 @@ class HookRegistry:
             if tp is not None:  # the hook's own span, for hooks that read only stdin
                 data = {**data, "traceparent": tp}
                 body = None
-            record = await _attempt(hook, HookCall(hook.event, data, self.project_dir, body))
+            call = HookCall(hook.event, data, self.project_dir, body, self.judge)
+            record = await _attempt(hook, call)
             _trace(span, record)
+        return _background(record)
+
+
+def _background(record: HookRecord) -> HookRecord:
+    """A background (``async``) hook's record: its answer may not block nor modify."""
+    result = record.result
+    if not record.hook.background or result is None:
         return record
+    if result.decision is None and result.modified_input is None:
+        return record
+    return attrs.evolve(
+        record,
+        result=attrs.evolve(result, decision=None, modified_input=None),
+        note="async hook: its decision and input change count as none",
+    )
 
 
 async def _attempt(hook: HookSpec, call: HookCall) -> HookRecord:
@@ -322,6 +364,7 @@ def load(
     *paths: str | os.PathLike[str],
     project_dir: str | os.PathLike[str] | None = None,
     session_id: str | None = None,
+    judge: Judge | None = None,
 ) -> HookRegistry:
     """Load hooks from config files, ``SKILL.md`` files and folders of skills.
 
@@ -333,6 +376,8 @@ def load(
         *paths: files and folders to read.
         project_dir: the hooks' working directory (see ``HookRegistry``).
         session_id: the default ``session_id`` of the event JSON.
+        judge: what prompt hooks with a ``model`` and Claude Code's prompt and agent
+            hooks ask (any async callable; see ``OpenAICompatibleJudge``).
 
     Returns:
         A registry of every hook, in the order they run.
@@ -340,5 +385,8 @@ def load(
     Raises:
         ConfigError: every problem found, each naming file:line and the field path.
     """
-    hooks = load_hooks([Path(path) for path in paths])
-    return HookRegistry(hooks, project_dir=project_dir, session_id=session_id)
+    notes: list[str] = []
+    hooks = load_hooks([Path(path) for path in paths], notes)
+    return HookRegistry(
+        hooks, project_dir=project_dir, session_id=session_id, judge=judge, notes=notes
+    )

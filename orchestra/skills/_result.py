@@ -15,8 +15,12 @@ ours                               Claude Code
                                    ``hookSpecificOutput.decision.message``
 ``modified_input``                 ``hookSpecificOutput.updatedInput``,
                                    ``hookSpecificOutput.decision.updatedInput``
-``message``                        ``hookSpecificOutput.additionalContext``,
-                                   ``systemMessage``
+``message``                        ``hookSpecificOutput.additionalContext``
+``system_message``                 ``systemMessage`` (for the user, not the agent)
+``output``                         ``hookSpecificOutput.updatedMCPToolOutput``
+                                   (a tool's output: a mock before the call, a
+                                   rewrite after it)
+``retry``                          ``hookSpecificOutput.retry`` (PermissionDenied)
 (none)                             ``continue: false`` + ``stopReason``
 =================================  ===========================================
 
@@ -67,6 +71,9 @@ _TOP_FIELDS: Final = frozenset(
         "reason",
         "modified_input",
         "message",
+        "system_message",
+        "output",
+        "retry",
         # Claude Code's
         "continue",
         "stopReason",
@@ -83,6 +90,8 @@ _SPECIFIC_FIELDS: Final = frozenset(
         "updatedInput",
         "additionalContext",
         "decision",
+        "updatedMCPToolOutput",
+        "retry",
     }
 )
 _BEHAVIOR_FIELDS: Final = frozenset({"behavior", "message", "updatedInput", "interrupt"})
@@ -97,8 +106,12 @@ class HookResult:
         decision: ``"allow"``, ``"deny"``, ``"ask"``, ``"block"``, or None (no opinion).
         reason: why, as the hook said it (for exit 2, its stderr).
         modified_input: the input the hook wants the action to get instead, if any.
-        messages: texts for the agent or user (our ``message``, Claude Code's
-            ``additionalContext`` and ``systemMessage``).
+        messages: texts for the agent (our ``message``, Claude Code's
+            ``additionalContext``).
+        system_message: a text for the user, not the agent (``systemMessage``).
+        output: a tool's output the hook gives: before the call a mock (the tool is not
+            called), after it a rewrite of what the caller gets; None for none.
+        retry: after a denial (``PermissionDenied``), the agent may try again.
         stop: the hook asked the agent to stop (Claude Code's ``continue: false``).
         stop_reason: the reason given with ``stop``.
         exit_code: the exit status of a command hook, None for other hook types.
@@ -113,6 +126,9 @@ class HookResult:
     stop_reason: str | None = None
     exit_code: int | None = None
     stderr: str = ""
+    system_message: str | None = None
+    output: Any = None
+    retry: bool = False
 
 
 @final
@@ -299,9 +315,13 @@ def result_from_json(data: object, *, strict: bool = False) -> HookResult:
         inputs.append(updated)
     _flag(behavior, "interrupt", where, False)
 
-    system_message = _text(data, "systemMessage", "")
-    if system_message is not None:
-        messages.append(system_message)
+    system_message = _text(data, "systemMessage", "") or _text(data, "system_message", "")
+    output = data.get("output")
+    if "updatedMCPToolOutput" in specific:
+        output = specific["updatedMCPToolOutput"]
+    retry = _flag(data, "retry", "", False) or _flag(
+        specific, "retry", "hookSpecificOutput.", False
+    )
     _flag(data, "suppressOutput", "", False)
     stop = not _flag(data, "continue", "", True)
     stop_reason = _text(data, "stopReason", "")
@@ -316,4 +336,7 @@ def result_from_json(data: object, *, strict: bool = False) -> HookResult:
         messages=tuple(messages),
         stop=stop,
         stop_reason=stop_reason,
+        system_message=system_message,
+        output=output,
+        retry=retry,
     )

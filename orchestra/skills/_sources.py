@@ -1,9 +1,13 @@
 """Sources: which files a ``load(*paths)`` reads, and in which order.
 
-A path is a config file (``orchestra.yaml``, any YAML file), a ``SKILL.md`` (any ``.md``
-file) or a folder, which gives its ``orchestra.yaml`` and every ``SKILL.md`` below it
-(not looking into version control, virtualenv, cache or dependency folders). Config
-files come first, in the order given, then skills; a file reached twice is read once.
+A path is a config file (``orchestra.yaml``, ``echo-agent.yaml``, any YAML file), a
+Claude Code file (``settings.json``, ``settings.local.json``, a plugin's ``hooks.json``,
+any ``.json`` file), a ``SKILL.md`` (any ``.md`` file) or a folder, which gives its
+``orchestra.yaml``, its ``echo-agent.yaml``, its ``.claude/settings.json`` and
+``.claude/settings.local.json``, its ``hooks/hooks.json`` when it is a Claude Code plugin
+(it has ``.claude-plugin/``), and every ``SKILL.md`` below it (not looking into version
+control, virtualenv, cache or dependency folders). Config files come first, in the order
+given (global, then project), then skills; a file reached twice is read once.
 """
 
 from __future__ import annotations
@@ -17,7 +21,14 @@ import attrs
 
 from orchestra.skills._yaml import Problems
 
-__all__ = ["Source", "sources"]
+__all__ = ["CONFIG_NAMES", "Source", "sources"]
+
+CONFIG_NAMES: Final = ("orchestra.yaml", "echo-agent.yaml")
+"""The config files a folder gives, in this order (``echo-agent.yaml``: the seed's name)."""
+_CLAUDE_IN_FOLDER: Final = (
+    Path(".claude") / "settings.json",
+    Path(".claude") / "settings.local.json",
+)
 
 # Folders never searched for skills: version control, virtualenvs, caches, dependencies.
 _SKIPPED_DIRS: Final = frozenset(
@@ -47,10 +58,12 @@ class Source:
     Attributes:
         path: the file.
         skill: a ``SKILL.md`` (hooks in its front matter, ``${SKILL_DIR}`` set).
+        claude: a Claude Code file (JSON, read as Claude Code reads it).
     """
 
     path: Path
     skill: bool
+    claude: bool = False
 
     @property
     def skill_dir(self) -> str | None:
@@ -65,13 +78,24 @@ def sources(paths: Sequence[str | Path], problems: Problems) -> list[Source]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            config = path / "orchestra.yaml"
-            if config.is_file():
-                configs.append(Source(config, skill=False))
+            configs.extend(
+                Source(path / name, skill=False) for name in CONFIG_NAMES if (path / name).is_file()
+            )
+            configs.extend(
+                Source(path / name, skill=False, claude=True)
+                for name in _CLAUDE_IN_FOLDER
+                if (path / name).is_file()
+            )
+            plugin_hooks = path / "hooks" / "hooks.json"
+            if (path / ".claude-plugin").is_dir() and plugin_hooks.is_file():
+                configs.append(Source(plugin_hooks, skill=False, claude=True))
             skills.extend(Source(p, skill=True) for p in _skill_files(path))
         elif path.is_file():
-            is_skill = path.suffix.lower() == ".md"
-            (skills if is_skill else configs).append(Source(path, skill=is_skill))
+            suffix = path.suffix.lower()
+            if suffix == ".md":
+                skills.append(Source(path, skill=True))
+            else:
+                configs.append(Source(path, skill=False, claude=suffix == ".json"))
         else:
             problems.add(str(path), None, None, "no such file or folder")
     seen: set[Path] = set()

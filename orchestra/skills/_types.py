@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
 
 from orchestra.skills._command_hook import CommandHook
-from orchestra.skills._fixed_hooks import PermissionHook, PromptHook
+from orchestra.skills._fixed_hooks import AgentHook, PermissionHook, PromptHook
 from orchestra.skills._hook import HookSpec
 from orchestra.skills._http_hook import HttpHook
 from orchestra.skills._mcp_hook import McpToolHook
@@ -19,11 +19,14 @@ from orchestra.skills._mcp_hook import McpToolHook
 __all__ = ["HOOK_CLASSES", "HOOK_TYPES", "HookType"]
 
 HOOK_CLASSES: Final[Mapping[str, type[HookSpec]]] = MappingProxyType(
-    {cls.type: cls for cls in (CommandHook, PromptHook, PermissionHook, HttpHook, McpToolHook)}
+    {
+        cls.type: cls
+        for cls in (CommandHook, PromptHook, PermissionHook, HttpHook, McpToolHook, AgentHook)
+    }
 )
 """The class of each hook type, by its name in a config."""
 
-HookType: TypeAlias = Literal["command", "prompt", "permission", "http", "mcp_tool"]
+HookType: TypeAlias = Literal["command", "prompt", "permission", "http", "mcp_tool", "agent"]
 """The names of the hook types (the keys of ``HOOK_CLASSES``)."""
 HOOK_TYPES: Final[tuple[str, ...]] = tuple(HOOK_CLASSES)
 """The names of the hook types, in documentation order."""

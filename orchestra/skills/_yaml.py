@@ -52,6 +52,8 @@ class Problems:
     """The problems found in one load, in the order found."""
 
     items: list[ConfigError] = attrs.field(factory=list)
+    notes: list[str] = attrs.field(factory=list)
+    """What was ignored on purpose (a Claude Code file's other settings), not an error."""
 
     def add(self, file: str, line: int | None, field: str | None, message: str) -> None:
         """Record one problem at ``file:line``, for the field path ``field``."""
