@@ -4,8 +4,8 @@
 ```` ```python ```` block is a whole program, or is fenced
 ```` ```{.python continuation} ```` (superfences' syntax, which mkdocs renders as Python)
 to run after the block before it. Every block runs in a fresh copy of a small project
-(this repository's ``examples/hooks`` as ``hooks/``, an ``orchestra.yaml`` and a
-``skills/`` folder, as the pages describe), with that folder as the working directory,
+(this repository's ``examples/hooks`` as ``hooks/``, an ``orchestra.yaml``, a
+``skills/`` folder and a ``.claude/`` folder, as the pages describe), with that folder as the working directory,
 and with a sample ``PreToolUse`` event on stdin for the pages' hook scripts, which read
 one. Nothing a block writes lands in the repository.
 """
@@ -58,6 +58,24 @@ hooks:
 ---
 Formats Python files after every edit.
 """
+
+#: The Claude Code settings of docs/howto/from-claude-code.md.
+CLAUDE_SETTINGS = {
+    "permissions": {"allow": ["Bash(npm run lint)"]},
+    "hooks": {
+        "PreToolUse": [
+            {
+                "matcher": "Bash",
+                "hooks": [
+                    {"type": "command", "command": '"$CLAUDE_PROJECT_DIR"/.claude/hooks/no-rm.sh'}
+                ],
+            }
+        ],
+        "SessionStart": [
+            {"hooks": [{"type": "command", "command": "cat .claude/project-context.md"}]}
+        ],
+    },
+}
 
 #: What a hook script of the docs reads on stdin.
 SAMPLE_EVENT = {
@@ -113,6 +131,13 @@ def docs_project(
     guard.chmod(0o755)
     (tmp_path / "skills" / "formatter").mkdir(parents=True)
     (tmp_path / "skills" / "formatter" / "SKILL.md").write_text(SKILL_MD)
+    claude = tmp_path / ".claude"
+    (claude / "hooks").mkdir(parents=True)
+    (claude / "settings.json").write_text(json.dumps(CLAUDE_SETTINGS, indent=2))
+    (claude / "project-context.md").write_text("This project uses uv; run tests with make.\n")
+    no_rm = claude / "hooks" / "no-rm.sh"
+    no_rm.write_text(GUARD_SH)
+    no_rm.chmod(0o755)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(SAMPLE_EVENT)))
     yield tmp_path
