@@ -5,9 +5,9 @@
 ```` ```{.python continuation} ```` (superfences' syntax, which mkdocs renders as Python)
 to run after the block before it. Every block runs in a fresh copy of a small project
 (this repository's ``examples/hooks`` as ``hooks/``, an ``orchestra.yaml``, a
-``skills/`` folder and a ``.claude/`` folder, as the pages describe), with that folder as the working directory,
-and with a sample ``PreToolUse`` event on stdin for the pages' hook scripts, which read
-one. Nothing a block writes lands in the repository.
+``skills/`` folder and a ``.claude/`` folder, as the pages describe), with that folder
+as the working directory, and with a sample ``PreToolUse`` event on stdin for the
+pages' hook scripts, which read one. Nothing a block writes lands in the repository.
 """
 
 from __future__ import annotations
