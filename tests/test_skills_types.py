@@ -95,6 +95,7 @@ def test_every_field_but_where_makes_a_hook_different(name: str) -> None:
             "background": not value,
             "once": not value,
             "plugin_root": "/plugins/p",
+            "claude_code": not value,
         }
         if field.name == "args":  # command and args go together
             other = attrs.evolve(hook, command=None, args=("true",))

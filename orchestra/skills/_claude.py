@@ -153,6 +153,7 @@ class ClaudeChecker(_Checker):
             "background": entry.flag("async"),
             "once": entry.flag("once"),
             "plugin_root": self.plugin_root,
+            "claude_code": True,
         }
         fields = self._fields(entry, name)
         if entry.count() > count:

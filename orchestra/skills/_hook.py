@@ -77,8 +77,8 @@ def _known_event(_hook: object, _field: object, event: str) -> None:
         raise ValueError(f"unknown event {event!r}{did_you_mean(str(event), EVENTS)}")
 
 
-def _valid_timeout(_hook: object, _field: object, timeout: float) -> None:
-    error = check_timeout(timeout, CLAUDE_MAX_TIMEOUT)
+def _valid_timeout(hook: HookSpec, _field: object, timeout: float) -> None:
+    error = check_timeout(timeout, CLAUDE_MAX_TIMEOUT if hook.claude_code else MAX_TIMEOUT)
     if error is not None:
         raise ValueError(f"timeout: {error}")
 
@@ -120,6 +120,8 @@ class HookSpec:
         once: it runs at most once per registry (Claude Code's ``once``).
         plugin_root: the Claude Code plugin it comes from, exported as
             ``CLAUDE_PLUGIN_ROOT``; None otherwise.
+        claude_code: it comes from a Claude Code file (whose timeouts may reach
+            ``CLAUDE_MAX_TIMEOUT``).
         pattern: the compiled matcher, None for every value.
     """
 
@@ -141,6 +143,7 @@ class HookSpec:
     background: bool = attrs.field(default=False, metadata=NOT_CONFIG)
     once: bool = attrs.field(default=False, metadata=NOT_CONFIG)
     plugin_root: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
+    claude_code: bool = attrs.field(default=False, metadata=NOT_CONFIG)
     pattern: Matcher | None = attrs.field(
         init=False,
         eq=False,
