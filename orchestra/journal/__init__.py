@@ -11,6 +11,7 @@ its code and inputs, and its serialized output) as the run goes, so that
 - ``orchestra.journal.conformance``: the tests every store passes (needs pytest).
 """
 
+from orchestra._exports import export
 from orchestra.journal._codec import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from orchestra.journal._codec import PickleSerializer as PickleSerializer
 from orchestra.journal._codec import Serializer as Serializer
@@ -32,3 +33,6 @@ __all__ = [
     "Serializer",
     "TaskRecord",
 ]
+
+# Journal is exported again by orchestra itself: its public path is orchestra.Journal.
+export(globals(), [name for name in __all__ if name != "Journal"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import NamedTuple, Protocol, final, runtime_checkable
+from typing import Any, NamedTuple, Protocol, final, runtime_checkable
 
 import attrs
 
@@ -35,6 +35,19 @@ class RunInfo:
     task_count: int
     resumed_from: str | None = None
     states: Mapping[str, int] = _NO_COUNTS
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any], states: Mapping[str, int]) -> RunInfo:
+        """For stores: a run from ``(run_id, dag, started_at, task_count, resumed_from)``."""
+        run_id, dag, started_at, task_count, resumed_from = row
+        return cls(
+            run_id=run_id,
+            dag=dag,
+            started_at=started_at,
+            task_count=task_count,
+            resumed_from=resumed_from,
+            states=states,
+        )
 
     @property
     def settled(self) -> int:

@@ -241,7 +241,9 @@ class SQLiteJournal:
                         chunk,
                     ).fetchall()
                 )
-        return JournaledRun(info=_run_info(row, _counts(tasks)), tasks=tasks, payloads=payloads)
+        return JournaledRun(
+            info=RunInfo.from_row(row, _counts(tasks)), tasks=tasks, payloads=payloads
+        )
 
     def list_runs(self, dag: str | None = None, *, limit: int = 20) -> list[RunInfo]:
         """The latest runs, newest first (of DAG ``dag`` only, if given), with state counts."""
@@ -252,7 +254,7 @@ class SQLiteJournal:
                 "ORDER BY started_at DESC, rowid DESC LIMIT ?",
                 [*args, limit],
             ).fetchall()
-            return [_run_info(r, _counts(self._tasks(r[0]))) for r in rows]
+            return [RunInfo.from_row(r, _counts(self._tasks(r[0]))) for r in rows]
 
     def _tasks(self, run_id: str) -> dict[str, TaskRecord]:
         """The run's task records by id, a later record of a task replacing an earlier one."""
@@ -284,18 +286,6 @@ def _counts(tasks: dict[str, TaskRecord]) -> dict[str, int]:
     for t in tasks.values():
         counts[t.state] = counts.get(t.state, 0) + 1
     return counts
-
-
-def _run_info(row: Any, counts: dict[str, int]) -> RunInfo:
-    run_id, dag, started_at, task_count, resumed_from = row
-    return RunInfo(
-        run_id=run_id,
-        dag=dag,
-        started_at=started_at,
-        task_count=task_count,
-        resumed_from=resumed_from,
-        states=counts,
-    )
 
 
 @contextmanager

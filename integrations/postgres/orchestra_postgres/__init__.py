@@ -29,3 +29,5 @@ from orchestra_postgres._journal import SCHEMA_VERSION as SCHEMA_VERSION
 from orchestra_postgres._journal import PostgresJournal as PostgresJournal
 
 __all__ = ["SCHEMA_VERSION", "PostgresJournal"]
+
+PostgresJournal.__module__ = __name__

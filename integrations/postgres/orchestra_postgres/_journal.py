@@ -226,7 +226,7 @@ class PostgresJournal:
         counts: dict[str, int] = {}
         for t in tasks.values():
             counts[t.state] = counts.get(t.state, 0) + 1
-        return JournaledRun(info=_run_info(row, counts), tasks=tasks, payloads=payloads)
+        return JournaledRun(info=RunInfo.from_row(row, counts), tasks=tasks, payloads=payloads)
 
     def list_runs(self, dag: str | None = None, *, limit: int = 20) -> list[RunInfo]:
         """The latest runs, newest first (of DAG ``dag`` only, if given), with state counts."""
@@ -246,7 +246,7 @@ class PostgresJournal:
                 (list(counts),),
             ):
                 counts[run_id][state] = n
-        return [_run_info(r, counts[r[0]]) for r in rows]
+        return [RunInfo.from_row(r, counts[r[0]]) for r in rows]
 
     def close(self) -> None:
         """Close the connection."""
@@ -257,18 +257,6 @@ class PostgresJournal:
 def _one(conn: psycopg.Connection[Any], query: str) -> Any:
     row = conn.execute(query).fetchone()
     return None if row is None else row[0]
-
-
-def _run_info(row: Any, counts: dict[str, int]) -> RunInfo:
-    run_id, dag, started_at, task_count, resumed_from = row
-    return RunInfo(
-        run_id=run_id,
-        dag=dag,
-        started_at=started_at,
-        task_count=task_count,
-        resumed_from=resumed_from,
-        states=counts,
-    )
 
 
 def _masked(dsn: str) -> str:

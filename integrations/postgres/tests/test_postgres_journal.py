@@ -23,6 +23,9 @@ def test_public_names() -> None:
     import orchestra_postgres
 
     assert orchestra_postgres.__all__ == ["SCHEMA_VERSION", "PostgresJournal"]
+    assert PostgresJournal.__module__ == "orchestra_postgres"
+    assert orchestra_postgres.__doc__ is not None
+    assert "PostgresJournal(" in orchestra_postgres.__doc__
     assert issubclass(PostgresJournal, Journal)
 
 
