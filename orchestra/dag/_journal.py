@@ -345,7 +345,10 @@ class RunJournal:
         index, states, attempts, durations, errors, payloads_in, notes = zip(*batch, strict=True)
         ids = self.ids
         task_ids = list(map(ids.__getitem__, index))
-        values = [s._value_ for s in states]
+        if states.count(_TASK_SUCCEEDED) == n:
+            values: Sequence[str] = [_SUCCEEDED] * n
+        else:
+            values = [s._value_ for s in states]
         if errors.count(None) != n:
             errors = tuple(None if e is None else f"{type(e).__name__}: {e}" for e in errors)
         payloads: dict[str, bytes] = {}
