@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-dev
 DEMO_STAMP := $(VENV)/.installed-demo
 INTEGRATIONS := $(wildcard integrations/*/pyproject.toml)
 
-.PHONY: demo test lint typecheck pytest docs-code bench docs clean
+.PHONY: demo test lint typecheck pytest docs-code bench docs docs-check clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -36,18 +36,24 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict orchestra $(foreach p,$(INTEGRATIONS),$(wildcard $(dir $(p))orchestra_*))
 
 pytest: $(STAMP)
-	$(VENV)/bin/pytest -q --durations=10 $(if $(INTEGRATIONS),tests $(dir $(INTEGRATIONS)),tests)
+	$(VENV)/bin/pytest -q --durations=10 -m "not docs_site" $(if $(INTEGRATIONS),tests $(dir $(INTEGRATIONS)),tests)
 
 # Every ```python block of README.md and docs/ runs (pytest-markdown-docs): a block is a
 # whole program, or is fenced ```{.python continuation} to run after the block before it.
 docs-code: $(STAMP)
 	$(VENV)/bin/pytest -q --markdown-docs --markdown-docs-syntax=superfences -m markdown-docs -p no:cacheprovider README.md docs
 
-test: lint typecheck pytest docs-code docs
+test: lint typecheck pytest docs-code docs-check
 
+# The pictures and example outputs (docs/generated/, scripts/docs_assets.py), then the site.
 docs: $(STAMP)
 	$(PY) scripts/docs_assets.py
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# The built site as a reader gets it: every public name in the API reference, every page
+# in headless Chromium (.ci/run installs it) with no console error, diagrams drawn.
+docs-check: docs
+	ORCHESTRA_DOCS_SITE=site $(VENV)/bin/pytest -q -m docs_site -p no:cacheprovider tests/test_docs_site.py
 
 bench: $(STAMP)
 	$(PY) bench/scheduler.py
@@ -59,4 +65,4 @@ bench: $(STAMP)
 	$(PY) bench/report.py
 
 clean:
-	rm -rf $(VENV) site .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) site docs/generated .mypy_cache .pytest_cache .ruff_cache

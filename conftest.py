@@ -124,6 +124,7 @@ def docs_project(
         return
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", request.getfixturevalue("otlp_collector"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-docs-offline")  # the SDK wants one; unused
+    monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")  # else it posts traces to OpenAI
     shutil.copytree(ROOT / "examples" / "hooks", tmp_path / "hooks")
     (tmp_path / "orchestra.yaml").write_text(ORCHESTRA_YAML)
     guard = tmp_path / "guard.sh"

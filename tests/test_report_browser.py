@@ -18,18 +18,8 @@ import orchestra
 from orchestra.cli._report import write_report
 from orchestra.cli._tracefile import build_traces, find_runs, select_run
 from orchestra.tracing import read_jsonl
+from tests.helpers.browser import FLAGS, chromium_path
 from tests.helpers.traces import pipeline, trace_runs
-
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def needs(program: str, package: str) -> None:
@@ -44,11 +34,11 @@ def needs(program: str, package: str) -> None:
 def browser() -> Iterator[Any]:
     # Playwright's sync API keeps an event loop running in this thread while the browser
     # is open, so a test makes its runs (run_sync) before it asks for the browser.
-    needs("chromium", "chromium")
+    executable = chromium_path()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        launched = p.chromium.launch(executable_path=executable, args=list(FLAGS))
         try:
             yield launched
         finally:
