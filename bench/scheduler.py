@@ -249,12 +249,17 @@ class NoopHook(TaskHooks):
 
 
 def timed(fn: Callable[[], Any], repeat: int = REPEAT) -> float:
+    """CPU seconds of one call (the process's, all threads), the median of ``repeat``.
+
+    CPU time, not wall time: on a shared machine other processes' load stretches wall
+    time by whatever share of the cores they take, differently from one run to the next.
+    """
     runs = []
     for _ in range(repeat):
         gc.collect()
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn()
-        runs.append(time.perf_counter() - t0)
+        runs.append(time.process_time() - t0)
     return statistics.median(runs)
 
 
@@ -473,7 +478,8 @@ def memory_section() -> None:
 
 def main() -> None:
     print(f"orchestra scheduler benchmark, {N} no-op tasks per shape, median of {REPEAT}")
-    print(f"python {sys.version.split()[0]}; ratios: how many times the baseline's speed\n")
+    print(f"python {sys.version.split()[0]}; tasks per CPU second (process time, all threads);")
+    print("ratios: how many times the baseline's speed\n")
     graphs = {name: make() for name, make in SHAPES.items()}
     for backend in BACKENDS:
         for name, graph in graphs.items():

@@ -20,7 +20,7 @@ from orchestra._decisions import Decision, Delegate, Retry
 from orchestra._errors import DispatchError, HookError
 from orchestra._hooks import ExecutionMode, SubagentHookContext
 from orchestra.agents._types import RunContext, Subagent, SubagentResult, _Session
-from orchestra.tracing._engine import NO_ATTEMPT, AttemptSpan, agent_attempt, get_tracer
+from orchestra.tracing._engine import NO_ATTEMPT, AttemptSpan, agent_attempt
 
 if TYPE_CHECKING:
     from orchestra.agents._dispatcher import Dispatcher
@@ -79,7 +79,7 @@ class _Dispatch:
         self.errors: list[BaseException] = []
         self.hook_errors: list[HookError] | None = None
         self.started = time.monotonic() if d._hooked else 0.0
-        self.tracer = get_tracer()
+        self.tracer = d._tracer
         self.at: AttemptSpan = NO_ATTEMPT
 
     # -- errors ---------------------------------------------------------------------------

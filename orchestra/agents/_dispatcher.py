@@ -20,6 +20,7 @@ from orchestra._hooks import ExecutionMode, SubagentHooks
 from orchestra.agents._dispatch import _Dispatch
 from orchestra.agents._fork import Fork
 from orchestra.agents._types import Subagent, SubagentResult, _Session
+from orchestra.tracing._engine import get_tracer
 
 __all__ = ["Dispatcher"]
 
@@ -148,6 +149,8 @@ class Dispatcher:
         self._has_after = chain.has("after_dispatch")
         self._has_on_failure = chain.has("on_failure")
         self._hooked = self._has_before or self._has_after or self._has_on_failure
+        # Tracing on or off, decided once: a dispatch reads this, not the environment.
+        self._tracer = get_tracer()
         self._lifecycle = _NEW
         self._tg: anyio.abc.TaskGroup | None = None
         self._sessions: dict[tuple[str | None, str], _Session] = {}

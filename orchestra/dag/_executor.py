@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from contextvars import copy_context
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, final, runtime_checkable
 
@@ -11,6 +12,7 @@ import anyio.to_thread
 
 if TYPE_CHECKING:
     from orchestra.dag._model import Task
+    from orchestra.dag._threads import ThreadPool
 
 __all__ = ["AgentDispatcher", "Executor", "LocalExecutor"]
 
@@ -52,10 +54,12 @@ class Executor(Protocol):
 class LocalExecutor:
     """The default executor: async bodies on the event loop, sync bodies in threads.
 
-    A sync body runs in a worker thread (the caller's context variables go with it),
-    unless the task says ``inline=True``: then it runs on the event loop, which is the
-    fastest choice for cheap bodies. A thread cannot be interrupted: on a timeout or a
-    cancellation the task ends at once and its thread is abandoned, to finish on its own.
+    A sync body runs in a worker thread, in a copy of the caller's context, unless the
+    task says ``inline=True``: then it runs on the event loop (in a copy of the context
+    too), which is the fastest choice for cheap bodies. A thread cannot be interrupted:
+    on a timeout or a cancellation the task ends at once and its thread is abandoned, to
+    finish on its own. In a run, sync bodies go to the run's own thread pool (at most
+    ``max_concurrency`` threads); elsewhere, or with a ``limiter``, to anyio's threads.
 
     Args:
         limiter: the thread limiter for sync bodies (anyio's default if None).
@@ -63,13 +67,16 @@ class LocalExecutor:
 
     def __init__(self, limiter: anyio.CapacityLimiter | None = None) -> None:
         self.limiter = limiter
+        self._threads: ThreadPool | None = None  # the run's pool, set by the scheduler
 
     async def execute(self, task: Task, kwargs: dict[str, Any]) -> Any:
         """Run one task body."""
         if task.is_async:
             return await task.fn(**kwargs)
         if task.inline:
-            return task.fn(**kwargs)
+            return copy_context().run(task.fn, **kwargs)
+        if self._threads is not None:
+            return await self._threads.run(task.fn, kwargs)
         return await anyio.to_thread.run_sync(
             partial(task.fn, **kwargs), limiter=self.limiter, abandon_on_cancel=True
         )

@@ -394,16 +394,18 @@ class Plan:
     order; indexes are positions in it.
     """
 
-    __slots__ = ("dependents", "indegree", "order", "sources", "upstreams", "wants")
+    __slots__ = ("dependents", "indegree", "index", "order", "sources", "upstreams", "wants")
 
     def __init__(
         self,
         order: tuple[Task, ...],
+        index: dict[str, int],
         upstreams: list[tuple[int, ...]],
         dependents: list[list[int]],
         wants: list[tuple[str, ...]],
     ) -> None:
         self.order = order
+        self.index = index
         self.upstreams = upstreams
         self.dependents = dependents
         self.wants = wants
@@ -450,7 +452,7 @@ class Plan:
             unknown = next(d for d in task.deps if d not in index)
             raise DAGError(f"task {task.id!r} depends on unknown task {unknown!r}") from None
         if sorted_:
-            return cls(order, upstreams, dependents, wants)
+            return cls(order, index, upstreams, dependents, wants)
         return cls._kahn(dag, order, upstreams, dependents, wants)
 
     @classmethod
@@ -481,8 +483,10 @@ class Plan:
         position = [0] * len(order)
         for new, old in enumerate(topo):
             position[old] = new
+        ordered = tuple(order[old] for old in topo)
         return cls(
-            tuple(order[old] for old in topo),
+            ordered,
+            {task.id: i for i, task in enumerate(ordered)},
             [tuple(position[u] for u in upstreams[old]) for old in topo],
             [[position[d] for d in dependents[old]] for old in topo],
             [wants[old] for old in topo],

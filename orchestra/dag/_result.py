@@ -2,15 +2,61 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, final
+from collections.abc import Iterator, Mapping, Sequence, ValuesView
+from typing import Any, TypeVar, final
 
 import attrs
 
 from orchestra._errors import HookError
 from orchestra.dag._model import TaskState
 
-__all__ = ["RunResult"]
+__all__ = ["Column", "RunResult"]
+
+_V = TypeVar("_V")
+
+
+@final
+class Column(Mapping[str, _V]):
+    """A read-only mapping of task ids to one column of the run's arrays (internal).
+
+    ``RunResult.states`` and ``attempts`` are views over the scheduler's own lists, in
+    the plan's order: building dicts of a 100,000-task run would stall the loop at its end.
+    """
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, index: Mapping[str, int], values: Sequence[_V]) -> None:
+        self._index = index
+        self._values = values
+
+    def __getitem__(self, task_id: str) -> _V:
+        return self._values[self._index[task_id]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._index
+
+    def values(self) -> ValuesView[_V]:
+        """The values, in the plan's order (straight from the column)."""
+        return _ColumnValues(self)
+
+    def __repr__(self) -> str:
+        return repr(dict(zip(self._index, self._values, strict=True)))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(zip(self._index, self._values, strict=True)),))
+
+
+class _ColumnValues(ValuesView[_V]):
+    _mapping: Column[_V]
+
+    def __iter__(self) -> Iterator[_V]:
+        return iter(self._mapping._values)
 
 
 @final

@@ -3,14 +3,20 @@
 Design (measured, see ``bench/scheduler.py``): a fixed pool of long-lived worker tasks,
 as many as ``max_concurrency`` allows, takes task indexes from one ready deque. A worker
 that finds work waiting takes it without a checkpoint, so bodies that never suspend run
-back to back with no task creation, no stream and no limiter per node; it yields to the
-loop every few dozen tasks so cancellation and other workers are served. Finishing a task
-settles its dependents iteratively (trigger rules, upstream failures), so deep chains
-never recurse, and wakes idle workers for the new ready work.
+back to back with no task creation, no stream and no limiter per node. The run yields to
+the loop once ``_SLICE`` seconds passed since its last pass, whatever the worker: the
+first worker past the deadline leads a pass and the others follow it until it resumes,
+so one loop pass runs at most about ``_SLICE`` of bodies (timers, I/O and other tasks
+are served). Each body runs in its own copy of the run's context, as a task would: a
+worker compares its context with a snapshot after each task and, if a body (or a hook)
+changed it, hands over to a new worker spawned from the run's base context. Finishing a
+task settles its dependents iteratively (trigger rules, upstream failures), so deep
+chains never recurse, and wakes idle workers for the new ready work.
 """
 
 from __future__ import annotations
 
+import contextvars
 import time
 import uuid
 from collections import deque
@@ -31,7 +37,8 @@ from orchestra.dag._executor import AgentDispatcher, Executor, LocalExecutor
 from orchestra.dag._journal import JournalArg, RunJournal
 from orchestra.dag._model import DAG, Task, TaskState
 from orchestra.dag._remote import RemoteOutputs
-from orchestra.dag._result import RunResult
+from orchestra.dag._result import Column, RunResult
+from orchestra.dag._threads import ThreadPool
 from orchestra.tracing._engine import NO_ATTEMPT, NO_RUN, STATE_RETRYING, AttemptSpan, RunTelemetry
 
 if TYPE_CHECKING:
@@ -48,7 +55,8 @@ _FAILED: Final = TaskState.FAILED
 _SKIPPED: Final = TaskState.SKIPPED
 _UPSTREAM_FAILED: Final = TaskState.UPSTREAM_FAILED
 _CANCELLED: Final = TaskState.CANCELLED
-_YIELD_EVERY: Final = 64  # tasks a worker runs back to back before a checkpoint
+_SLICE: Final = 0.005  # seconds of work the workers do, all together, between loop passes
+_THREADS_UNCAPPED: Final = 40  # threads for sync bodies when max_concurrency=None (anyio's)
 _NOT_OK: Final = (_FAILED, _UPSTREAM_FAILED, _CANCELLED)
 # Who took a decision, for traces, when no hook did.
 _TASK_RETRIES: Final = "task.retries"
@@ -108,7 +116,13 @@ class _Run:
         self.remaining = list(plan.indegree)
         self.ready: deque[int] = deque(plan.sources)
         self.done = 0
+        self.not_ok = 0  # tasks settled FAILED, UPSTREAM_FAILED or CANCELLED
+        self.index = plan.index
         self.idle: list[anyio.Event] = []
+        self.slice_end = 0.0  # when the workers next let the loop run
+        self.passing = False  # a worker leads a loop pass: the others follow it
+        self.base: contextvars.Context | None = None  # the context new workers start in
+        self.threads: ThreadPool | None = None
         self.stopping = False
         self.fatal: BaseException | None = None
         self.workers = n if max_concurrency is None else min(max_concurrency, n)
@@ -149,9 +163,13 @@ class _Run:
             self.reuse = await self.journal.start(
                 self.dag, self.run_id, self.order, self.upstreams, outputs=self.remote is None
             )
-        self.executor = self.given_executor or LocalExecutor(
-            anyio.CapacityLimiter(max(self.workers, 1)) if self.capped else None
-        )
+        if self.given_executor is not None:
+            self.executor = self.given_executor
+        else:
+            self.executor = LocalExecutor()
+            if any(not (t.is_async or t.inline) for t in self.order):
+                pool = ThreadPool(max(self.workers, 1) if self.capped else _THREADS_UNCAPPED)
+                self.threads = self.executor._threads = pool
         tel = self.tel = RunTelemetry.start(
             self.dag.name,
             self.run_id,
@@ -161,6 +179,8 @@ class _Run:
         )
         self.tracer = tel.tracer
         escaped: BaseException | None = None
+        self.base = contextvars.copy_context()
+        self.slice_end = time.perf_counter() + _SLICE
         try:
             async with anyio.create_task_group() as tg:
                 self.tg = tg
@@ -170,9 +190,14 @@ class _Run:
             escaped = exc
             raise
         finally:
-            for i, state in enumerate(self.states):
-                if not state.terminal:
-                    self.states[i] = _CANCELLED
+            if self.threads is not None:
+                self.threads.close()
+            if self.done < self.total:
+                states = self.states
+                for i, state in enumerate(states):
+                    if not state.terminal:
+                        states[i] = _CANCELLED
+                        self.not_ok += 1
             if self.remote is not None:
                 if escaped is None and self.fatal is None:
                     await self.remote.finish(self.outputs, self.errors)
@@ -198,14 +223,13 @@ class _Run:
         tel.finish(ok=not failed, failed=failed, not_run=not_run, error=error)
 
     def result(self) -> RunResult:
-        ids = [t.id for t in self.order]
         journal = self.journal
         return RunResult(
-            ok=not any(s in _NOT_OK for s in self.states),
-            states=dict(zip(ids, self.states, strict=True)),
+            ok=not self.not_ok,
+            states=Column(self.index, self.states),
             outputs=self.outputs,
             errors=self.errors,
-            attempts=dict(zip(ids, self.attempts, strict=True)),
+            attempts=Column(self.index, self.attempts),
             run_id=self.run_id,
             reasons=self.reasons,
             hook_errors=tuple(self.hook_errors),
@@ -218,23 +242,47 @@ class _Run:
     async def worker(self, cancelled: type[BaseException]) -> None:
         ready = self.ready
         reuse = self.reuse
-        ran = 0
+        clock = time.perf_counter
+        snapshot = contextvars.copy_context
+        fresh = snapshot()  # this worker's context as it started: the run's base
         while True:
             if ready and not self.stopping:
+                if self.passing or clock() >= self.slice_end:
+                    await self.loop_pass()
+                    continue
                 i = ready.popleft()
                 if i in reuse:
                     self.reuse_task(i)
-                else:
-                    await self.run_task(i, cancelled)
-                ran += 1
-                if ran % _YIELD_EVERY == 0:
-                    await anyio.lowlevel.checkpoint()
+                    continue
+                await self.run_task(i, cancelled)
+                if snapshot() != fresh:  # the body (or a hook) changed this context
+                    if self.done < self.total and not self.stopping:
+                        self.respawn(cancelled)
+                    return
             elif self.done >= self.total or self.stopping:
                 return
             else:
                 event = anyio.Event()
                 self.idle.append(event)
                 await event.wait()
+
+    async def loop_pass(self) -> None:
+        """Let the event loop run: lead a pass, or follow the worker that leads one."""
+        if self.passing:
+            await anyio.lowlevel.checkpoint()
+            return
+        self.passing = True
+        try:
+            await anyio.lowlevel.checkpoint()
+        finally:
+            self.passing = False
+            self.slice_end = time.perf_counter() + _SLICE
+
+    def respawn(self, cancelled: type[BaseException]) -> None:
+        """Start a worker in the run's base context, to replace one whose context changed."""
+        assert self.tg is not None
+        assert self.base is not None
+        self.base.run(self.tg.start_soon, self.worker, cancelled)
 
     # -- one task: its attempts, then its terminal state ----------------------------------
 
@@ -246,6 +294,9 @@ class _Run:
         outputs = self.outputs
         kwargs = {w: outputs.get(w) for w in wants} if wants else {}
         errors: list[BaseException] = []
+        # The body's error while its on_failure hooks run: a cancellation meanwhile (say,
+        # fail_fast stopping the run for another task) still ends the task FAILED.
+        failure: BaseException | None = None
         attempt = 0
         started = time.monotonic()
         self.states[i] = _RUNNING
@@ -264,6 +315,7 @@ class _Run:
                     if decision is not None:  # Skip or Fail: the task ends unrun
                         self.decided(i, Verdict(decision=decision, hook=by), None, at)
                         return
+                failure = None
                 try:
                     if task.agent is None and (task.timeout is None or self.executor_times):
                         result = await self.executor.execute(task, kwargs)
@@ -274,11 +326,13 @@ class _Run:
                     else:
                         seen = result
                 except Exception as exc:
+                    failure = exc
                     errors.append(exc)
                     at.error(exc)
                     verdict = await self.after_failure(i, attempt, errors, started, exc)
                     decision = verdict.decision
                     if type(decision) is Retry and verdict.overruled is None:
+                        failure = None  # a retry's wait, cancelled, ends it CANCELLED
                         at.decision(decision, verdict.hook or _TASK_RETRIES)
                         at.end(STATE_RETRYING)
                         if decision.delay:
@@ -291,6 +345,7 @@ class _Run:
                 except BaseException as exc:
                     # KeyboardInterrupt, SystemExit...: never retried; the hooks see it,
                     # then the handler below records it and stops the run.
+                    failure = exc
                     errors.append(exc)
                     at.error(exc)
                     if self.has_on_failure:
@@ -315,14 +370,19 @@ class _Run:
                 return
         except cancelled:
             if not self.states[i].terminal:
-                self.settle(i, _CANCELLED)
+                if failure is not None:  # its body failed: cancelling loses no failure
+                    self.errors[tid] = failure
+                    if not isinstance(failure, Exception):
+                        self.record_fatal(tid, failure)
+                    self.settle(i, _FAILED)
+                else:
+                    self.settle(i, _CANCELLED)
             raise
         except BaseException as exc:
             # A fatal error from the body or a hook: record it, stop the run, and let
             # execute() re-raise it once every worker has ended.
             self.errors[tid] = exc
-            if self.fatal is None:
-                self.fatal = exc
+            self.record_fatal(tid, exc)
             if not self.states[i].terminal:
                 self.settle(i, _FAILED)
             self.stop()
@@ -333,6 +393,13 @@ class _Run:
                     i, self.states[i], attempt, duration, outputs.get(tid), self.errors.get(tid)
                 )
             tel.task_done(at, self.states[i], duration)
+
+    def record_fatal(self, tid: str, error: BaseException) -> None:
+        """Make ``error`` the one ``run()`` raises, or note it on the one already chosen."""
+        if self.fatal is None:
+            self.fatal = error
+        elif error is not self.fatal:
+            self.fatal.add_note(f"task {tid!r} also failed with {error!r}")
 
     def reuse_task(self, i: int) -> None:
         """End task ``i`` SUCCEEDED with the output its resumed run journaled, without running."""
@@ -428,6 +495,8 @@ class _Run:
         states = self.states
         states[i] = state
         self.done += 1
+        if state is not _SUCCEEDED and state in _NOT_OK:
+            self.not_ok += 1
         remote = self.remote
         if remote is not None:
             remote.ended(i, self.outputs)
@@ -445,6 +514,8 @@ class _Run:
                     else:
                         states[d] = gate
                         self.done += 1
+                        if gate is not _SKIPPED:  # UPSTREAM_FAILED or CANCELLED
+                            self.not_ok += 1
                         if remote is not None:
                             remote.ended(d, self.outputs)
                         stack.append(d)
