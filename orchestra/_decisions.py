@@ -85,7 +85,7 @@ def merge(answers: Sequence[Decision | None]) -> Decision | None:
     Precedence is ``Fail > Skip > Delegate > Retry > None``. Among several ``Retry`` the
     longest delay wins; among several ``Delegate`` (or ``Fail``, ``Skip``) the first.
 
-    Example:
+    Examples:
         >>> merge([None, Retry(1.0), Retry(5.0)])
         Retry(delay=5.0)
         >>> merge([Retry(1.0), Skip("optional"), Fail("broken")])

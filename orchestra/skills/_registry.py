@@ -180,7 +180,7 @@ class HookRegistry:
         ``tool_response``, or ``PostToolUseFailure`` with ``error`` before the tool's
         exception propagates.
 
-        Example:
+        Examples:
             >>> registry = HookRegistry()
             >>> @registry.guard("Bash")
             ... def bash(command: str) -> str:
