@@ -106,6 +106,7 @@ class RunJournal:
         self.codes: list[str] = []
         self.out_digests: list[bytes] = []  # what each task's dependents' inputs digest
         self.previous: dict[int, tuple[str, bytes]] = {}  # reused: output digest, payload
+        self.reused_inputs: dict[int, str] = {}  # reused: input digest
         self.small: dict[bytes, str] = {}  # digests of small payloads (None, True, 0...)
         self.writer: BatchWriter[_Settled] | None = None
         self.put: Callable[[_Settled], None] = _not_started
@@ -251,6 +252,7 @@ class RunJournal:
                     atoms[digest_] = value
                 reuse[i] = value
             self.previous[i] = (digest_, payload)
+            self.reused_inputs[i] = rec.input_digest
             out[i] = digest_.encode()
         return reuse
 
@@ -391,8 +393,12 @@ class RunJournal:
         prefixes = self.prefixes
         upstreams = self.upstreams
         run_id = self.run_id
+        known = self.reused_inputs  # checked at planning: no need to digest them again
         inputs: list[str] = []
         for i, value, out_digest in zip(index, values, out_digests, strict=True):
+            if known and i in known:
+                inputs.append(known[i])  # its output digest is in out[] since planning
+                continue
             ups = upstreams[i]
             if ups:  # as _input_digest, inlined: this runs for every task
                 h = blake2b(prefixes[i], digest_size=16)
