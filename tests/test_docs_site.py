@@ -134,7 +134,10 @@ def test_every_public_name_is_in_the_api_reference(site: Path) -> None:
     for package in PACKAGES:
         module = importlib.import_module(package)
         own = _own_pages(pages, package)
-        assert own, f"no API page has the title `API: {package}` (docs/reference/api-*.md)"
+        assert own, (
+            f"no API page has the title `API: {package}`: add docs/reference/api-*.md "
+            "(docs/reference/api-dask.md is a small one to copy) and its line in mkdocs.yml"
+        )
         for name in module.__all__:
             homes = _homes(module, name)
             documented = bool(homes & every_id)  # its own heading somewhere
@@ -168,6 +171,13 @@ def test_the_trace_picture_is_generated_and_offline(site: Path) -> None:
     assert svg.startswith("<svg")
     assert "research-report" in svg  # the demo's DAG, drawn
     assert "@font-face" not in svg  # a picture that would fetch its font from a CDN
+
+
+def test_the_sitemap_lists_every_page(site: Path) -> None:
+    """``site_url`` is set, so the sitemap lists every page."""
+    sitemap = (site / "sitemap.xml").read_text()
+    listed = {loc.split("/", 3)[-1] for loc in re.findall(r"<loc>([^<]+)</loc>", sitemap)}
+    assert set(_all_pages(site)) <= listed
 
 
 def _all_pages(site: Path) -> Iterator[str]:
