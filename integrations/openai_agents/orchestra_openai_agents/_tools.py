@@ -610,6 +610,8 @@ class _GraphGuard:
         clone = original.clone(tools=tools)
         self.clones[id(original)] = clone
         _remember(clone)
+        if clone.mcp_servers:
+            self.mcp(clone)
         clone.handoffs = [
             self.agent(h) if isinstance(h, Agent) else self.handoff(h) for h in original.handoffs
         ]
@@ -635,6 +637,23 @@ class _GraphGuard:
         guarded = _guard_function_tool(tool, self.guard, body)
         guarded._agent_instance = clone
         return guarded
+
+    def mcp(self, clone: Agent[Any]) -> None:
+        """Guard the tools of the clone's MCP servers, which the SDK lists at each turn.
+
+        ``Agent.get_all_tools`` asks ``get_mcp_tools`` for them, as ``FunctionTool``
+        objects built afresh each time; the clone's own ``get_mcp_tools`` guards each.
+        """
+        fetch = clone.get_mcp_tools
+        guard = self.guard
+
+        async def get_mcp_tools(run_context: RunContextWrapper[Any]) -> list[Any]:
+            return [
+                _guard_function_tool(tool, guard) if isinstance(tool, FunctionTool) else tool
+                for tool in await fetch(run_context)
+            ]
+
+        clone.get_mcp_tools = get_mcp_tools  # type: ignore[method-assign]
 
     def handoff(self, original: Handoff[Any, Any]) -> Handoff[Any, Any]:
         """A copy of a ``Handoff`` object whose target agent is the guarded clone."""

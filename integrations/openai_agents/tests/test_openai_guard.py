@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from agents import (
     function_tool,
     handoff,
 )
+from agents.mcp import MCPServerStdio
 from agents.testing import ScriptedModel, assistant_message, function_call
 from bridge_helpers import drive, events, log_hook, permission, tool_outputs, write_config
 from orchestra_openai_agents import OrchestraRunHooks, guard_agent, guard_tool, is_guarded
@@ -27,6 +29,7 @@ from orchestra import ToolDenied
 
 pytestmark = pytest.mark.anyio
 
+MCP_SERVER = Path(__file__).with_name("mcp_ops_server.py")
 DENY_SHELL = {"PreToolUse": [permission("deny", "no shell today", matcher="run_shell")]}
 
 
@@ -305,3 +308,36 @@ def test_the_bridge_keeps_its_clones(tmp_path: Path) -> None:
     assert bridge.guard(agent) is first  # a paused run resumes on the same agents
     agent.tools = [*agent.tools, shell_tool([])]
     assert bridge.guard(agent) is not first  # changed: guarded afresh
+
+
+async def test_the_tools_of_an_mcp_server_are_guarded(tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    registry = write_config(
+        tmp_path,
+        {
+            "PreToolUse": [permission("deny", "no shell today", matcher="run_shell")],
+            "PostToolUse": [log_hook(log)],
+        },
+    )
+    ran = tmp_path / "ran.txt"
+    params = {"command": sys.executable, "args": [str(MCP_SERVER), str(ran)]}
+    model = ScriptedModel(
+        [
+            [function_call("run_shell", {"command": "reboot"}, call_id="s1")],
+            [function_call("read_page", {"page": 2}, call_id="f1")],
+            [assistant_message("page 2, no reboot")],
+        ]
+    )
+    async with MCPServerStdio(params, name="ops", client_session_timeout_seconds=30) as server:
+        agent = Agent(name="ops", model=model, mcp_servers=[server])
+        bridge = OrchestraRunHooks(registry=registry)
+
+        result = await bridge.run(agent, "reboot, then read page 2")
+
+    assert result.final_output == "page 2, no reboot"
+    assert not ran.exists()  # run_shell never ran on the server
+    outputs = tool_outputs(model)
+    assert outputs["s1"] == "Tool call denied: no shell today"
+    assert "page 2" in outputs["f1"]
+    [post] = events(log)
+    assert (post["tool_name"], post["tool_input"]) == ("read_page", {"page": 2})
