@@ -406,7 +406,8 @@ class OrchestraRunHooks(RunHooks[Any]):
                 f"({type(tool).__name__}); only guarded function tools take rewritten input"
             )
         if refusal is not None:
-            raise ToolDenied(name, refusal)
+            retry = await guard.permission_denied(payload, refusal)
+            raise ToolDenied(name, refusal, retry=retry)
 
     async def on_tool_end(
         self, context: RunContextWrapper[Any], agent: Any, tool: Tool, result: object

@@ -129,6 +129,7 @@ class Verdict:
     refusal: str | None = None  # the call is denied, with this reason
     modified: dict[str, Any] | None = None  # the input the tool gets instead
     pending: str | None = None  # the call waits for a person's approval, with this reason
+    output: Any = None  # a hook's mock output: the tool is not called
 
 
 _ALLOW: Final = Verdict()
@@ -193,14 +194,25 @@ class ToolGuard:
                 return Verdict(modified=modified, pending=reason)
             if not answer:
                 return Verdict(refusal=reason)
-        return Verdict(modified=modified) if modified is not None else _ALLOW
+        if modified is None and outcome.output is None:
+            return _ALLOW
+        return Verdict(modified=modified, output=outcome.output)
 
-    def deny(self, tool: str, refusal: str) -> str:
+    def deny(self, tool: str, refusal: str, *, retry: bool = False) -> str:
         """What a denied call returns to the model (or ``ToolDenied`` with ``raise``)."""
         logger.info("tool %r denied: %s", tool, refusal)
         if self.on_deny == "raise":
-            raise ToolDenied(tool, refusal)
-        return f"Tool call denied: {refusal}"
+            raise ToolDenied(tool, refusal, retry=retry)
+        again = " (you may try the call again)" if retry else ""
+        return f"Tool call denied: {refusal}{again}"
+
+    async def permission_denied(self, payload: dict[str, Any], refusal: str) -> bool:
+        """Fire ``PermissionDenied`` for a call ``PreToolUse`` denied: may it be retried?"""
+        registry = self.registry
+        if registry is None or not registry.has_hooks("PermissionDenied"):
+            return False
+        outcome = await registry.fire("PermissionDenied", {**payload, "reason": refusal})
+        return outcome.retry
 
     def check_hosted(self, agent: Agent[Any], tool: object) -> None:
         """Refuse a hosted tool that ``PreToolUse`` hooks match, unless allowed."""
@@ -319,7 +331,11 @@ class _GuardedInvoker:
             if span is not None:
                 span.set_attribute(ATTR_TOOL_DECISION, "deny" if refusal else "allow")
             if refusal is not None:
-                return guard.deny(name, refusal)
+                payload = {**fields, "tool_input": tool_input}
+                retry = await guard.permission_denied(payload, refusal)
+                return guard.deny(name, refusal, retry=retry)
+            if verdict.output is not None:  # a mock: the tool is not called
+                return verdict.output
             if verdict.modified is not None:
                 tool_input = verdict.modified
                 input = json.dumps(verdict.modified)
@@ -329,7 +345,9 @@ class _GuardedInvoker:
         result = await self._attempts(ctx, name, input, tool_input, fields, state, span)
         if registry is not None and registry.has_hooks("PostToolUse"):
             payload = {**fields, "tool_input": tool_input, "tool_response": result}
-            await registry.fire("PostToolUse", payload)
+            post = await registry.fire("PostToolUse", payload)
+            if post.output is not None:  # a rewrite of what the model gets
+                return post.output
         return result
 
     async def _attempts(
@@ -349,7 +367,7 @@ class _GuardedInvoker:
             try:
                 result = await self.inner(ctx, input)
             except ToolDenied as exc:  # a @registry.guard inside the tool said no
-                return guard.deny(name, exc.reason or str(exc))
+                return guard.deny(name, exc.reason or str(exc), retry=exc.retry)
             except Exception as exc:
                 await self._report_failure(fields, tool_input, exc)
                 return await self._failed(ctx, exc)
@@ -374,7 +392,7 @@ class _GuardedInvoker:
             try:
                 result = await self.inner(ctx, input)
             except ToolDenied as exc:
-                return guard.deny(name, exc.reason or str(exc))
+                return guard.deny(name, exc.reason or str(exc), retry=exc.retry)
             except Exception as exc:
                 errors = (*errors, exc)
                 await self._report_failure(fields, tool_input, exc)
@@ -508,7 +526,11 @@ def _guard_function_tool(
     original = tool.needs_approval
     if isinstance(original, _ApprovalPolicy):
         original = original.original
-    guarded.needs_approval = _ApprovalPolicy(original, guard, tool.name)
+    # Only with PreToolUse hooks: the SDK asks a person about any call whose arguments a
+    # needs_approval callable cannot read, so the tool's own setting stays otherwise.
+    guarded.needs_approval = (
+        _ApprovalPolicy(original, guard, tool.name) if guard.pre() else original
+    )
     return guarded
 
 

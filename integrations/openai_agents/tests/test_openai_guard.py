@@ -341,3 +341,69 @@ async def test_the_tools_of_an_mcp_server_are_guarded(tmp_path: Path) -> None:
     assert "page 2" in outputs["f1"]
     [post] = events(log)
     assert (post["tool_name"], post["tool_input"]) == ("read_page", {"page": 2})
+
+
+def answering(result: dict[str, Any], matcher: str | None = None) -> dict[str, Any]:
+    """A command hook group that answers ``result`` as its JSON output."""
+    group: dict[str, Any] = {
+        "hooks": [{"type": "command", "command": f"echo {shlex.quote(json.dumps(result))}"}]
+    }
+    if matcher is not None:
+        group["matcher"] = matcher
+    return group
+
+
+async def test_a_mock_output_and_a_rewritten_output(tmp_path: Path, mode: str) -> None:
+    registry = write_config(
+        tmp_path,
+        {
+            "PreToolUse": [answering({"output": "pretend it ran"}, matcher="run_shell")],
+            "PostToolUse": [answering({"output": "redacted"}, matcher="read_file")],
+        },
+    )
+    ran: list[str] = []
+
+    @function_tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return "secret contents"
+
+    model = ScriptedModel(
+        [
+            [
+                function_call("run_shell", {"command": "make"}, call_id="s1"),
+                function_call("read_file", {"path": ".env"}, call_id="r1"),
+            ],
+            [assistant_message("done")],
+        ]
+    )
+    agent = Agent(name="ops", model=model, tools=[shell_tool(ran), read_file])
+
+    await drive(OrchestraRunHooks(registry=registry), agent, "build", mode)
+
+    assert ran == []  # mocked: the tool was not called
+    assert tool_outputs(model) == {"s1": "pretend it ran", "r1": "redacted"}
+
+
+async def test_permission_denied_may_let_the_model_try_again(tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    retry = {"hookSpecificOutput": {"hookEventName": "PermissionDenied", "retry": True}}
+    registry = write_config(
+        tmp_path,
+        {**DENY_SHELL, "PermissionDenied": [log_hook(log), answering(retry)]},
+    )
+    model = ScriptedModel(
+        [
+            [function_call("run_shell", {"command": "ls"}, call_id="s1")],
+            [assistant_message("ok")],
+        ]
+    )
+    agent = Agent(name="ops", model=model, tools=[shell_tool([])])
+
+    await OrchestraRunHooks(registry=registry).run(agent, "ls")
+
+    assert tool_outputs(model) == {
+        "s1": "Tool call denied: no shell today (you may try the call again)"
+    }
+    [denied] = events(log)
+    assert (denied["tool_name"], denied["reason"]) == ("run_shell", "no shell today")
