@@ -22,7 +22,7 @@ from orchestra._errors import JournalError as JournalError
 from orchestra._errors import OrchestraError as OrchestraError
 from orchestra._errors import TaskFailed as TaskFailed
 from orchestra._errors import ToolDenied as ToolDenied
-from orchestra._exports import export
+from orchestra._exports import export as _export
 from orchestra._hooks import ExecutionMode as ExecutionMode
 from orchestra._hooks import SubagentHookContext as SubagentHookContext
 from orchestra._hooks import SubagentHooks as SubagentHooks
@@ -82,4 +82,4 @@ __all__ = [
     "run_sync",
 ]
 
-export(globals())
+_export(globals())

@@ -42,7 +42,7 @@ class ExecutionMode(enum.Enum):
 
 
 @final
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class TaskHookContext:
     """What a ``TaskHooks`` method knows about the task attempt it is called for.
 
@@ -65,7 +65,7 @@ class TaskHookContext:
 
 
 @final
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class SubagentHookContext:
     """What a ``SubagentHooks`` method knows about the dispatch it is called for.
 

@@ -29,7 +29,13 @@ pytestmark = pytest.mark.anyio
 
 def ctx(attempt: int, started_at: float = 0.0) -> TaskHookContext:
     task = Task(id="t", fn=lambda: None)
-    return TaskHookContext(task, attempt, None, "run", (), started_at or time.monotonic())
+    return TaskHookContext(
+        task=task,
+        attempt=attempt,
+        executor=None,
+        run_id="run",
+        started_at=started_at or time.monotonic(),
+    )
 
 
 def test_wait_exponential_from_tenacity() -> None:

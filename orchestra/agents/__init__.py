@@ -9,7 +9,7 @@ cancel) and ``TEAMMATE`` (a session per parent that keeps its state across dispa
 
 from orchestra._attempts import DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS
 from orchestra._errors import DispatchError as DispatchError
-from orchestra._exports import export
+from orchestra._exports import export as _export
 from orchestra._hooks import ExecutionMode as ExecutionMode
 from orchestra._hooks import SubagentHookContext as SubagentHookContext
 from orchestra._hooks import SubagentHooks as SubagentHooks
@@ -32,4 +32,4 @@ __all__ = [
     "SubagentResult",
 ]
 
-export(globals())
+_export(globals())

@@ -111,14 +111,14 @@ class _Dispatch:
 
     def context(self) -> SubagentHookContext:
         return SubagentHookContext(
-            self.parent,
-            self.name,
-            self.mode,
-            self.task,
-            self.attempt,
-            self.delegated_from,
-            tuple(self.errors),
-            self.started,
+            parent_agent=self.parent,
+            subagent_name=self.name,
+            execution_mode=self.mode,
+            task=self.task,
+            attempt=self.attempt,
+            delegated_from=self.delegated_from,
+            errors=tuple(self.errors),
+            started_at=self.started,
         )
 
     def on_failure(self, error: BaseException) -> Awaitable[tuple[Decision | None, str | None]]:
@@ -221,11 +221,11 @@ class _Dispatch:
             raise
         self.at.output(output)
         result = SubagentResult(
-            self.name,
-            output,
-            self.attempt,
-            self.delegated_from,
-            tuple(self.hook_errors) if self.hook_errors else (),
+            agent=self.name,
+            output=output,
+            attempts=self.attempt,
+            delegated_from=self.delegated_from,
+            hook_errors=tuple(self.hook_errors) if self.hook_errors else (),
         )
         if d._has_after:
             recorded = len(self.hook_errors or ())

@@ -168,7 +168,7 @@ class RunContext:
 
 
 @final
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class SubagentResult:
     """The result of a dispatch that succeeded.
 

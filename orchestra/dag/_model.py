@@ -149,6 +149,7 @@ class Task(_TaskFields):
     # pays a slow object.__setattr__ per field, and a DAG of 100,000 tasks builds 100,000.
     def __new__(
         cls,
+        *,
         id: str,  # the public name of the field
         fn: Callable[..., Any],
         deps: Iterable[str | Task] = (),
@@ -243,9 +244,23 @@ class Task(_TaskFields):
         return f"Task(id={self.id!r}{deps})"
 
 
+_PICKLED: Final = (
+    "id",
+    "fn",
+    "deps",
+    "retries",
+    "retry_delay",
+    "timeout",
+    "trigger",
+    "metadata",
+    "agent",
+    "inline",
+)
+
+
 def _task(*args: Any) -> Task:
-    """Rebuild a pickled ``Task``."""
-    return Task(*args)
+    """Rebuild a pickled ``Task`` (its fields in ``_PICKLED`` order)."""
+    return Task(**dict(zip(_PICKLED, args, strict=True)))
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

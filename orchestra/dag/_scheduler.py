@@ -1,4 +1,4 @@
-"""The anyio DAG scheduler: ``run`` and ``run_sync``.
+"""The anyio DAG scheduler: one ``_Run`` per run (``run()`` is its public face).
 
 Design (measured, see ``bench/scheduler.py``): a fixed pool of long-lived worker tasks,
 as many as ``max_concurrency`` allows, takes task indexes from one ready deque. A worker
@@ -21,20 +21,19 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Iterable
-from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from orchestra._attempts import DEFAULT_MAX_ATTEMPTS, RetryBudget, Verdict, after_failure
+from orchestra._attempts import RetryBudget, Verdict, after_failure
 from orchestra._chain import HookChain
 from orchestra._decisions import Decision, Retry, Skip
 from orchestra._errors import DAGError, HookError, TaskFailed
 from orchestra._hooks import TaskHookContext, TaskHooks
 from orchestra.dag._executor import AgentDispatcher, Executor, LocalExecutor
-from orchestra.dag._journal import JournalArg, RunJournal
+from orchestra.dag._journal import RunJournal
 from orchestra.dag._model import DAG, Task, TaskState
 from orchestra.dag._remote import RemoteOutputs
 from orchestra.dag._result import Column, RunResult
@@ -44,9 +43,8 @@ from orchestra.tracing._engine import NO_ATTEMPT, NO_RUN, STATE_RETRYING, Attemp
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
 
-    from orchestra.journal import Serializer
 
-__all__ = ["run", "run_sync"]
+__all__ = ["_Run"]
 
 _PENDING: Final = TaskState.PENDING
 _RUNNING: Final = TaskState.RUNNING
@@ -437,7 +435,14 @@ class _Run:
     def context(
         self, task: Task, attempt: int, errors: list[BaseException], started: float
     ) -> TaskHookContext:
-        return TaskHookContext(task, attempt, task.agent, self.run_id, tuple(errors), started)
+        return TaskHookContext(
+            task=task,
+            attempt=attempt,
+            executor=task.agent,
+            run_id=self.run_id,
+            errors=tuple(errors),
+            started_at=started,
+        )
 
     async def body(self, task: Task, kwargs: dict[str, Any]) -> Any:
         """The attempt's body, with its timeout and, for agent tasks, the dispatch."""
@@ -552,98 +557,3 @@ class _Run:
         if skipped and rule == "all_success":
             return _SKIPPED
         return None
-
-
-async def run(
-    dag: DAG,
-    *,
-    hooks: Iterable[object] = (),
-    max_concurrency: int | None = 64,
-    fail_fast: bool = False,
-    retry_budget: int | None = None,
-    executor: Executor | None = None,
-    dispatcher: AgentDispatcher | None = None,
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-    journal: JournalArg | None = None,
-    resume: str | None = None,
-    serializer: Serializer | None = None,
-) -> RunResult:
-    """Run a DAG and return its ``RunResult``.
-
-    Args:
-        dag: the DAG; it is validated first (``DAGError`` if it cannot run).
-        hooks: ``TaskHooks`` objects, called in this order at each moment.
-        max_concurrency: how many tasks may run at once (>= 1); None = no cap (every
-            ready task runs: for executors that queue work themselves, such as a cluster).
-        fail_fast: on the first FAILED task, cancel the rest (they end CANCELLED).
-        retry_budget: how many retries the whole run may spend (None = no limit); past
-            it a ``Retry`` becomes a ``Fail`` whose reason says so.
-        executor: where task bodies run (default: ``LocalExecutor``). An executor may
-            keep outputs where it computed them and apply timeouts itself (see
-            ``Executor``).
-        dispatcher: the subagent dispatcher for tasks that name an ``agent``.
-        max_attempts: hard cap on the attempts of any one task, whatever hooks answer.
-        journal: record every settled task and its output as the run goes: a path (the
-            embedded SQLite journal) or a ``Journal`` (see "Resuming runs").
-        resume: a run id of ``journal`` (or ``"last"``, the DAG's latest run) to continue:
-            its SUCCEEDED tasks whose code and inputs are unchanged are not run again.
-        serializer: how outputs are journaled (default: ``PickleSerializer()``).
-
-    Raises:
-        JournalError: the journal cannot be used, or has no run ``resume`` names; raised
-            before any task runs.
-
-    Cancelling ``run()`` cancels running tasks and retry sleeps (they end CANCELLED)
-    and re-raises the cancellation. A ``KeyboardInterrupt``, ``SystemExit`` or other
-    non-``Exception`` raised by a body is never retried: its task is recorded FAILED, the
-    others are cancelled, and it propagates.
-    """
-    return await _Run(
-        dag,
-        hooks=hooks,
-        max_concurrency=max_concurrency,
-        fail_fast=fail_fast,
-        retry_budget=retry_budget,
-        executor=executor,
-        dispatcher=dispatcher,
-        max_attempts=max_attempts,
-        journal=RunJournal.create(journal, resume, serializer),
-    ).execute()
-
-
-def run_sync(
-    dag: DAG,
-    *,
-    hooks: Iterable[object] = (),
-    max_concurrency: int | None = 64,
-    fail_fast: bool = False,
-    retry_budget: int | None = None,
-    executor: Executor | None = None,
-    dispatcher: AgentDispatcher | None = None,
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-    journal: JournalArg | None = None,
-    resume: str | None = None,
-    serializer: Serializer | None = None,
-    backend: str = "asyncio",
-) -> RunResult:
-    """Run a DAG from synchronous code: ``run()`` in a new event loop.
-
-    Takes the same arguments as ``run()``, plus the anyio ``backend`` ("asyncio" or "trio").
-    """
-    return anyio.run(
-        partial(
-            run,
-            dag,
-            hooks=hooks,
-            max_concurrency=max_concurrency,
-            fail_fast=fail_fast,
-            retry_budget=retry_budget,
-            executor=executor,
-            dispatcher=dispatcher,
-            max_attempts=max_attempts,
-            journal=journal,
-            resume=resume,
-            serializer=serializer,
-        ),
-        backend=backend,
-    )

@@ -16,6 +16,7 @@ Adapters plug a registry into orchestra's engines: ``registry.as_task_hooks()``,
 
 from orchestra._errors import ConfigError as ConfigError
 from orchestra._errors import ToolDenied as ToolDenied
+from orchestra._exports import export as _export
 from orchestra.skills._adapters import AskCallback as AskCallback
 from orchestra.skills._adapters import Guard as Guard
 from orchestra.skills._adapters import OutcomeCallback as OutcomeCallback
@@ -88,8 +89,4 @@ __all__ = [
     "load",
 ]
 
-for _name in __all__:
-    _obj = globals()[_name]
-    if isinstance(_obj, type) and _obj.__module__.startswith("orchestra.skills._"):
-        _obj.__module__ = __name__
-del _name, _obj
+_export(globals())

@@ -28,8 +28,9 @@ import anyio.to_thread
 from orchestra._decisions import Fail
 from orchestra._errors import ToolDenied
 from orchestra._hooks import SubagentHookContext, SubagentHooks, TaskHookContext, TaskHooks
-from orchestra.tracing import ATTR_TOOL_DECISION, get_tracer
-from orchestra.tracing._spans import set_tool_result, tool_span
+from orchestra.tracing import get_tracer
+from orchestra.tracing._engine import set_tool_result, tool_span
+from orchestra.tracing.names import ATTR_TOOL_DECISION
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span

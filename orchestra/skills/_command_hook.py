@@ -10,7 +10,7 @@ import attrs
 
 from orchestra.skills._command import PlainText, run_command
 from orchestra.skills._hook import HookCall, HookSpec
-from orchestra.tracing import ATTR_PROCESS_EXIT_CODE
+from orchestra.tracing.names import ATTR_PROCESS_EXIT_CODE
 
 if TYPE_CHECKING:
     from orchestra.skills._fields import Entry

@@ -52,13 +52,9 @@ from orchestra.skills._judge import Judge, supports_agent
 from orchestra.skills._load import load_hooks
 from orchestra.skills._outcome import EMPTY, Combiner, HookOutcome, HookRecord
 from orchestra.skills._result import HookRunError
-from orchestra.tracing import (
-    ATTR_HOOK_OUTPUT,
-    capture_content,
-    get_tracer,
-    traceparent,
-)
-from orchestra.tracing._spans import hook_span, record_decision, record_error
+from orchestra.tracing import capture_content, get_tracer, traceparent
+from orchestra.tracing._engine import hook_span, record_decision, record_error
+from orchestra.tracing.names import ATTR_HOOK_OUTPUT
 
 __all__ = ["HookRegistry", "load"]
 

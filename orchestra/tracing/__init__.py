@@ -18,11 +18,9 @@ work. Payload content stays off spans unless you opt in (``capture_content=True`
 constant in ``orchestra.tracing.names``.
 """
 
-from __future__ import annotations
+import typing as _typing
 
-from typing import TYPE_CHECKING, Any
-
-from orchestra._exports import export
+from orchestra._exports import export as _export
 from orchestra.tracing import names as names
 from orchestra.tracing._carriers import extract_env as extract_env
 from orchestra.tracing._carriers import inject_env as inject_env
@@ -41,7 +39,7 @@ from orchestra.tracing._state import set_enabled as set_enabled
 from orchestra.tracing._state import set_meter_provider as set_meter_provider
 from orchestra.tracing._state import set_tracer_provider as set_tracer_provider
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from orchestra.tracing._jsonl import JsonlSpanExporter as JsonlSpanExporter
 
 __all__ = [
@@ -66,12 +64,12 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     # The exporter needs the OpenTelemetry SDK: import it only when asked for.
     if name == "JsonlSpanExporter":
         from orchestra.tracing._jsonl import JsonlSpanExporter
 
-        export({"__name__": __name__, "__all__": [name], name: JsonlSpanExporter})
+        _export({"__name__": __name__, "__all__": [name], name: JsonlSpanExporter})
         return JsonlSpanExporter
     # The name constants moved to orchestra.tracing.names; the old spelling still reads.
     if name in names.__all__:
@@ -79,4 +77,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-export(globals())
+_export(globals())

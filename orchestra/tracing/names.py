@@ -10,9 +10,7 @@ all; a test keeps the two in step. Use them to read orchestra's spans::
     failed = [s for s in spans if s.attributes.get(names.ATTR_TASK_STATE) == "failed"]
 """
 
-from __future__ import annotations
-
-from typing import Final
+from typing import Final as _Final
 
 __all__ = [
     "ATTR_AGENT_ATTEMPT",
@@ -75,144 +73,144 @@ __all__ = [
 
 # --- span names (format strings) ----------------------------------------------------------
 
-SPAN_RUN: Final = "run {dag}"
+SPAN_RUN: _Final = "run {dag}"
 """One span per DAG run, the root of the run's trace (``run {dag}``)."""
-SPAN_TASK: Final = "task {task}"
+SPAN_TASK: _Final = "task {task}"
 """One span per task attempt (``task {id}``); a retried attempt links to the one before."""
-SPAN_HOOK: Final = "hook {event}"
+SPAN_HOOK: _Final = "hook {event}"
 """One span per hook call: a Python hook method or one YAML hook (``hook {event}``)."""
-SPAN_INVOKE_AGENT: Final = "invoke_agent {agent}"
+SPAN_INVOKE_AGENT: _Final = "invoke_agent {agent}"
 """One span per subagent dispatch attempt (GenAI semantic conventions)."""
-SPAN_EXECUTE_TOOL: Final = "execute_tool {tool}"
+SPAN_EXECUTE_TOOL: _Final = "execute_tool {tool}"
 """One span per call of a guarded tool (GenAI semantic conventions)."""
 
 # --- GenAI semantic conventions -----------------------------------------------------------
 
-GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_OPERATION_NAME: _Final = "gen_ai.operation.name"
 """``invoke_agent`` on agent spans, ``execute_tool`` on tool spans."""
-GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_AGENT_NAME: _Final = "gen_ai.agent.name"
 """The name of the agent a dispatch runs on."""
-GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_NAME: _Final = "gen_ai.tool.name"
 """The name of a guarded tool."""
-GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_INPUT_MESSAGES: _Final = "gen_ai.input.messages"
 """Content (opt-in): the text dispatched to an agent, as GenAI input messages JSON."""
-GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_OUTPUT_MESSAGES: _Final = "gen_ai.output.messages"
 """Content (opt-in): the agent's output, as GenAI output messages JSON."""
-GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_ARGUMENTS: _Final = "gen_ai.tool.call.arguments"
 """Content (opt-in): the input a guarded tool was called with, as JSON."""
-GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_TOOL_CALL_RESULT: _Final = "gen_ai.tool.call.result"
 """Content (opt-in): what a guarded tool returned, as JSON (or its repr)."""
-OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_INVOKE_AGENT: _Final = "invoke_agent"
 """The value of ``gen_ai.operation.name`` on agent spans."""
-OP_EXECUTE_TOOL: Final = "execute_tool"
+OP_EXECUTE_TOOL: _Final = "execute_tool"
 """The value of ``gen_ai.operation.name`` on tool spans."""
 
 # --- other semantic conventions -----------------------------------------------------------
 
-ATTR_ERROR_TYPE: Final = "error.type"
+ATTR_ERROR_TYPE: _Final = "error.type"
 """The class name of the error that ended a span with status ERROR."""
-ATTR_PROCESS_EXIT_CODE: Final = "process.exit.code"
+ATTR_PROCESS_EXIT_CODE: _Final = "process.exit.code"
 """The exit code of a command hook's process."""
 
 # --- runs ---------------------------------------------------------------------------------
 
-ATTR_DAG_NAME: Final = "orchestra.dag.name"
+ATTR_DAG_NAME: _Final = "orchestra.dag.name"
 """The DAG's name (run spans, task spans, metrics)."""
-ATTR_DAG_DEPS: Final = "orchestra.dag.deps"
+ATTR_DAG_DEPS: _Final = "orchestra.dag.deps"
 """The DAG's shape, on the run span: a JSON object mapping every task id, in the DAG's
 order, to the list of ids it depends on (how a trace reader draws the graph)."""
-ATTR_RUN_ID: Final = "orchestra.run.id"
+ATTR_RUN_ID: _Final = "orchestra.run.id"
 """The run's unique id, as in ``RunResult.run_id`` and every ``TaskHookContext``."""
-ATTR_RUN_TASKS: Final = "orchestra.run.tasks"
+ATTR_RUN_TASKS: _Final = "orchestra.run.tasks"
 """How many tasks the DAG has."""
-ATTR_RUN_MAX_CONCURRENCY: Final = "orchestra.run.max_concurrency"
+ATTR_RUN_MAX_CONCURRENCY: _Final = "orchestra.run.max_concurrency"
 """The run's ``max_concurrency``."""
-ATTR_RUN_OK: Final = "orchestra.run.ok"
+ATTR_RUN_OK: _Final = "orchestra.run.ok"
 """Whether the run ended ok (``RunResult.ok``)."""
-ATTR_RUN_FAILED: Final = "orchestra.run.failed"
+ATTR_RUN_FAILED: _Final = "orchestra.run.failed"
 """How many tasks ended FAILED, UPSTREAM_FAILED or CANCELLED."""
 
 # --- tasks --------------------------------------------------------------------------------
 
-ATTR_TASK_ID: Final = "orchestra.task.id"
+ATTR_TASK_ID: _Final = "orchestra.task.id"
 """The task's id."""
-ATTR_TASK_ATTEMPT: Final = "orchestra.task.attempt"
+ATTR_TASK_ATTEMPT: _Final = "orchestra.task.attempt"
 """The attempt number, 1-based."""
-ATTR_TASK_STATE: Final = "orchestra.task.state"
+ATTR_TASK_STATE: _Final = "orchestra.task.state"
 """How the attempt ended: a ``TaskState`` value, or ``retrying`` when it is retried."""
-ATTR_TASK_RETRIES: Final = "orchestra.task.retries"
+ATTR_TASK_RETRIES: _Final = "orchestra.task.retries"
 """The task's own ``retries`` setting."""
-ATTR_TASK_EXECUTOR: Final = "orchestra.task.executor"
+ATTR_TASK_EXECUTOR: _Final = "orchestra.task.executor"
 """The agent that executes the task, for tasks with ``agent=``."""
-STATE_RETRYING: Final = "retrying"
+STATE_RETRYING: _Final = "retrying"
 """The ``orchestra.task.state`` of an attempt that failed and is retried."""
-ATTR_LINK_TYPE: Final = "orchestra.link.type"
+ATTR_LINK_TYPE: _Final = "orchestra.link.type"
 """On a link: why the spans are linked (``previous_attempt``)."""
-LINK_PREVIOUS_ATTEMPT: Final = "previous_attempt"
+LINK_PREVIOUS_ATTEMPT: _Final = "previous_attempt"
 """The ``orchestra.link.type`` of a retried attempt's link to the attempt before."""
-EVENT_TASK_NOT_RUN: Final = "orchestra.task.not_run"
+EVENT_TASK_NOT_RUN: _Final = "orchestra.task.not_run"
 """Run-span event for a task that never started (skipped, upstream failed, cancelled)."""
 
 # --- decisions ----------------------------------------------------------------------------
 
-ATTR_DECISION: Final = "orchestra.decision"
+ATTR_DECISION: _Final = "orchestra.decision"
 """The decision taken: ``retry``, ``skip``, ``fail``, ``delegate``, ``deny``, ``block``,
 ``allow`` or ``ask``."""
-ATTR_DECISION_BY: Final = "orchestra.decision.by"
+ATTR_DECISION_BY: _Final = "orchestra.decision.by"
 """Who took it: a hook (``RetryPolicy.on_failure``, ``PreToolUse command
 orchestra.yaml:12``), ``task.retries`` (the task's own policy) or ``orchestra`` (a cap or
 budget)."""
-ATTR_DECISION_REASON: Final = "orchestra.decision.reason"
+ATTR_DECISION_REASON: _Final = "orchestra.decision.reason"
 """The reason the decision gave, if any."""
-ATTR_DECISION_DELAY: Final = "orchestra.decision.delay"
+ATTR_DECISION_DELAY: _Final = "orchestra.decision.delay"
 """The delay of a ``Retry``, in seconds."""
-ATTR_DECISION_AGENT: Final = "orchestra.decision.agent"
+ATTR_DECISION_AGENT: _Final = "orchestra.decision.agent"
 """The agent a ``Delegate`` moves the work to."""
-ATTR_DECISION_ATTEMPT: Final = "orchestra.decision.attempt"
+ATTR_DECISION_ATTEMPT: _Final = "orchestra.decision.attempt"
 """The attempt the decision was taken for (on the decision event)."""
-EVENT_DECISION: Final = "orchestra.decision"
+EVENT_DECISION: _Final = "orchestra.decision"
 """Span event recording a decision, with the ``orchestra.decision.*`` attributes."""
 
 # --- hooks --------------------------------------------------------------------------------
 
-ATTR_HOOK_EVENT: Final = "orchestra.hook.event"
+ATTR_HOOK_EVENT: _Final = "orchestra.hook.event"
 """The moment (``before_execute``, ``on_failure``...) or event (``PreToolUse``...)."""
-ATTR_HOOK_TYPE: Final = "orchestra.hook.type"
+ATTR_HOOK_TYPE: _Final = "orchestra.hook.type"
 """``python``, ``command``, ``prompt``, ``permission``, ``http`` or ``mcp_tool``."""
-ATTR_HOOK_NAME: Final = "orchestra.hook.name"
+ATTR_HOOK_NAME: _Final = "orchestra.hook.name"
 """The hook's name: a Python hook's class, a YAML hook's type and source."""
-ATTR_HOOK_SOURCE: Final = "orchestra.hook.source"
+ATTR_HOOK_SOURCE: _Final = "orchestra.hook.source"
 """Where the hook is defined, ``file:line``."""
-ATTR_HOOK_MATCHER: Final = "orchestra.hook.matcher"
+ATTR_HOOK_MATCHER: _Final = "orchestra.hook.matcher"
 """The matcher of a YAML hook group."""
-ATTR_HOOK_SUBJECT: Final = "orchestra.hook.subject"
+ATTR_HOOK_SUBJECT: _Final = "orchestra.hook.subject"
 """What the hook was called about: a task id, an agent or a tool name."""
-ATTR_HOOK_OUTPUT: Final = "orchestra.hook.output"
+ATTR_HOOK_OUTPUT: _Final = "orchestra.hook.output"
 """Content (opt-in): a YAML hook's answer as JSON (decision, reason, modified input,
 messages, stderr)."""
-ATTR_TOOL_DECISION: Final = "orchestra.tool.decision"
+ATTR_TOOL_DECISION: _Final = "orchestra.tool.decision"
 """On a tool span: ``allow`` when the call went ahead, ``deny`` or ``block`` if not."""
-EVENT_HOOK_ERROR: Final = "orchestra.hook.error"
+EVENT_HOOK_ERROR: _Final = "orchestra.hook.error"
 """Span event recording a hook error that was isolated (it counted as no opinion)."""
 
 # --- agents -------------------------------------------------------------------------------
 
-ATTR_AGENT_ATTEMPT: Final = "orchestra.agent.attempt"
+ATTR_AGENT_ATTEMPT: _Final = "orchestra.agent.attempt"
 """The attempt number with this agent, 1-based."""
-ATTR_AGENT_MODE: Final = "orchestra.agent.mode"
+ATTR_AGENT_MODE: _Final = "orchestra.agent.mode"
 """The ``ExecutionMode`` value: ``sync``, ``fork`` or ``teammate``."""
-ATTR_AGENT_PARENT: Final = "orchestra.agent.parent"
+ATTR_AGENT_PARENT: _Final = "orchestra.agent.parent"
 """The agent (or DAG) that dispatched the work."""
-ATTR_AGENT_DELEGATED_FROM: Final = "orchestra.agent.delegated_from"
+ATTR_AGENT_DELEGATED_FROM: _Final = "orchestra.agent.delegated_from"
 """The agents tried before this one in the delegation chain."""
 
 # --- metrics ------------------------------------------------------------------------------
 
-METRIC_TASK_DURATION: Final = "orchestra.task.duration"
+METRIC_TASK_DURATION: _Final = "orchestra.task.duration"
 """Histogram, seconds: a task from its first attempt to its terminal state."""
-METRIC_HOOK_DURATION: Final = "orchestra.hook.duration"
+METRIC_HOOK_DURATION: _Final = "orchestra.hook.duration"
 """Histogram, seconds: one hook call."""
-METRIC_TASK_ATTEMPTS: Final = "orchestra.task.attempts"
+METRIC_TASK_ATTEMPTS: _Final = "orchestra.task.attempts"
 """Counter: task attempts started."""
-METRIC_DECISIONS: Final = "orchestra.decisions"
+METRIC_DECISIONS: _Final = "orchestra.decisions"
 """Counter: decisions taken, by ``orchestra.decision`` kind."""

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+import attrs
 from agents import Agent, RunContextWrapper, RunHooks
 from agents.retry import RetryDecision, RetryPolicyContext
 from opentelemetry import trace
@@ -244,14 +245,14 @@ class OrchestraRunHooks(RunHooks[Any]):
             parent = self.parent
         name = str(agent.name)
         ctx = SubagentHookContext(
-            parent,
-            name,
-            ExecutionMode.SYNC,
-            input_text(getattr(context, "turn_input", None)),
-            state.attempt,
-            tuple(state.handoffs),
-            state.errors,
-            state.started_at,
+            parent_agent=parent,
+            subagent_name=name,
+            execution_mode=ExecutionMode.SYNC,
+            task=input_text(getattr(context, "turn_input", None)),
+            attempt=state.attempt,
+            delegated_from=tuple(state.handoffs),
+            errors=state.errors,
+            started_at=state.started_at,
         )
         if state.run_span is None:  # a plain Runner.run: the first agent opens the run's span
             state.run_span = _spans.run_span(name, state.run_id)
@@ -325,11 +326,11 @@ class OrchestraRunHooks(RunHooks[Any]):
         with current(state.span):
             if self._agents.has("after_dispatch"):
                 result = SubagentResult(
-                    ctx.subagent_name,
-                    output,
-                    ctx.attempt,
-                    ctx.delegated_from,
-                    tuple(state.hook_errors),
+                    agent=ctx.subagent_name,
+                    output=output,
+                    attempts=ctx.attempt,
+                    delegated_from=ctx.delegated_from,
+                    hook_errors=tuple(state.hook_errors),
                 )
                 await self._agents.call(
                     "after_dispatch",
@@ -436,28 +437,23 @@ class OrchestraRunHooks(RunHooks[Any]):
             ctx = state.ctx
         elif state is not None and state.handoff_from is not None:  # failed in a handoff
             ctx = SubagentHookContext(
-                state.handoff_from,
-                state.handoff_to or agent.name,
-                ExecutionMode.SYNC,
-                input_text(input),
-                attempt,
-                (*state.handoffs, state.handoff_from),
+                parent_agent=state.handoff_from,
+                subagent_name=state.handoff_to or agent.name,
+                execution_mode=ExecutionMode.SYNC,
+                task=input_text(input),
+                attempt=attempt,
+                delegated_from=(*state.handoffs, state.handoff_from),
             )
         else:
             name = state.last_agent.name if state is not None and state.last_agent else agent.name
             ctx = SubagentHookContext(
-                self.parent, str(name), ExecutionMode.SYNC, input_text(input), attempt
+                parent_agent=self.parent,
+                subagent_name=str(name),
+                execution_mode=ExecutionMode.SYNC,
+                task=input_text(input),
+                attempt=attempt,
             )
-        return SubagentHookContext(
-            ctx.parent_agent,
-            ctx.subagent_name,
-            ctx.execution_mode,
-            ctx.task,
-            ctx.attempt,
-            ctx.delegated_from,
-            errors,
-            ctx.started_at,
-        )
+        return attrs.evolve(ctx, errors=errors)
 
     async def on_run_failure(
         self, state: RunState | None, ctx: SubagentHookContext, error: BaseException
@@ -492,16 +488,7 @@ class OrchestraRunHooks(RunHooks[Any]):
         if state is None or state.ctx is None:
             return RetryDecision(retry=False)
         base = state.ctx
-        ctx = SubagentHookContext(
-            base.parent_agent,
-            base.subagent_name,
-            base.execution_mode,
-            base.task,
-            context.attempt,
-            base.delegated_from,
-            (*state.errors, context.error),
-            base.started_at,
-        )
+        ctx = attrs.evolve(base, attempt=context.attempt, errors=(*state.errors, context.error))
         with current(state.llm_span or state.span):
             decision, by = await self._agents.call(
                 "on_failure",

@@ -382,7 +382,14 @@ class _GuardedInvoker:
         errors: tuple[BaseException, ...] = ()
         attempt = 1
         while True:
-            tctx = TaskHookContext(task, attempt, executor, run_id, errors, started)
+            tctx = TaskHookContext(
+                task=task,
+                attempt=attempt,
+                executor=executor,
+                run_id=run_id,
+                errors=errors,
+                started_at=started,
+            )
             if tasks.has("before_execute"):
                 decision, by = await tasks.call("before_execute", tctx, subject=name, record=record)
                 if isinstance(decision, Skip):
@@ -396,7 +403,14 @@ class _GuardedInvoker:
             except Exception as exc:
                 errors = (*errors, exc)
                 await self._report_failure(fields, tool_input, exc)
-                tctx = TaskHookContext(task, attempt, executor, run_id, errors, started)
+                tctx = TaskHookContext(
+                    task=task,
+                    attempt=attempt,
+                    executor=executor,
+                    run_id=run_id,
+                    errors=errors,
+                    started_at=started,
+                )
                 decision, by = None, None
                 if tasks.has("on_failure"):
                     decision, by = await tasks.call(

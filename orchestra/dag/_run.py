@@ -1,0 +1,116 @@
+"""``run`` and ``run_sync``: the public entry points of the DAG scheduler."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import partial
+from typing import TYPE_CHECKING
+
+import anyio
+
+from orchestra._attempts import DEFAULT_MAX_ATTEMPTS
+from orchestra.dag._executor import AgentDispatcher, Executor
+from orchestra.dag._journal import JournalArg, RunJournal
+from orchestra.dag._model import DAG
+from orchestra.dag._result import RunResult
+from orchestra.dag._scheduler import _Run
+
+if TYPE_CHECKING:
+    from orchestra.journal import Serializer
+
+__all__ = ["run", "run_sync"]
+
+
+async def run(
+    dag: DAG,
+    *,
+    hooks: Iterable[object] = (),
+    max_concurrency: int | None = 64,
+    fail_fast: bool = False,
+    retry_budget: int | None = None,
+    executor: Executor | None = None,
+    dispatcher: AgentDispatcher | None = None,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    journal: JournalArg | None = None,
+    resume: str | None = None,
+    serializer: Serializer | None = None,
+) -> RunResult:
+    """Run a DAG and return its ``RunResult``.
+
+    Args:
+        dag: the DAG; it is validated first (``DAGError`` if it cannot run).
+        hooks: ``TaskHooks`` objects, called in this order at each moment.
+        max_concurrency: how many tasks may run at once (>= 1); None = no cap (every
+            ready task runs: for executors that queue work themselves, such as a cluster).
+        fail_fast: on the first FAILED task, cancel the rest (they end CANCELLED).
+        retry_budget: how many retries the whole run may spend (None = no limit); past
+            it a ``Retry`` becomes a ``Fail`` whose reason says so.
+        executor: where task bodies run (default: ``LocalExecutor``). An executor may
+            keep outputs where it computed them and apply timeouts itself (see
+            ``Executor``).
+        dispatcher: the subagent dispatcher for tasks that name an ``agent``.
+        max_attempts: hard cap on the attempts of any one task, whatever hooks answer.
+        journal: record every settled task and its output as the run goes: a path (the
+            embedded SQLite journal) or a ``Journal`` (see "Resuming runs").
+        resume: a run id of ``journal`` (or ``"last"``, the DAG's latest run) to continue:
+            its SUCCEEDED tasks whose code and inputs are unchanged are not run again.
+        serializer: how outputs are journaled (default: ``PickleSerializer()``).
+
+    Raises:
+        JournalError: the journal cannot be used, or has no run ``resume`` names; raised
+            before any task runs.
+
+    Cancelling ``run()`` cancels running tasks and retry sleeps (they end CANCELLED)
+    and re-raises the cancellation. A ``KeyboardInterrupt``, ``SystemExit`` or other
+    non-``Exception`` raised by a body is never retried: its task is recorded FAILED, the
+    others are cancelled, and it propagates.
+    """
+    return await _Run(
+        dag,
+        hooks=hooks,
+        max_concurrency=max_concurrency,
+        fail_fast=fail_fast,
+        retry_budget=retry_budget,
+        executor=executor,
+        dispatcher=dispatcher,
+        max_attempts=max_attempts,
+        journal=RunJournal.create(journal, resume, serializer),
+    ).execute()
+
+
+def run_sync(
+    dag: DAG,
+    *,
+    hooks: Iterable[object] = (),
+    max_concurrency: int | None = 64,
+    fail_fast: bool = False,
+    retry_budget: int | None = None,
+    executor: Executor | None = None,
+    dispatcher: AgentDispatcher | None = None,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    journal: JournalArg | None = None,
+    resume: str | None = None,
+    serializer: Serializer | None = None,
+    backend: str = "asyncio",
+) -> RunResult:
+    """Run a DAG from synchronous code: ``run()`` in a new event loop.
+
+    Takes the same arguments as ``run()``, plus the anyio ``backend`` ("asyncio" or "trio").
+    """
+    return anyio.run(
+        partial(
+            run,
+            dag,
+            hooks=hooks,
+            max_concurrency=max_concurrency,
+            fail_fast=fail_fast,
+            retry_budget=retry_budget,
+            executor=executor,
+            dispatcher=dispatcher,
+            max_attempts=max_attempts,
+            journal=journal,
+            resume=resume,
+            serializer=serializer,
+        ),
+        backend=backend,
+    )
