@@ -48,7 +48,7 @@ def end_span(span: Span | None, error: BaseException | str | None = None) -> Non
 class RunState:
     """What the bridge knows about one SDK run (one ``Usage``)."""
 
-    run_id: str = attrs.Factory(lambda: uuid.uuid4().hex)
+    run_id: str = ""  # the claim's, else a new one (see state_for)
     attempt: int = 1
     errors: tuple[BaseException, ...] = ()
     run_span: Span | None = None  # the run's root span
@@ -121,6 +121,8 @@ def state_for(context: Any, *, create: bool = True) -> RunState | None:
             state.run_id, state.attempt, state.errors = claim.run_id, claim.attempt, claim.errors
             state.run_span = claim.run_span
             claim.state = state
+        else:
+            state.run_id = uuid.uuid4().hex
         _STATES[key] = state
         weakref.finalize(usage, _forget, key)
     return state

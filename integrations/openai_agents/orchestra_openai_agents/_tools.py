@@ -139,7 +139,7 @@ _ALLOW: Final = Verdict()
 class ToolGuard:
     """The policy the guarded tools follow: the registry, the tool-call hooks, ``ask``."""
 
-    __slots__ = ("ask", "hosted_tools", "max_attempts", "on_deny", "registry", "tasks")
+    __slots__ = ("ask", "hosted_tools", "max_attempts", "on_deny", "registry", "tasks", "watching")
 
     def __init__(
         self,
@@ -163,6 +163,12 @@ class ToolGuard:
         self.on_deny: OnDeny = on_deny
         self.hosted_tools: HostedTools = hosted_tools
         self.max_attempts = max_attempts
+        events = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+        moments = ("before_execute", "after_execute", "on_failure")
+        self.watching = any(tasks.has(moment) for moment in moments) or (
+            registry is not None and any(registry.has_hooks(event) for event in events)
+        )
+        """Whether any hook looks at tool calls (else a call costs one check)."""
 
     def pre(self) -> bool:
         """Whether ``PreToolUse`` hooks are registered."""
@@ -314,6 +320,8 @@ class _GuardedInvoker:
         span: Span | None,
     ) -> Any:
         guard = self.guard
+        if not guard.watching:
+            return await self._once(ctx, name, input, state)
         registry = guard.registry
         tool_input: Any = tool_payload_input(input)
         call_id = str(getattr(ctx, "tool_call_id", "") or f"call_{uuid.uuid4().hex}")
@@ -364,16 +372,7 @@ class _GuardedInvoker:
         guard, tasks = self.guard, self.guard.tasks
         moments = ("before_execute", "on_failure", "after_execute")
         if not any(tasks.has(moment) for moment in moments):
-            try:
-                result = await self.inner(ctx, input)
-            except ToolDenied as exc:  # a @registry.guard inside the tool said no
-                return guard.deny(name, exc.reason or str(exc), retry=exc.retry)
-            except Exception as exc:
-                await self._report_failure(fields, tool_input, exc)
-                return await self._failed(ctx, exc)
-            if state is not None:
-                state.tool_calls += 1
-            return result
+            return await self._once(ctx, name, input, state, fields, tool_input)
         task = Task(id=name, fn=self, metadata={**fields, "tool_input": tool_input})
         executor = fields.get("agent_name")
         run_id = state.run_id if state is not None else ""
@@ -431,6 +430,28 @@ class _GuardedInvoker:
             if tasks.has("after_execute"):
                 await tasks.call("after_execute", tctx, result, subject=name, record=record)
             return result
+
+    async def _once(
+        self,
+        ctx: ToolContext[Any],
+        name: str,
+        input: str,
+        state: RunState | None,
+        fields: dict[str, Any] | None = None,
+        tool_input: Any = None,
+    ) -> Any:
+        """One call with no tool-call hooks: the result, or the tool's failure policy's."""
+        try:
+            result = await self.inner(ctx, input)
+        except ToolDenied as exc:  # a @registry.guard inside the tool said no
+            return self.guard.deny(name, exc.reason or str(exc), retry=exc.retry)
+        except Exception as exc:
+            if fields is not None:
+                await self._report_failure(fields, tool_input, exc)
+            return await self._failed(ctx, exc)
+        if state is not None:
+            state.tool_calls += 1
+        return result
 
     async def _report_failure(
         self, fields: dict[str, Any], tool_input: Any, error: BaseException
