@@ -49,9 +49,11 @@ What to know:
 
 from orchestra_dask._executor import SUBMIT_OPTIONS as SUBMIT_OPTIONS
 from orchestra_dask._executor import DaskExecutor as DaskExecutor
+from orchestra_dask._executor import RemoteOutput as RemoteOutput
 
 __version__ = "0.1.0"
 
-__all__ = ["SUBMIT_OPTIONS", "DaskExecutor"]
+__all__ = ["SUBMIT_OPTIONS", "DaskExecutor", "RemoteOutput"]
 
 DaskExecutor.__module__ = __name__
+RemoteOutput.__module__ = __name__

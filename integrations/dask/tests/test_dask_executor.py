@@ -11,11 +11,12 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
+import dask
 import pytest
 from distributed import Client, Event, LocalCluster, get_worker
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
-from orchestra_dask import DaskExecutor
+from orchestra_dask import DaskExecutor, RemoteOutput
 
 import orchestra
 from orchestra import DAG, Retry, Task, TaskHookContext, TaskHooks, TaskState
@@ -32,6 +33,8 @@ def client(request: pytest.FixtureRequest) -> Iterator[Client]:
             threads_per_worker=2,
             processes=processes,
             dashboard_address=":0",
+            memory_limit="1GiB",
+            resources={"slot": 100},
         ) as cluster,
         Client(cluster) as client,
     ):
@@ -93,7 +96,7 @@ async def test_outputs_and_upstream_kwargs_flow(client: Client) -> None:
         return get_worker().address
 
     hooks = Recorder()
-    result = await orchestra.run(dag, executor=DaskExecutor(client), hooks=[hooks])
+    result = await orchestra.run(dag, executor=DaskExecutor(client, outputs="all"), hooks=[hooks])
 
     assert result.ok, result.errors
     assert result.outputs["numbers"] == [1, 2, 3]
@@ -228,19 +231,74 @@ async def test_outer_cancel_cancels_the_future(client: Client) -> None:
     await eventually(lambda: keys_with_prefix(client, f"{wait}-") == [])
 
 
-async def test_task_timeout_cancels_the_future(client: Client) -> None:
+async def test_a_queued_task_is_not_timed_out_by_its_time_in_the_queue(client: Client) -> None:
+    dag = DAG("queued")
+    slots = sum(client.nthreads().values())
+    tag = uuid.uuid4().hex
+
+    def occupy(n: int) -> Callable[[], str]:
+        def block() -> str:
+            Event(f"started-{tag}-{n}").set()
+            Event(f"release-{tag}").wait(60)
+            return "released"
+
+        return block
+
+    for n in range(slots):  # every worker thread busy, first in line
+        dag.add(Task(id=f"busy{n}", fn=occupy(n), metadata={"dask": {"priority": 10}}))
+
+    @dag.task(timeout=0.5)
+    def quick() -> str:
+        return "ran within its timeout"
+
+    async def release_later() -> None:
+        for n in range(slots):
+            await anyio.to_thread.run_sync(Event(f"started-{tag}-{n}", client=client).wait, 60)
+        await anyio.sleep(1.0)  # `quick` waits twice its timeout in dask's queue
+        Event(f"release-{tag}", client=client).set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(release_later)
+        result = await orchestra.run(dag, executor=DaskExecutor(client, outputs="all"))
+
+    assert result.ok, result.errors
+    assert result.outputs["quick"] == "ran within its timeout"
+    assert result.durations["quick"] > 0.5  # it did wait longer than its timeout
+
+
+async def test_a_sync_body_past_its_timeout_fails_the_attempt(client: Client) -> None:
     dag = DAG("timeout")
     stuck, _, release = add_blocking_task(dag, "stuck", timeout=0.2)
-    before = cancel_events(client)
     try:
         result = await orchestra.run(dag, executor=DaskExecutor(client))
     finally:
         Event(release, client=client).set()
 
     assert result.states[stuck] is TaskState.FAILED
-    assert isinstance(result.errors[stuck], TimeoutError)
-    await eventually(lambda: cancel_events(client) == before + 1)
+    error = result.errors[stuck]
+    assert isinstance(error, TimeoutError)
+    assert "past its timeout of 0.2 s" in str(error)
     await eventually(lambda: keys_with_prefix(client, f"{stuck}-") == [])
+
+
+async def test_an_async_body_past_its_timeout_is_cancelled_on_the_worker(client: Client) -> None:
+    dag = DAG("async-timeout")
+    cancelled = f"cancelled-{uuid.uuid4().hex}"
+
+    @dag.task(timeout=0.2, retries=1)
+    async def sleeper() -> None:
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():
+            Event(cancelled).set()
+            raise
+
+    result = await orchestra.run(dag, executor=DaskExecutor(client))
+
+    assert result.states["sleeper"] is TaskState.FAILED
+    assert isinstance(result.errors["sleeper"], TimeoutError)
+    assert result.attempts["sleeper"] == 2  # a timeout is a failure like any other
+    assert await anyio.to_thread.run_sync(Event(cancelled, client=client).wait, 10)
 
 
 async def test_trace_context_reaches_the_worker(client: Client) -> None:
@@ -307,25 +365,152 @@ async def test_a_worker_tracer_provider_continues_the_trace(client: Client) -> N
     assert parent is not None
 
 
-async def test_submit_options_from_metadata(client: Client) -> None:
+def what_dask_got() -> dict[str, Any]:
+    """Inside a body: the options dask recorded for the task running it."""
+    worker = get_worker()
+    state = worker.state.tasks[worker.get_current_task()]
+    return {
+        "worker": worker.address,
+        "priority": state.priority[0] if state.priority else None,
+        "resources": state.resource_restrictions,
+        "annotations": state.annotations,
+    }
+
+
+async def test_dask_options_pass_through(client: Client) -> None:
     worker = sorted(client.scheduler_info()["workers"])[-1]
     dag = DAG("placed")
+    everywhere = {"resources": {"slot": 1}, "annotations": {"team": "data"}}
+    dag.add(
+        Task(
+            id="placed",
+            fn=what_dask_got,
+            metadata={
+                "dask": {
+                    "workers": [worker],
+                    "allow_other_workers": False,
+                    "priority": 7,
+                    "annotations": {"stage": "load"},
+                }
+            },
+        )
+    )
+    dag.add(Task(id="plain", fn=what_dask_got))
 
-    @dag.task(metadata={"dask": {"workers": [worker], "allow_other_workers": False}})
-    def placed() -> str:
-        return str(get_worker().address)
+    with dask.annotate(owner="driver"):  # the driver's own annotations go along too
+        result = await orchestra.run(
+            dag, executor=DaskExecutor(client, options=everywhere, outputs="all")
+        )
 
-    @dag.task(metadata={"dask": {"gpus": 1}})
-    def refused() -> None:
+    assert result.ok, result.errors
+    placed, plain = result.outputs["placed"], result.outputs["plain"]
+    assert placed["worker"] == worker
+    assert placed["priority"] == -7
+    assert placed["resources"] == {"slot": 1}
+    assert placed["annotations"]["stage"] == "load"  # the task's, over the executor's
+    assert plain["resources"] == {"slot": 1}
+    assert plain["annotations"]["team"] == "data"
+    assert plain["annotations"]["owner"] == "driver"
+
+
+async def test_dask_retries_and_unknown_options_are_refused(client: Client) -> None:
+    with pytest.raises(ValueError, match="retries= is refused: orchestra decides retries"):
+        DaskExecutor(client, options={"retries": 2})
+    with pytest.raises(ValueError, match="unknown dask option"):
+        DaskExecutor(client, options={"gpus": 1})
+    dag = DAG("refused")
+
+    @dag.task(metadata={"dask": {"retries": 3}})
+    def dask_retries() -> None:
         pass
 
-    hooks = Recorder()
+    @dag.task(metadata={"dask": {"annotations": {"retries": 3}}})
+    def annotated_retries() -> None:
+        pass
+
+    @dag.task(metadata={"dask": {"gpus": 1}})
+    def unknown() -> None:
+        pass
+
+    @dag.task(metadata={"dask": ["workers"]})
+    def not_a_mapping() -> None:
+        pass
+
+    result = await orchestra.run(dag, executor=DaskExecutor(client))
+
+    assert result.count(TaskState.FAILED) == 4
+    assert "orchestra decides retries" in str(result.errors["dask_retries"])
+    assert "orchestra decides retries" in str(result.errors["annotated_retries"])
+    assert "unknown dask option(s) gpus" in str(result.errors["unknown"])
+    assert isinstance(result.errors["not_a_mapping"], TypeError)
+
+
+def test_bad_arguments_are_refused(client: Client) -> None:
+    with pytest.raises(ValueError, match="outputs must be 'leaves', 'all'"):
+        DaskExecutor(client, outputs="some")
+    with pytest.raises(ValueError, match="requeues must be an int >= 0"):
+        DaskExecutor(client, requeues=-1)
+
+
+class SeesHandles(TaskHooks):
+    needs_outputs = False
+
+    def __init__(self) -> None:
+        self.seen: dict[str, Any] = {}
+
+    def after_execute(self, ctx: TaskHookContext, result: Any) -> None:
+        self.seen[ctx.task.id] = result
+
+
+async def test_outputs_stay_on_the_cluster_and_are_released(client: Client) -> None:
+    dag = DAG(f"remote-{uuid.uuid4().hex[:8]}")
+
+    @dag.task
+    def source() -> list[int]:
+        return list(range(1000))
+
+    @dag.task(deps=[source])
+    def evens(source: list[int]) -> list[int]:
+        return source[::2]
+
+    @dag.task(deps=[source, evens])
+    def summary(source: list[int], evens: list[int]) -> tuple[int, int]:
+        return len(source), len(evens)
+
+    hooks = SeesHandles()
     result = await orchestra.run(dag, executor=DaskExecutor(client), hooks=[hooks])
 
-    assert result.outputs == {"placed": worker}
-    assert result.states["refused"] is TaskState.FAILED
-    assert isinstance(result.errors["refused"], ValueError)
-    assert "gpus" in str(result.errors["refused"])
+    assert result.outputs == {"summary": (1000, 500)}  # leaves only, fetched at the end
+    assert all(isinstance(v, RemoteOutput) for v in hooks.seen.values())
+    assert hooks.seen["source"].task_id == "source"
+    assert hooks.seen["source"].key.startswith("source-")
+    assert "RemoteOutput task='source'" in repr(hooks.seen["source"])
+    del hooks
+    await eventually(lambda: keys_with_prefix(client, "source-") == [])
+    await eventually(lambda: keys_with_prefix(client, "evens-") == [])
+
+
+async def test_a_scattered_dataset_used_by_20_tasks(client: Client) -> None:
+    [dataset] = client.scatter([list(range(20_000))], broadcast=True)
+    dag = DAG("scattered")
+
+    def part(n: int) -> Callable[[], int]:
+        def body() -> int:
+            return sum(dataset.result()[n::20])  # closes over the scattered future
+
+        return body
+
+    for n in range(20):
+        dag.add(Task(id=f"part{n}", fn=part(n)))
+
+    @dag.task(deps=[f"part{n}" for n in range(20)])
+    def total(**parts: int) -> int:
+        return sum(parts.values())
+
+    result = await orchestra.run(dag, executor=DaskExecutor(client))
+
+    assert result.ok, result.errors
+    assert result.outputs == {"total": sum(range(20_000))}
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
@@ -346,7 +531,7 @@ async def test_asynchronous_client_on_the_driver_loop(client: Client) -> None:
         raise KeyError("missing")
 
     async with Client(address, asynchronous=True) as aclient:
-        result = await orchestra.run(dag, executor=DaskExecutor(aclient))
+        result = await orchestra.run(dag, executor=DaskExecutor(aclient, outputs="all"))
         assert result.outputs == {"one": 1, "two": 2}
         assert isinstance(result.errors["broken"], KeyError)
 
@@ -382,7 +567,8 @@ def test_async_backend_is_checked(client: Client) -> None:
 def test_public_names() -> None:
     import orchestra_dask
 
-    assert orchestra_dask.__all__ == ["SUBMIT_OPTIONS", "DaskExecutor"]
+    assert orchestra_dask.__all__ == ["SUBMIT_OPTIONS", "DaskExecutor", "RemoteOutput"]
     assert orchestra_dask.DaskExecutor.__module__ == "orchestra_dask"
+    assert orchestra_dask.RemoteOutput.__module__ == "orchestra_dask"
     assert orchestra_dask.__doc__ is not None
     assert "DaskExecutor(client)" in orchestra_dask.__doc__

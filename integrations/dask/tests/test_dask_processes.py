@@ -1,0 +1,211 @@
+"""On one cluster of worker processes: workers that die, and data that stays there.
+
+A worker killed in the middle of a task: the failure reaches on_failure, a Retry recovers,
+and the tasks merely queued on that worker are not failed with it. A chain passing 50 MB
+from task to task leaves the driver's memory alone.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import dask
+import psutil
+import pytest
+from distributed import Client, Event, LocalCluster
+from distributed.scheduler import KilledWorker
+from orchestra_dask import DaskExecutor
+
+import orchestra
+from orchestra import DAG, Retry, Task, TaskHookContext, TaskHooks, TaskState
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def cluster_client() -> Iterator[Client]:
+    # No second chance from dask itself: the first death of a worker running the task
+    # raises KilledWorker, so the decision is orchestra's.
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            memory_limit="1GiB",
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+@pytest.fixture
+def client(cluster_client: Client) -> Client:
+    """The cluster, its two workers up (a test before may have killed one)."""
+    cluster_client.wait_for_workers(2, timeout=60)
+    return cluster_client
+
+
+class RetryKilledWorkers(TaskHooks):
+    def __init__(self, retry: bool = True) -> None:
+        self.failures: list[tuple[str, int, BaseException]] = []
+        self.retry = retry
+
+    def on_failure(self, ctx: TaskHookContext, error: BaseException) -> Retry | None:
+        self.failures.append((ctx.task.id, ctx.attempt, error))
+        return Retry() if self.retry and isinstance(error, KilledWorker) else None
+
+
+async def test_killed_worker_reaches_on_failure_and_retry_completes(
+    client: Client, tmp_path: Path
+) -> None:
+    marker = tmp_path / "killed-pid"
+    dag = DAG("fragile")
+
+    @dag.task
+    def prepare() -> int:
+        return 20
+
+    @dag.task(deps=[prepare])
+    def fragile(prepare: int) -> tuple[int, int]:
+        if not marker.exists():
+            marker.write_text(str(os.getpid()))
+            time.sleep(0.3)  # a death right at the start may be taken for a queued task
+            os.kill(os.getpid(), signal.SIGKILL)
+        return prepare + 1, os.getpid()
+
+    @dag.task(deps=[fragile])
+    def report(fragile: tuple[int, int]) -> int:
+        return fragile[0] * 2
+
+    hooks = RetryKilledWorkers()
+    result = await orchestra.run(dag, executor=DaskExecutor(client, outputs="all"), hooks=[hooks])
+
+    assert result.ok, result.errors
+    assert result.states["report"] is TaskState.SUCCEEDED
+    assert result.outputs["report"] == 42
+    killed_pid = int(marker.read_text())
+    assert result.outputs["fragile"][1] != killed_pid  # completed on a live worker
+    [(tid, attempt, error)] = hooks.failures
+    assert (tid, attempt) == ("fragile", 1)
+    assert isinstance(error, KilledWorker)
+    assert "died while this attempt's body was running" in "".join(error.__notes__)
+    assert result.attempts == {"prepare": 1, "fragile": 2, "report": 1}
+
+
+async def test_killed_worker_without_a_retry_fails_the_task(client: Client) -> None:
+    dag = DAG("fragile-no-retry")
+
+    @dag.task
+    def doomed() -> None:
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    # After the death: a task queued on the same worker at that moment would have died
+    # with it (dask counts it as suspicious too).
+    @dag.task(deps=[doomed], trigger="all_done")
+    def fine(doomed: None) -> str:
+        return "fine"
+
+    result = await orchestra.run(dag, executor=DaskExecutor(client, outputs="all"))
+
+    assert result.states == {"doomed": TaskState.FAILED, "fine": TaskState.SUCCEEDED}
+    assert isinstance(result.errors["doomed"], KilledWorker)
+
+
+async def test_one_worker_death_fails_only_the_task_that_was_running(client: Client) -> None:
+    [victim] = sorted(client.scheduler_info()["workers"])[:1]
+    tag = uuid.uuid4().hex
+    dag = DAG("one-death")
+    here = {"workers": [victim], "allow_other_workers": True}
+
+    def die() -> None:
+        Event(f"running-{tag}").set()
+        Event(f"queued-{tag}").wait(30)  # the others are queued behind it by now
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    dag.add(Task(id="killer", fn=die, metadata={"dask": {**here, "priority": 10}}))
+    for n in range(4):  # one thread per worker: these wait in the victim's queue
+        dag.add(Task(id=f"queued{n}", fn=lambda n=n: n, metadata={"dask": here}))
+
+    async def queue_then_kill() -> None:
+        await anyio.to_thread.run_sync(Event(f"running-{tag}", client=client).wait, 30)
+
+        def queued_on_victim(dask_scheduler: Any) -> int:
+            ws = dask_scheduler.workers.get(victim)
+            return 0 if ws is None else len(ws.processing)
+
+        for _ in range(3000):  # 30 s at most
+            if client.run_on_scheduler(queued_on_victim) == 5:
+                break
+            await anyio.sleep(0.01)
+        Event(f"queued-{tag}", client=client).set()
+
+    hooks = RetryKilledWorkers(retry=False)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(queue_then_kill)
+        result = await orchestra.run(
+            dag, executor=DaskExecutor(client, outputs="all"), hooks=[hooks]
+        )
+
+    assert result.states["killer"] is TaskState.FAILED
+    [(tid, attempt, error)] = hooks.failures  # nobody else failed
+    assert (tid, attempt) == ("killer", 1)
+    assert isinstance(error, KilledWorker)
+    assert victim in "".join(error.__notes__)
+    for n in range(4):
+        assert result.states[f"queued{n}"] is TaskState.SUCCEEDED
+        assert result.outputs[f"queued{n}"] == n
+        assert result.attempts[f"queued{n}"] == 1  # submitted again, not counted
+
+
+async def test_a_chain_passing_50_mb_leaves_the_driver_memory_alone(client: Client) -> None:
+    size = 50_000_000
+    dag = DAG("big-chain")
+    dag.add(Task(id="s0", fn=lambda: bytearray(size)))
+    for n in range(1, 10):
+        dag.add(Task(id=f"s{n}", fn=partial_grow(f"s{n - 1}"), deps=[f"s{n - 1}"]))
+    dag.add(Task(id="digest", fn=lambda s9: (len(s9), s9[:3].hex()), deps=["s9"]))
+
+    process = psutil.Process()
+    before = process.memory_info().rss
+    peak = before
+    running = True
+
+    def sample() -> None:
+        nonlocal peak
+        while running:
+            peak = max(peak, process.memory_info().rss)
+            threading.Event().wait(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        result = await orchestra.run(dag, executor=DaskExecutor(client))
+    finally:
+        running = False
+        sampler.join()
+
+    assert result.ok, result.errors
+    assert result.outputs == {"digest": (size, "090909")}
+    growth = (peak - before) / 2**20
+    assert growth < 300, f"the driver grew by {growth:.0f} MiB"  # was +1.8 GiB
+
+
+def partial_grow(upstream: str) -> Any:
+    def grow(**kwargs: bytearray) -> bytearray:
+        data = bytearray(kwargs[upstream])  # a new 50 MB buffer on the worker
+        data[:3] = bytes((data[0] + 1,)) * 3
+        return data
+
+    grow.__name__ = f"grow_{upstream}"
+    return grow
