@@ -18,16 +18,17 @@ skip, fail) stay in the driver process::
     def total(extract: list[int]) -> int:
         return sum(extract)
 
-    with LocalCluster(n_workers=2) as cluster, Client(cluster) as client:
+    with LocalCluster(n_workers=2, dashboard_address=":0") as cluster, Client(cluster) as client:
         result = orchestra.run_sync(dag, executor=DaskExecutor(client))
         assert result.outputs["total"] == 45
 
 What to know:
 
-- Upstream outputs travel to the workers as keyword arguments and results come back to
-  the driver (hooks see them), all through dask's serialization: bodies, arguments and
-  results must be picklable (cloudpickle). Keep large data on the cluster and pass
-  references (paths, dask collections) between tasks.
+- Outputs stay on the cluster: a task gets its upstream outputs as dask futures, resolved
+  on its worker. The driver fetches an output only for ``after_execute`` hooks (unless
+  they set ``needs_outputs = False``) and for ``RunResult.outputs`` (``outputs=``:
+  ``"leaves"`` by default); each is released once its dependents have ended.
+- ``timeout=`` is the body's running time on the worker, not time in dask's queues.
 - Each attempt is a fresh dask task (key ``"{task id}-{uuid}"``): a ``Retry`` runs the
   body again, even after a worker died (dask raises ``KilledWorker`` once
   ``distributed.scheduler.allowed-failures`` is spent; your ``on_failure`` sees it).
@@ -43,8 +44,9 @@ What to know:
   which runs its own event loop in a thread; the driver's loop never blocks on it. On
   asyncio, an asynchronous ``Client`` (``await Client(cluster, asynchronous=True)``)
   created on the driver's loop is awaited directly.
-- Per task, ``metadata={"dask": {"resources": {"GPU": 1}}}`` passes ``workers``,
-  ``resources``, ``priority`` or ``allow_other_workers`` to ``Client.submit``.
+- Per task, ``metadata={"dask": {"resources": {"GPU": 1}}}`` (or ``options=`` for all)
+  passes ``workers``, ``resources``, ``priority``, ``allow_other_workers`` or
+  ``annotations`` to dask; ``retries`` is refused: orchestra decides retries.
 """
 
 from orchestra_dask._executor import SUBMIT_OPTIONS as SUBMIT_OPTIONS
