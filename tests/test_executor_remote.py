@@ -361,21 +361,23 @@ class TimingExecutor:
 
 
 async def test_an_executor_that_applies_timeouts_is_not_timed_by_the_scheduler() -> None:
+    # Margins of 0.5 s each way, so a loaded machine does not flip the outcome: timed by
+    # the scheduler, `second` (1 s queued + 1 s running) would fail its 1.5 s timeout.
     dag = DAG("queued")
 
-    @dag.task(timeout=0.5)
+    @dag.task(timeout=1.5)
     async def first() -> str:
-        await anyio.sleep(0.3)
+        await anyio.sleep(1.0)
         return "first"
 
-    @dag.task(timeout=0.5)  # waits 0.3 s in the executor's queue, then runs 0.3 s
+    @dag.task(timeout=1.5)  # waits 1 s in the executor's queue, then runs 1 s
     async def second() -> str:
-        await anyio.sleep(0.3)
+        await anyio.sleep(1.0)
         return "second"
 
     @dag.task(timeout=0.05)
     async def slow() -> None:
-        await anyio.sleep(1)
+        await anyio.sleep(3)
 
     result = await orchestra.run(dag, executor=TimingExecutor())
     assert result.outputs == {"first": "first", "second": "second"}
