@@ -424,6 +424,7 @@ async def test_fail_fast_cancels_the_rest() -> None:
 
     async def boom() -> None:
         await quick_done.wait()  # fail once "quick" ended, however loaded the machine
+        await anyio.wait_all_tasks_blocked()  # ... and settled (a loop pass may come first)
         raise ValueError("first failure")
 
     async def forever() -> None:
