@@ -174,6 +174,23 @@ async def test_sync_body_errors_and_cancellation_in_the_thread_pool() -> None:
 BOUND = 4 * 0.025
 
 
+async def _machine_stall() -> float:
+    """The largest gap a 10 ms heartbeat sees with nothing else running (0.3 s).
+
+    On a machine shared with other work the OS alone can stall the process for longer
+    than ``BOUND``; the fairness bounds below add twice this, so they measure the
+    scheduler, not the neighbours. On a quiet machine it is about 10 ms.
+    """
+    last = time.perf_counter()
+    worst = 0.0
+    for _ in range(30):
+        await anyio.sleep(0.01)
+        now = time.perf_counter()
+        worst = max(worst, now - last)
+        last = now
+    return worst
+
+
 async def _cpu_50us() -> None:
     end = time.perf_counter() + 50e-6
     while time.perf_counter() < end:
@@ -193,6 +210,7 @@ async def test_a_heartbeat_beside_cpu_bound_bodies_keeps_beating() -> None:
             gaps.append(now - last)
             last = now
 
+    bound = BOUND + 2 * await _machine_stall()
     async with anyio.create_task_group() as tg:
         tg.start_soon(heartbeat)
         await anyio.sleep(0.02)
@@ -200,7 +218,7 @@ async def test_a_heartbeat_beside_cpu_bound_bodies_keeps_beating() -> None:
         running = False
     assert result.ok
     assert len(gaps) >= 3
-    assert max(gaps) < BOUND, f"largest heartbeat gap {max(gaps) * 1e3:.0f} ms"
+    assert max(gaps) < bound, f"largest heartbeat gap {max(gaps) * 1e3:.0f} ms"
 
 
 async def test_a_task_timeout_fires_on_time_among_cpu_bound_bodies() -> None:
@@ -217,9 +235,10 @@ async def test_a_task_timeout_fires_on_time_among_cpu_bound_bodies() -> None:
     dag.add(Task(id="timeout", fn=waits, timeout=0.05))
     for i in range(6_000):
         dag.add(Task(id=f"cpu{i}", fn=_cpu_50us))
+    bound = BOUND + 2 * await _machine_stall()
     result = await orchestra.run(dag, max_concurrency=64)
     assert result.states["timeout"] is S.FAILED
-    assert fired[0] - 0.05 < BOUND, f"fired {(fired[0] - 0.05) * 1e3:.0f} ms late"
+    assert fired[0] - 0.05 < bound, f"fired {(fired[0] - 0.05) * 1e3:.0f} ms late"
 
 
 # -- fail_fast keeps every real failure ------------------------------------------------
