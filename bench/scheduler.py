@@ -248,6 +248,11 @@ class NoopHook(TaskHooks):
         return None
 
 
+class NoopEnd(TaskHooks):
+    def on_end(self, ctx: orchestra.TaskHookContext, state: orchestra.TaskState) -> None:
+        return None
+
+
 def timed(fn: Callable[[], Any], repeat: int = REPEAT) -> float:
     """CPU seconds of one call (the process's, all threads), the median of ``repeat``.
 
@@ -311,6 +316,7 @@ def async_section(name: str, graph: Graph, backend: str) -> None:
     t_run = timed(lambda: run_orchestra(backend, dag))
     t_build = timed(lambda: run_orchestra(backend, build(graph, anoop)))
     t_hooks = timed(lambda: run_orchestra(backend, dag, hooks=hooks))
+    t_end = timed(lambda: run_orchestra(backend, dag, hooks=[NoopEnd()]))
     floors = (("/A", t_a), ("/C", t_c))
     print(f"[{name}, {backend}] {n} tasks, async no-op bodies")
     row("floor A, task per node", n, t_a, *floors)
@@ -320,6 +326,8 @@ def async_section(name: str, graph: Graph, backend: str) -> None:
     row("orchestra, 5 no-op hooks", n, t_hooks, *floors)
     per_hook_us = (t_hooks - t_run) / (n * 10) * 1e6  # before + after on each of 5 hooks
     print(f"  {'':32}+{per_hook_us:.2f} us per hook call")
+    row("orchestra, 1 no-op on_end hook", n, t_end, *floors)
+    print(f"  {'':32}+{(t_end - t_run) / n * 1e6:.2f} us per task for on_end")
     if name == "wide":  # bodies that suspend once: every body pays a loop pass
         dag_s = build(graph, asleep0)
         t_as = timed(lambda: run_floor(backend, "a", graph, sleep0=True))

@@ -1,6 +1,7 @@
 """A small ETL pipeline whose retry, skip and logging decisions live in hooks.
 
-- ``AuditLog`` logs every attempt, result and failure (a plain ``TaskHooks``).
+- ``AuditLog`` logs the run, every attempt, result and failure, and how each task ended,
+  skipped and never-started tasks included (a plain ``TaskHooks``).
 - ``RetryPolicy`` retries the flaky ``fetch_rates`` step with tenacity's backoff.
 - ``FeatureFlags`` skips the optional ``publish_dashboard`` step (it is switched off).
 - ``cleanup`` runs with ``trigger="all_done"``: whatever happened upstream.
@@ -20,7 +21,16 @@ from typing import Any
 from tenacity import retry_if_exception_type, stop_after_attempt, wait_exponential
 
 import orchestra
-from orchestra import DAG, RetryPolicy, Skip, TaskHookContext, TaskHooks
+from orchestra import (
+    DAG,
+    RetryPolicy,
+    RunContext,
+    RunResult,
+    Skip,
+    TaskHookContext,
+    TaskHooks,
+    TaskState,
+)
 
 log = logging.getLogger("pipeline")
 
@@ -75,7 +85,10 @@ def cleanup() -> str:
 
 
 class AuditLog(TaskHooks):
-    """Logs every attempt, result and failure."""
+    """Logs the run, every attempt, result and failure, and how each task ended."""
+
+    def before_run(self, ctx: RunContext) -> None:
+        log.info("run     %s: %d tasks", ctx.dag, len(ctx.task_ids))
 
     def before_execute(self, ctx: TaskHookContext) -> None:
         log.info("start   %-18s attempt %d", ctx.task.id, ctx.attempt)
@@ -85,6 +98,12 @@ class AuditLog(TaskHooks):
 
     def on_failure(self, ctx: TaskHookContext, error: BaseException) -> None:
         log.info("failed  %-18s %s: %s", ctx.task.id, type(error).__name__, error)
+
+    def on_end(self, ctx: TaskHookContext, state: TaskState) -> None:
+        log.info("end     %-18s %s", ctx.task.id, state.value)
+
+    def after_run(self, ctx: RunContext, result: RunResult) -> None:
+        log.info("run     %s ended, ok=%s", ctx.dag, result.ok)
 
 
 class FeatureFlags(TaskHooks):

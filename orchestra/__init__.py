@@ -2,7 +2,7 @@
 
 Subclass ``TaskHooks`` or ``SubagentHooks``, override the moments you care about, and
 plug the object into the DAG scheduler (``run``) or a subagent dispatcher. Decisions
-(``Retry``, ``Skip``, ``Fail``, ``Delegate``) are plain values; several hooks' answers
+(``Retry``, ``Skip``, ``Fail``, ``Delegate``, ``Replace``) are plain values; several hooks' answers
 merge by precedence (see ``merge``). ``HookChain`` is the seam other engines call hooks
 through.
 """
@@ -11,6 +11,7 @@ from orchestra._chain import HookChain as HookChain
 from orchestra._decisions import Decision as Decision
 from orchestra._decisions import Delegate as Delegate
 from orchestra._decisions import Fail as Fail
+from orchestra._decisions import Replace as Replace
 from orchestra._decisions import Retry as Retry
 from orchestra._decisions import Skip as Skip
 from orchestra._decisions import merge as merge
@@ -24,6 +25,7 @@ from orchestra._errors import TaskFailed as TaskFailed
 from orchestra._errors import ToolDenied as ToolDenied
 from orchestra._exports import export as _export
 from orchestra._hooks import ExecutionMode as ExecutionMode
+from orchestra._hooks import RunContext as RunContext
 from orchestra._hooks import SubagentHookContext as SubagentHookContext
 from orchestra._hooks import SubagentHooks as SubagentHooks
 from orchestra._hooks import TaskHookContext as TaskHookContext
@@ -62,8 +64,10 @@ __all__ = [
     "JournalError",
     "LocalExecutor",
     "OrchestraError",
+    "Replace",
     "Retry",
     "RetryPolicy",
+    "RunContext",
     "RunResult",
     "Skip",
     "Subagent",

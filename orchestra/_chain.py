@@ -10,39 +10,29 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 
 import anyio
 
-from orchestra._decisions import Decision, Delegate, Fail, Retry, Skip, pick
+from orchestra._decisions import Decision, Fail, Replace, pick
 from orchestra._errors import HookError, did_you_mean
-from orchestra._hooks import SubagentHooks, TaskHooks
+from orchestra._hooks import TaskHooks
+from orchestra._moments import MOMENTS, BadReplace, Moment, check
 from orchestra.tracing._engine import hook_span, record_decision, record_error, record_hook_error
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
 
-__all__ = ["HookChain", "HookImpl"]
+__all__ = ["DEFAULT_HOOK_TIMEOUT", "HookChain", "HookImpl"]
 
 logger: Final = logging.getLogger("orchestra")
 
 _OnError: TypeAlias = "Callable[[HookError], object] | None"
-_Answers: TypeAlias = Mapping[str, tuple[type, ...]]
+_Args: TypeAlias = tuple[Any, ...]
 
-#: The moments of each trait and the answers each may give, in calling order.
-MOMENTS: Final[Mapping[type, _Answers]] = {
-    TaskHooks: {
-        "before_execute": (Skip, Fail),
-        "after_execute": (),
-        "on_failure": (Retry, Skip, Fail),
-    },
-    SubagentHooks: {
-        "before_dispatch": (Fail, Delegate),
-        "after_dispatch": (),
-        "on_failure": (Retry, Fail, Delegate),
-    },
-}
+DEFAULT_HOOK_TIMEOUT: Final = 60.0
+"""Seconds a hook call may take unless the hook object or the engine says otherwise."""
 
 
 @final
@@ -55,6 +45,7 @@ class HookImpl:
 
     __slots__ = (
         "allowed",
+        "chain",
         "fail_closed",
         "fn",
         "hook",
@@ -65,9 +56,7 @@ class HookImpl:
         "timeout",
     )
 
-    def __init__(
-        self, hook: object, moment: str, allowed: tuple[type, ...], timeout: float | None
-    ) -> None:
+    def __init__(self, hook: object, moment: str, spec: Moment, timeout: float | None) -> None:
         self.hook = hook
         self.fn: Callable[..., Any] = getattr(hook, moment)
         self.is_async = inspect.iscoroutinefunction(self.fn)
@@ -75,7 +64,8 @@ class HookImpl:
         self.name = type(hook).__name__
         self.moment = moment
         self.label = f"{self.name}.{moment}"
-        self.allowed = allowed
+        self.allowed = spec.allowed
+        self.chain = spec.chain
         self.timeout = _hook_timeout(hook, timeout)
 
     def __repr__(self) -> str:
@@ -129,8 +119,13 @@ class HookChain:
             and cannot be interrupted.
 
     Raises:
-        TypeError: ``trait`` is not a hook trait, an object implements none of its
-            moments, or a ``timeout`` attribute is not a number > 0 or None.
+        TypeError: ``trait`` is not a hook trait; or an object is refused, naming it, the
+            method and the closest moment: a public method whose name is close to a
+            moment (``on_fail``), an overridden moment whose signature cannot take the
+            moment's arguments, an object of the other trait only, an object that
+            implements no moment of ``trait``, or a ``timeout`` attribute that is not a
+            number > 0 or None. No object is registered when one is refused.
+        ValueError: ``timeout`` is not a number > 0 or None.
     """
 
     __slots__ = ("_impls", "_trait", "timeout")
@@ -139,32 +134,31 @@ class HookChain:
         self,
         hooks: Iterable[object],
         trait: type = TaskHooks,
-        timeout: float | None = 60.0,
+        timeout: float | None = DEFAULT_HOOK_TIMEOUT,
     ) -> None:
-        answers = MOMENTS.get(trait)
-        if answers is None:
+        moments = MOMENTS.get(trait)
+        if moments is None:
             raise TypeError(
                 f"trait must be TaskHooks or SubagentHooks, got {trait!r}"
                 + did_you_mean(getattr(trait, "__name__", ""), [t.__name__ for t in MOMENTS])
             )
-        hooks = list(hooks)
-        for hook in hooks:
-            if not isinstance(hook, trait) and not any(
-                callable(getattr(hook, moment, None)) for moment in answers
-            ):
-                raise TypeError(
-                    f"{hook!r} is not a {trait.__name__}: subclass it, or define one of "
-                    f"{', '.join(answers)}"
-                )
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
+        ):
+            raise ValueError(
+                f"hook timeout must be a number of seconds > 0 or None, got {timeout!r}"
+            )
+        # Every object is checked before any is compiled: none is half-registered.
+        implemented = [(hook, check(hook, trait)) for hook in hooks]
         self._trait = trait
         self.timeout = timeout
         self._impls: dict[str, tuple[HookImpl, ...]] = {
             moment: tuple(
-                HookImpl(hook, moment, allowed, timeout)
-                for hook in hooks
-                if _overrides(hook, trait, moment)
+                HookImpl(hook, moment, spec, timeout)
+                for hook, implements in implemented
+                if moment in implements
             )
-            for moment, allowed in answers.items()
+            for moment, spec in moments.items()
         }
 
     @property
@@ -182,6 +176,14 @@ class HookChain:
             return bool(self._impls[moment])
         except KeyError:
             raise ValueError(self._unknown(moment)) from None
+
+    def awaits(self, moment: str) -> bool:
+        """Whether a call of ``moment`` may suspend (an ``async`` hook implements it).
+
+        A call of ``def`` hooks only never yields to the event loop, so nothing can
+        cancel it half-way.
+        """
+        return any(impl.is_async for impl in self._impls[moment])
 
     def hooks(self, moment: str) -> tuple[object, ...]:
         """The hook objects that implement ``moment``, in calling order."""
@@ -244,13 +246,6 @@ class HookChain:
         return f"<HookChain {self._trait.__name__}: {moments or 'no hooks'}>"
 
 
-def _overrides(hook: object, trait: type, moment: str) -> bool:
-    """Whether ``hook`` has its own ``moment`` (not the trait's do-nothing default)."""
-    return callable(getattr(hook, moment, None)) and getattr(type(hook), moment, None) is not (
-        getattr(trait, moment)
-    )
-
-
 # --- calling ------------------------------------------------------------------------------
 
 
@@ -278,13 +273,22 @@ async def _call_all(
             error.__cause__ = exc
             answer = _isolate(impl, error, on_error)
         else:
-            if answer is not None and type(answer) not in impl.allowed:
-                allowed = ", ".join(t.__name__ for t in impl.allowed) or "nothing"
-                error = impl.error(subject, f"returned {answer!r}; None or {allowed} expected")
-                answer = _isolate(impl, error, on_error)
+            if answer is not None:
+                if type(answer) not in impl.allowed:
+                    allowed = ", ".join(t.__name__ for t in impl.allowed) or "nothing"
+                    error = impl.error(subject, f"returned {answer!r}; None or {allowed} expected")
+                    answer = _isolate(impl, error, on_error)
+                elif impl.chain is not None and type(answer) is Replace:
+                    # each hook sees the value as replaced by those before it
+                    try:
+                        args = impl.chain(args, answer.value)
+                    except BadReplace as exc:
+                        answer = _isolate(impl, impl.error(subject, f"answered {exc}"), on_error)
         answers.append(answer)
-    i = pick(answers)
-    return (answers[i], impls[i].label) if i >= 0 else (None, None)
+    if answers.count(None) == len(answers):  # the common case: no hook had an opinion
+        return None, None
+    i = pick(answers, chained=impls[0].chain is not None)
+    return answers[i], impls[i].label
 
 
 class _HookTimeout(Exception):
@@ -321,8 +325,10 @@ async def _call_traced(
                     on_error(error)
             if answer is not None:
                 record_decision(span, answer, impl.label)
+        if impl.chain is not None and type(answer) is Replace:
+            args = impl.chain(args, answer.value)  # checked by _call_all already
         answers.append(answer)
-    i = pick(answers)
+    i = pick(answers, chained=impls[0].chain is not None)
     return (answers[i], impls[i].label) if i >= 0 else (None, None)
 
 
@@ -331,37 +337,3 @@ def _isolate(impl: HookImpl, error: HookError, on_error: _OnError) -> Fail | Non
     if on_error is not None:
         on_error(error)
     return Fail(f"fail-closed {error}") if impl.fail_closed else None
-
-
-# --- the earlier private API, until every integration uses HookChain ---------------------
-
-
-def compile_hooks(
-    hooks: Iterable[object], base: type, answers: Mapping[str, tuple[type, ...]]
-) -> dict[str, tuple[HookImpl, ...]]:
-    """Deprecated internal API: use ``HookChain``."""
-    hooks = list(hooks)
-    HookChain(hooks, base, timeout=None)  # the registration checks
-    return {
-        moment: tuple(
-            HookImpl(hook, moment, allowed, None)
-            for hook in hooks
-            if _overrides(hook, base, moment)
-        )
-        for moment, allowed in answers.items()
-    }
-
-
-async def call_hooks(
-    impls: Sequence[HookImpl],
-    args: tuple[Any, ...],
-    subject: str | None,
-    record: _OnError = None,
-    tracer: Tracer | None = None,
-) -> tuple[Decision | None, HookImpl | None]:
-    """Deprecated internal API: use ``HookChain.call``."""
-    if tracer is None:
-        decision, label = await _call_all(impls, args, subject, record)
-    else:
-        decision, label = await _call_traced(impls, args, subject, record, tracer)
-    return decision, next((impl for impl in impls if impl.label == label), None)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import attrs
 
-__all__ = ["Decision", "Delegate", "Fail", "Retry", "Skip", "merge"]
+__all__ = ["Decision", "Delegate", "Fail", "Replace", "Retry", "Skip", "merge"]
 
 
 def _non_negative_finite(_inst: object, attribute: attrs.Attribute[float], value: float) -> None:
@@ -50,18 +50,37 @@ class Delegate:
     reason: str | None = None
 
 
-Decision: TypeAlias = Retry | Skip | Fail | Delegate
+@attrs.frozen
+class Replace:
+    """Change what flows: the inputs, the output, or a failure's outcome.
+
+    - In ``before_execute``: the task's keyword arguments (a mapping); in
+      ``before_dispatch``: the text dispatched (a ``str``).
+    - In ``after_execute`` and ``after_dispatch``: the output.
+    - In ``on_failure``: a substitute output that recovers the work: the task (or
+      dispatch) ends SUCCEEDED with ``value`` as its output, its error kept on the result.
+
+    Hashable when ``value`` is.
+    """
+
+    value: Any
+
+
+Decision: TypeAlias = Retry | Skip | Fail | Delegate | Replace
 """Any decision a hook can return."""
 
 # Precedence of decisions when several hooks answer the same moment.
-_RANK: Final[dict[type, int]] = {Fail: 4, Skip: 3, Delegate: 2, Retry: 1}
+_RANK: Final[dict[type, int]] = {Fail: 5, Skip: 4, Delegate: 3, Retry: 2, Replace: 1}
+_REPLACE: Final = _RANK[Replace]
 
 
-def pick(answers: Sequence[Decision | None]) -> int:
+def pick(answers: Sequence[Decision | None], *, chained: bool = False) -> int:
     """Return the index of the answer that wins the merge, or -1 if all are None.
 
-    Precedence is ``Fail > Skip > Delegate > Retry > None``; among several ``Retry`` the
-    longest delay wins, among others of the same kind the first.
+    Precedence is ``Fail > Skip > Delegate > Retry > Replace > None``; among several
+    ``Retry`` the longest delay wins, among others of the same kind the first, except
+    ``Replace`` when ``chained`` (each hook saw the value as replaced by those before it,
+    so the last holds every change).
     """
     best = -1
     best_rank = 0
@@ -74,22 +93,30 @@ def pick(answers: Sequence[Decision | None]) -> int:
             best, best_rank = i, rank
             if isinstance(answer, Retry):
                 best_delay = answer.delay
-        elif rank == 1 == best_rank and isinstance(answer, Retry) and answer.delay > best_delay:
-            best, best_delay = i, answer.delay
+        elif rank == best_rank:
+            if isinstance(answer, Retry):
+                if answer.delay > best_delay:
+                    best, best_delay = i, answer.delay
+            elif chained and rank == _REPLACE:
+                best = i
     return best
 
 
 def merge(answers: Sequence[Decision | None]) -> Decision | None:
     """Merge the answers of several hooks into one decision (None = no opinion).
 
-    Precedence is ``Fail > Skip > Delegate > Retry > None``. Among several ``Retry`` the
-    longest delay wins; among several ``Delegate`` (or ``Fail``, ``Skip``) the first.
+    Precedence is ``Fail > Skip > Delegate > Retry > Replace > None``. Among several
+    ``Retry`` the longest delay wins; among several ``Delegate`` (or ``Fail``, ``Skip``,
+    ``Replace``) the first. (The engines chain ``Replace`` in ``before_*`` and
+    ``after_*`` moments: each hook sees the value as replaced by those before it.)
 
     Examples:
         >>> merge([None, Retry(1.0), Retry(5.0)])
         Retry(delay=5.0)
         >>> merge([Retry(1.0), Skip("optional"), Fail("broken")])
         Fail(reason='broken')
+        >>> merge([Replace("a"), Retry(1.0)])
+        Retry(delay=1.0)
     """
     i = pick(answers)
     return None if i < 0 else answers[i]

@@ -91,15 +91,27 @@ class HookError(OrchestraError, RuntimeError):
 class TaskFailed(OrchestraError, RuntimeError):
     """A task failed by a decision (a hook's ``Fail``), not by an exception it raised.
 
+    ``RunResult.raise_for_failures()`` raises one for a whole run that is not ok: its
+    ``task_ids`` name every task that did not end well.
+
     Attributes:
-        task_id: the id of the task.
+        task_id: the id of the task (the first one, for a run).
         reason: the reason the decision gave, if any.
+        task_ids: the ids of every task the error is about (``(task_id,)`` for one task).
     """
 
-    def __init__(self, task_id: str, reason: str | None) -> None:
-        super().__init__(f"task {task_id!r} failed: {reason or 'failed by a hook'}")
+    def __init__(
+        self,
+        task_id: str,
+        reason: str | None,
+        *,
+        task_ids: tuple[str, ...] = (),
+        message: str | None = None,
+    ) -> None:
+        super().__init__(message or f"task {task_id!r} failed: {reason or 'failed by a hook'}")
         self.task_id = task_id
         self.reason = reason
+        self.task_ids = task_ids or (task_id,)
 
 
 class DispatchError(OrchestraError, RuntimeError):

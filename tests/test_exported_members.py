@@ -22,10 +22,10 @@ import orchestra
 PINNED: dict[str, set[str]] = {
     "orchestra": {
         # decisions
-        "Decision", "Delegate", "Fail", "Retry", "Skip", "merge",
+        "Decision", "Delegate", "Fail", "Replace", "Retry", "Skip", "merge",
         # hooks, their contexts, the engine seam
-        "ExecutionMode", "HookChain", "RetryPolicy", "SubagentHookContext", "SubagentHooks",
-        "TaskHookContext", "TaskHooks",
+        "ExecutionMode", "HookChain", "RetryPolicy", "RunContext", "SubagentHookContext",
+        "SubagentHooks", "TaskHookContext", "TaskHooks",
         # DAGs and the scheduler
         "DAG", "Executor", "LocalExecutor", "RunResult", "Task", "TaskState", "TriggerRule",
         "run", "run_sync",
@@ -130,7 +130,7 @@ def test_reprs_and_pickles_use_public_paths() -> None:
 
 def test_design_contract_names() -> None:
     contract = {
-        "Retry", "Skip", "Fail", "Delegate", "merge",
+        "Retry", "Skip", "Fail", "Delegate", "Replace", "merge", "RunContext",
         "TaskHooks", "SubagentHooks", "TaskHookContext", "SubagentHookContext", "HookChain",
         "RetryPolicy", "DAG", "Task", "DAGError", "run", "run_sync", "RunResult", "TaskState",
         "ExecutionMode", "DispatchError", "Dispatcher", "Subagent", "SubagentResult",

@@ -140,8 +140,9 @@ async def test_an_answer_the_moment_does_not_allow_is_a_hook_error() -> None:
         None,
         None,
     )
-    assert "returned Delegate(agent='b', reason=None); None or Retry, Skip, Fail expected" in str(
-        errors[0]
+    assert (
+        "returned Delegate(agent='b', reason=None); None or Retry, Skip, Fail, Replace expected"
+        in str(errors[0])
     )
 
 

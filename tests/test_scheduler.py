@@ -3,6 +3,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
+from functools import partial
 from typing import Any
 
 import anyio
@@ -23,7 +24,6 @@ from orchestra import (
     TaskHooks,
     TaskState,
 )
-from orchestra.dag._scheduler import _Run
 
 pytestmark = pytest.mark.anyio
 
@@ -601,7 +601,7 @@ async def test_cancelling_run_cancels_tasks_and_retry_sleeps() -> None:
     async def done() -> str:
         return "x"
 
-    class SeeRetry(TaskHooks):
+    class SeeRetry(AfterRun):
         def on_failure(self, ctx: TaskHookContext, error: BaseException) -> None:
             retrying.set()  # the task's own retries decide: Retry(3600)
 
@@ -610,26 +610,17 @@ async def test_cancelling_run_cancels_tasks_and_retry_sleeps() -> None:
     dag.add(Task(id="sleepy_retry", fn=Flaky(10), retries=5, retry_delay=3600))
     dag.add(Task(id="never", fn=lambda: 1, deps=["forever"]))
     dag.add(Task(id="done", fn=done))
-    run = _Run(
-        dag,
-        hooks=[SeeRetry()],
-        max_concurrency=8,
-        fail_fast=False,
-        retry_budget=None,
-        executor=None,
-        dispatcher=None,
-        max_attempts=10,
-    )
+    hook = SeeRetry()
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(run.execute)
+            tg.start_soon(partial(orchestra.run, dag, hooks=[hook]))
             await started.wait()
             await retrying.wait()
             # Every task is now parked: forever asleep, sleepy_retry in its retry sleep,
             # done settled. No clock involved.
             await anyio.wait_all_tasks_blocked()
             tg.cancel_scope.cancel()
-    result = run.result()
+    [result] = hook.results  # after_run sees the states reached
     assert result.states == {
         "forever": S.CANCELLED,
         "sleepy_retry": S.CANCELLED,
@@ -692,17 +683,14 @@ async def test_run_result_repr_is_a_summary() -> None:
     assert repr(result).startswith("<RunResult ok=True succeeded=1 ")
 
 
-def make_run(dag: DAG, hooks: list[object] | None = None) -> _Run:
-    return _Run(
-        dag,
-        hooks=hooks or [],
-        max_concurrency=8,
-        fail_fast=False,
-        retry_budget=None,
-        executor=None,
-        dispatcher=None,
-        max_attempts=10,
-    )
+class AfterRun(TaskHooks):
+    """Keeps the ``RunResult`` of a run that raises or is cancelled (after_run sees it)."""
+
+    def __init__(self) -> None:
+        self.results: list[orchestra.RunResult] = []
+
+    def after_run(self, ctx: orchestra.RunContext, result: orchestra.RunResult) -> None:
+        self.results.append(result)
 
 
 async def test_fatal_error_records_states_then_propagates_bare() -> None:
@@ -720,23 +708,23 @@ async def test_fatal_error_records_states_then_propagates_bare() -> None:
     dag.add(Task(id="exit", fn=interrupt))
     dag.add(Task(id="forever", fn=forever))
     dag.add(Task(id="after", fn=lambda: 1, deps=["exit"], trigger="all_done"))
-    run = make_run(dag)
+    hook = AfterRun()
     with pytest.raises(SystemExit) as info:
-        await run.execute()
+        await orchestra.run(dag, hooks=[hook])
     assert info.value.code == 3
-    result = run.result()
+    [result] = hook.results
     assert result.states == {"exit": S.FAILED, "forever": S.CANCELLED, "after": S.CANCELLED}
     assert isinstance(result.errors["exit"], SystemExit)
 
 
 async def test_keyboard_interrupt_in_a_hook_propagates_and_is_recorded() -> None:
-    class Interrupting(TaskHooks):
+    class Interrupting(AfterRun):
         def before_execute(self, ctx: TaskHookContext) -> None:
             raise KeyboardInterrupt
 
     dag = DAG("fatal")
     dag.add(Task(id="a", fn=lambda: 1))
-    run = make_run(dag, [Interrupting()])
+    hook = Interrupting()
     with pytest.raises(KeyboardInterrupt):
-        await run.execute()
-    assert run.result().states == {"a": S.FAILED}
+        await orchestra.run(dag, hooks=[hook])
+    assert hook.results[0].states == {"a": S.FAILED}

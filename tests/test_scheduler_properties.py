@@ -9,22 +9,34 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import dag_specs
 
-from orchestra import DAG, Task, TaskHookContext, TaskHooks, TaskState
-from orchestra.dag._scheduler import _Run
+import orchestra
+from orchestra import DAG, RunContext, RunResult, Task, TaskHookContext, TaskHooks, TaskState
 
 S = TaskState
 FAILED_LIKE = (S.FAILED, S.UPSTREAM_FAILED)
 
 
 class Scripted(TaskHooks):
-    """Answers from each task's script, per attempt."""
+    """Answers from each task's script, per attempt; counts the run's moments."""
 
     def __init__(self, specs: dict[str, dict[str, Any]]) -> None:
         self.specs = specs
+        self.ends: dict[str, list[TaskState]] = {}
+        self.runs: list[RunResult] = []
+        self.violations: list[str] = []
 
     def before_execute(self, ctx: TaskHookContext) -> Any:
+        for dep, state in ctx.upstream_states.items():  # no task starts before its deps end
+            if not state.terminal:
+                self.violations.append(f"{ctx.task.id} started before {dep} ended")
         answers = self.specs[ctx.task.id]["before"]
         return answers[ctx.attempt - 1] if ctx.attempt <= len(answers) else None
+
+    def on_end(self, ctx: TaskHookContext, state: TaskState) -> None:
+        self.ends.setdefault(ctx.task.id, []).append(state)
+
+    def after_run(self, ctx: RunContext, result: RunResult) -> None:
+        self.runs.append(result)
 
     def on_failure(self, ctx: TaskHookContext, error: BaseException) -> Any:
         answers = self.specs[ctx.task.id]["on_failure"]
@@ -62,15 +74,10 @@ def test_random_dags_keep_the_invariants(
 ) -> None:
     by_id = {s["id"]: s for s in specs}
     calls: dict[str, int] = {}
-    violations: list[str] = []
-    run: _Run
 
     def make_body(spec: dict[str, Any]) -> Any:
         async def body(**upstream: Any) -> str:
             tid = spec["id"]
-            for dep in spec["deps"]:  # no task starts before its deps end
-                if not run.states[run_index[dep]].terminal:
-                    violations.append(f"{tid} started before {dep} ended")
             n = calls[tid] = calls.get(tid, 0) + 1
             if spec["suspend"]:
                 await anyio.lowlevel.checkpoint()
@@ -91,20 +98,21 @@ def test_random_dags_keep_the_invariants(
                 retries=spec["retries"],
             )
         )
-    run = _Run(
+    hooks = Scripted(by_id)
+    result = orchestra.run_sync(
         dag,
-        hooks=[Scripted(by_id)],
+        hooks=[hooks],
         max_concurrency=concurrency,
         fail_fast=fail_fast,
         retry_budget=budget,
-        executor=None,
-        dispatcher=None,
         max_attempts=max_attempts,
+        backend=backend,
     )
-    run_index = {t.id: i for i, t in enumerate(run.order)}
-    result = anyio.run(run.execute, backend=backend)
 
-    assert violations == []
+    assert hooks.violations == []
+    # on_end exactly once per task, with its terminal state; after_run exactly once
+    assert hooks.ends == {tid: [state] for tid, state in result.states.items()}
+    assert hooks.runs == [result]
     # exactly one terminal state per task
     assert set(result.states) == set(by_id)
     assert all(s.terminal for s in result.states.values())

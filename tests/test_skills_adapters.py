@@ -13,7 +13,6 @@ import pytest
 
 import orchestra
 from orchestra import ExecutionMode, Fail, SubagentHookContext, TaskHooks, TaskState, ToolDenied
-from orchestra._hooks import SUBAGENT_ANSWERS, TASK_ANSWERS, compile_hooks
 from orchestra.skills import HookRegistry, load
 
 pytestmark = pytest.mark.anyio
@@ -150,18 +149,27 @@ async def test_subagent_hooks_in_a_real_dispatcher(tmp_path: Path) -> None:
 
 async def test_adapters_override_only_the_moments_with_hooks(tmp_path: Path) -> None:
     empty = HookRegistry()
-    assert all(not impls for impls in _task_moments(empty.as_task_hooks()).values())
-    subagent = compile_hooks([empty.as_subagent_hooks()], orchestra.SubagentHooks, SUBAGENT_ANSWERS)
-    assert all(not impls for impls in subagent.values())
+    assert _moments(empty.as_task_hooks(), TaskHooks) == set()
+    assert _moments(empty.as_subagent_hooks(), orchestra.SubagentHooks) == set()
     only_created = registry(
         tmp_path, "hooks:\n  TaskCreated:\n    - hooks: [{type: prompt, prompt: x}]\n"
     )
-    moments = _task_moments(only_created.as_task_hooks())
-    assert {name for name, impls in moments.items() if impls} == {"before_execute"}
+    assert _moments(only_created.as_task_hooks(), TaskHooks) == {"before_execute"}
 
 
-def _task_moments(hooks: TaskHooks) -> dict[str, Any]:
-    return compile_hooks([hooks], TaskHooks, TASK_ANSWERS)
+def _moments(hooks: object, trait: type) -> set[str]:
+    chain = orchestra.HookChain([hooks], trait)
+    moments = ["before_dispatch", "after_dispatch", "on_failure"]
+    if trait is TaskHooks:
+        moments = [
+            "before_run",
+            "before_execute",
+            "after_execute",
+            "on_failure",
+            "on_end",
+            "after_run",
+        ]
+    return {moment for moment in moments if chain.has(moment)}
 
 
 # --- subagent hooks -----------------------------------------------------------------------

@@ -16,9 +16,9 @@ import anyio
 import attrs
 
 from orchestra._attempts import after_failure
-from orchestra._decisions import Decision, Delegate, Retry
+from orchestra._decisions import Decision, Delegate, Replace, Retry
 from orchestra._errors import DispatchError, HookError
-from orchestra._hooks import ExecutionMode, SubagentHookContext
+from orchestra._hooks import ExecutionMode, SubagentHookContext, subagent_context
 from orchestra.agents._types import RunContext, Subagent, SubagentResult, _Session
 from orchestra.tracing._engine import NO_ATTEMPT, AttemptSpan, agent_attempt
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["Delegation"]
 
 _TEAMMATE: Final = ExecutionMode.TEAMMATE
+_NO_NOTES: Final[list[str]] = []  # the messages of an attempt no hook sees (never appended)
 _ORCHESTRA: Final = "orchestra"  # who took a decision no hook took, for traces
 
 
@@ -60,9 +61,11 @@ class _Dispatch:
         "hook_errors",
         "mode",
         "name",
+        "notes",
         "parent",
         "started",
         "task",
+        "text",
         "tracer",
     )
 
@@ -72,6 +75,8 @@ class _Dispatch:
         self.d = d
         self.name = name
         self.task = task
+        self.text = task  # this attempt's text, as before_dispatch hooks replaced it
+        self.notes: list[str] = _NO_NOTES  # what this attempt's hooks added
         self.parent = parent
         self.mode = mode
         self.attempt = 0
@@ -110,15 +115,16 @@ class _Dispatch:
         )
 
     def context(self) -> SubagentHookContext:
-        return SubagentHookContext(
-            parent_agent=self.parent,
-            subagent_name=self.name,
-            execution_mode=self.mode,
-            task=self.task,
-            attempt=self.attempt,
-            delegated_from=self.delegated_from,
-            errors=tuple(self.errors),
-            started_at=self.started,
+        return subagent_context(
+            self.parent,
+            self.name,
+            self.mode,
+            self.text,
+            self.attempt,
+            self.delegated_from,
+            tuple(self.errors),
+            self.started,
+            self.notes,
         )
 
     def on_failure(self, error: BaseException) -> Awaitable[tuple[Decision | None, str | None]]:
@@ -193,6 +199,9 @@ class _Dispatch:
     ) -> SubagentResult | Delegation | Retry:
         """One attempt: hooks around one run; what comes next, or DispatchError."""
         d = self.d
+        text = self.text = self.task
+        if d._hooked:
+            self.notes = []
         if d._has_before:
             step = self.before(
                 *await d._chain.call(
@@ -205,11 +214,14 @@ class _Dispatch:
             )
             if step is not None:
                 return step
+            text = self.text
+            if self.notes:  # what hooks added follows the text, one message a line
+                text = "\n\n".join((text, "\n".join(self.notes)))
         ctx = RunContext(
             self.name, self.parent, self.mode, self.attempt, self.delegated_from, d, session
         )
         try:
-            output = await agent.run(self.task, ctx)
+            output = await agent.run(text, ctx)
         except Exception as exc:
             return await self.after_failure(exc)
         except BaseException as exc:
@@ -226,6 +238,7 @@ class _Dispatch:
             attempts=self.attempt,
             delegated_from=self.delegated_from,
             hook_errors=tuple(self.hook_errors) if self.hook_errors else (),
+            messages=tuple(self.notes),
         )
         if d._has_after:
             recorded = len(self.hook_errors or ())
@@ -245,13 +258,16 @@ class _Dispatch:
         if decision is None:
             return None
         self.at.decision(decision, by)
+        if type(decision) is Replace:  # the text, as the hooks replaced it
+            self.text = decision.value
+            return None
         cause = self.errors[-1] if self.errors else None
         if type(decision) is Delegate:
             return Delegation(decision=decision, hook=by, cause=cause)
         raise self.failed(decision, by) from cause
 
-    async def after_failure(self, exc: Exception) -> Delegation | Retry:
-        """What follows a failed attempt: a retry, a delegation, or DispatchError."""
+    async def after_failure(self, exc: Exception) -> SubagentResult | Delegation | Retry:
+        """What follows a failed attempt: retry, delegate, recover, or DispatchError."""
         d = self.d
         name = self.name
         self.errors.append(exc)
@@ -278,17 +294,31 @@ class _Dispatch:
             return decision
         if type(decision) is Delegate:
             return Delegation(decision=decision, hook=by, cause=exc)
+        if type(decision) is Replace:  # recovered: the substitute output answers
+            return SubagentResult(
+                agent=name,
+                output=decision.value,
+                attempts=self.attempt,
+                delegated_from=self.delegated_from,
+                hook_errors=tuple(self.hook_errors or ()),
+                messages=tuple(self.notes),
+                error=exc,
+            )
         raise self.failed(decision, by) from exc
 
     def after(
         self, result: SubagentResult, recorded: int, decision: Decision | None, by: str | None
     ) -> SubagentResult:
-        """After ``after_dispatch`` hooks: the result, with the hook errors they added."""
-        if decision is not None:  # only a fail-closed hook error answers here
+        """After ``after_dispatch`` hooks: the result, with what they replaced and added."""
+        if decision is not None:
             self.at.decision(decision, by)
-            raise self.failed(decision, by)
+            if type(decision) is not Replace:  # a fail-closed hook's error
+                raise self.failed(decision, by)
+            result = attrs.evolve(result, output=decision.value)
         if self.hook_errors and len(self.hook_errors) > recorded:
             result = attrs.evolve(result, hook_errors=tuple(self.hook_errors))
+        if len(self.notes) > len(result.messages):
+            result = attrs.evolve(result, messages=tuple(self.notes))
         return result
 
     def delegate(self, step: Delegation) -> Subagent:

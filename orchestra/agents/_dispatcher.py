@@ -14,7 +14,7 @@ import anyio
 import anyio.abc
 
 from orchestra._attempts import DEFAULT_MAX_ATTEMPTS
-from orchestra._chain import HookChain
+from orchestra._chain import DEFAULT_HOOK_TIMEOUT, HookChain
 from orchestra._errors import DispatchError
 from orchestra._hooks import ExecutionMode, SubagentHooks
 from orchestra.agents._dispatch import _Dispatch
@@ -90,15 +90,19 @@ class Dispatcher:
 
     A dispatch runs ``before_dispatch`` hooks, then the agent, then ``after_dispatch``
     hooks; when the agent raises an ``Exception``, ``on_failure`` hooks answer, merged by
-    precedence (``Fail > Delegate > Retry > None``):
+    precedence (``Fail > Delegate > Retry > Replace > None``):
 
     - ``Retry(delay)``: the same agent runs again after ``delay`` seconds;
     - ``Delegate(agent)``: the work moves to another registered agent, whose attempt count
       starts again at 1; ``delegated_from`` grows in the contexts and the result;
     - ``Fail(reason)``: ``DispatchError`` with the reason in its message;
+    - ``Replace(output)``: the dispatch succeeds with that output (``result.error`` keeps
+      the agent's error);
     - None (every hook): ``DispatchError``, the agent's exception as its ``__cause__``.
 
-    ``before_dispatch`` runs before every attempt and may answer ``Fail`` or ``Delegate``.
+    ``before_dispatch`` runs before every attempt and may answer ``Fail``, ``Delegate`` or
+    ``Replace(text)`` (the text the agent gets); ``after_dispatch`` may ``Replace`` the
+    output.
     A ``Delegate`` is refused with ``DispatchError`` naming the agents when its target is
     unknown, is the delegating agent itself or was already tried in this chain, or when it
     would exceed ``max_delegations``. A ``Retry`` past ``max_attempts`` attempts of one
@@ -124,12 +128,16 @@ class Dispatcher:
         hooks: ``SubagentHooks`` objects, called in this order at each moment.
         max_delegations: how many delegations one dispatch may make (>= 0).
         max_attempts: hard cap on the attempts of one agent within one dispatch.
+        hook_timeout: seconds each hook call may take, unless the hook object has a
+            ``timeout`` attribute of its own (None = no limit); a call past it is
+            cancelled and counts as a hook error.
 
     Raises:
         TypeError: an agent without ``name`` or a callable ``run`` (or a sync ``run``), or
-            a hook object that implements no ``SubagentHooks`` moment.
-        ValueError: duplicate agent names, an empty name, ``max_delegations`` < 0 or
-            ``max_attempts`` < 1.
+            a hook object that is refused (see ``HookChain``: a ``TaskHooks``-only object,
+            a typo such as ``on_fail``, a moment whose signature is wrong).
+        ValueError: duplicate agent names, an empty name, ``max_delegations`` < 0,
+            ``max_attempts`` < 1 or a ``hook_timeout`` that is not a number > 0 or None.
     """
 
     def __init__(
@@ -139,11 +147,12 @@ class Dispatcher:
         hooks: Iterable[object] = (),
         max_delegations: int = 3,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        hook_timeout: float | None = DEFAULT_HOOK_TIMEOUT,
     ) -> None:
         self._agents = _check_agents(agents)
         self._max_delegations = _check_count("max_delegations", max_delegations, 0)
         self._max_attempts = _check_count("max_attempts", max_attempts, 1)
-        chain = self._chain = HookChain(hooks, SubagentHooks, timeout=None)
+        chain = self._chain = HookChain(hooks, SubagentHooks, timeout=hook_timeout)
         # One boolean per hook point: with no hooks, a dispatch does nothing more.
         self._has_before = chain.has("before_dispatch")
         self._has_after = chain.has("after_dispatch")

@@ -178,6 +178,10 @@ class SubagentResult:
         attempts: the attempts made by the agent that answered (1 if it answered first time).
         delegated_from: the agents tried before it, in order (empty without delegation).
         hook_errors: the hook errors recorded during the dispatch, in order.
+        messages: what hooks added with ``ctx.add_message`` during the attempt that
+            answered (``SubagentStart`` and ``SubagentStop`` context, say).
+        error: the agent's error, when an ``on_failure`` hook's ``Replace`` recovered it
+            with a substitute ``output``; else None.
     """
 
     agent: str
@@ -185,3 +189,5 @@ class SubagentResult:
     attempts: int
     delegated_from: tuple[str, ...] = ()
     hook_errors: tuple[HookError, ...] = ()
+    messages: tuple[str, ...] = ()
+    error: BaseException | None = None

@@ -5,15 +5,14 @@ from __future__ import annotations
 import enum
 import inspect
 import math
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from inspect import Parameter
 from types import FunctionType, MappingProxyType
 from typing import Any, Final, Literal, TypeAlias, TypeVar, final, overload
 
 import attrs
 
 from orchestra._errors import DAGError
+from orchestra.dag._plan import Plan
 
 __all__ = ["DAG", "Task", "TaskState", "TriggerRule"]
 
@@ -266,24 +265,6 @@ def _task(*args: Any) -> Task:
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-_ALL: Final = None  # a body that takes **kwargs: every upstream output
-
-
-def _takes(fn: Callable[..., Any]) -> frozenset[str] | None:
-    """The parameters ``fn`` takes by keyword, or None when it takes ``**kwargs``."""
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):  # builtins without a signature take nothing
-        return frozenset()
-    if any(p.kind is Parameter.VAR_KEYWORD for p in params.values()):
-        return _ALL
-    return frozenset(
-        name
-        for name, p in params.items()
-        if p.kind in (Parameter.KEYWORD_ONLY, Parameter.POSITIONAL_OR_KEYWORD)
-    )
-
-
 class DAG:
     """A directed acyclic graph of tasks.
 
@@ -388,8 +369,10 @@ class DAG:
         """Check the DAG and return its tasks in a topological order.
 
         Raises:
-            DAGError: for a dependency on an unknown task or a task of another DAG, or
-                a cycle (the message names the cycle's tasks in order).
+            DAGError: for a dependency on an unknown task or a task of another DAG, a
+                cycle (the message names the cycle's tasks in order), or a task whose
+                function needs a parameter (one without a default) that is not among its
+                deps (the message names the task, the parameter and the deps).
         """
         return list(self.plan().order)
 
@@ -398,135 +381,3 @@ class DAG:
         if self._plan is None:
             self._plan = Plan.build(self)
         return self._plan
-
-
-@final
-class Plan:
-    """A validated DAG flattened into index arrays for the scheduler (internal).
-
-    ``order`` is the order tasks were added when that is a topological order (each task
-    added after its upstreams, the usual case: then planning is one pass), else Kahn's
-    order; indexes are positions in it.
-    """
-
-    __slots__ = ("dependents", "indegree", "index", "order", "sources", "upstreams", "wants")
-
-    def __init__(
-        self,
-        order: tuple[Task, ...],
-        index: dict[str, int],
-        upstreams: list[tuple[int, ...]],
-        dependents: list[list[int]],
-        wants: list[tuple[str, ...]],
-    ) -> None:
-        self.order = order
-        self.index = index
-        self.upstreams = upstreams
-        self.dependents = dependents
-        self.wants = wants
-        self.indegree = list(map(len, upstreams))
-        self.sources = tuple(i for i, ups in enumerate(upstreams) if not ups)
-
-    @classmethod
-    def build(cls, dag: DAG) -> Plan:
-        """Validate ``dag`` (iteratively: deep chains never recurse) and flatten it."""
-        order = tuple(dag._tasks.values())
-        index = dict(zip(dag._tasks, range(len(order)), strict=True))
-        get = index.__getitem__
-        upstreams: list[tuple[int, ...]] = []
-        dependents: list[list[int]] = [[] for _ in order]
-        wants: list[tuple[str, ...]] = []
-        add_up, add_want = upstreams.append, wants.append
-        takes: dict[int, frozenset[str] | None] = {}  # by id(fn): the fns live meanwhile
-        sorted_ = True
-        try:
-            for i, task in enumerate(order):
-                deps = task.deps
-                if not deps:
-                    add_up(())
-                    add_want(())
-                    continue
-                ups = tuple(map(get, deps))
-                add_up(ups)
-                for u in ups:
-                    dependents[u].append(i)
-                if sorted_ and max(ups) > i:
-                    sorted_ = False
-                if task._dep_tasks:
-                    _same_dag(task, order, index)
-                key = id(task.fn)
-                names = takes[key] if key in takes else takes.setdefault(key, _takes(task.fn))
-                if names is _ALL or (names and names.issuperset(deps)):
-                    add_want(deps)
-                elif names:
-                    add_want(tuple(d for d in deps if d in names))
-                else:
-                    add_want(())
-        except KeyError:
-            task = order[len(upstreams)]
-            unknown = next(d for d in task.deps if d not in index)
-            raise DAGError(f"task {task.id!r} depends on unknown task {unknown!r}") from None
-        if sorted_:
-            return cls(order, index, upstreams, dependents, wants)
-        return cls._kahn(dag, order, upstreams, dependents, wants)
-
-    @classmethod
-    def _kahn(
-        cls,
-        dag: DAG,
-        order: tuple[Task, ...],
-        upstreams: list[tuple[int, ...]],
-        dependents: list[list[int]],
-        wants: list[tuple[str, ...]],
-    ) -> Plan:
-        """Order tasks added before their upstreams (Kahn's algorithm), or name a cycle."""
-        indeg = list(map(len, upstreams))
-        queue = deque(i for i, n in enumerate(indeg) if n == 0)
-        topo: list[int] = []
-        while queue:
-            i = queue.popleft()
-            topo.append(i)
-            for child in dependents[i]:
-                indeg[child] -= 1
-                if indeg[child] == 0:
-                    queue.append(child)
-        if len(topo) != len(order):
-            left = {order[i].id: n for i, n in enumerate(indeg)}
-            raise DAGError(
-                f"DAG {dag.name!r} has a cycle: {' -> '.join(_find_cycle(dag._tasks, left))}"
-            )
-        position = [0] * len(order)
-        for new, old in enumerate(topo):
-            position[old] = new
-        ordered = tuple(order[old] for old in topo)
-        return cls(
-            ordered,
-            {task.id: i for i, task in enumerate(ordered)},
-            [tuple(position[u] for u in upstreams[old]) for old in topo],
-            [[position[d] for d in dependents[old]] for old in topo],
-            [wants[old] for old in topo],
-        )
-
-
-def _same_dag(task: Task, order: tuple[Task, ...], index: Mapping[str, int]) -> None:
-    """Refuse a ``Task`` object given as a dependency that is not the one in this DAG."""
-    for obj in task._dep_tasks:
-        if order[index[obj.id]] is not obj:
-            raise DAGError(f"task {task.id!r} depends on {obj.id!r}, a task of another DAG")
-
-
-def _find_cycle(tasks: Mapping[str, Task], indeg: Mapping[str, int]) -> list[str]:
-    """Walk the dependencies among the tasks Kahn could not order until one repeats."""
-    left = {tid for tid, n in indeg.items() if n > 0}
-    start = next(tid for tid in tasks if tid in left)
-    seen: dict[str, int] = {}
-    path: list[str] = []
-    node = start
-    while node not in seen:
-        seen[node] = len(path)
-        path.append(node)
-        node = next(dep for dep in tasks[node].deps if dep in left)
-    cycle = path[seen[node] :]
-    # Report in execution direction: upstream -> downstream.
-    cycle.reverse()
-    return [*cycle, cycle[0]]

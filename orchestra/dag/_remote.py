@@ -36,7 +36,16 @@ class RemoteOutputs:
     - ``release_all``: the run was cancelled or failed fatally: every handle is released.
     """
 
-    __slots__ = ("_fetch", "_hooks_need", "_keep", "_order", "_release", "_upstreams", "_waiting")
+    __slots__ = (
+        "_fetch",
+        "_hooks_need",
+        "_keep",
+        "_local",
+        "_order",
+        "_release",
+        "_upstreams",
+        "_waiting",
+    )
 
     def __init__(
         self,
@@ -58,6 +67,7 @@ class RemoteOutputs:
         self._upstreams = upstreams
         self._waiting = [len(d) for d in dependents]
         self._hooks_need = hooks_need
+        self._local: set[int] = set()  # tasks whose output a hook replaced with a value
 
     @classmethod
     def for_run(
@@ -96,6 +106,12 @@ class RemoteOutputs:
             return output
         return await self._fetch(self._order[i], output)
 
+    def replaced(self, i: int, handle: Any) -> None:
+        """A hook replaced task ``i``'s output with a value: release ``handle`` (if any)."""
+        self._local.add(i)
+        if handle is not None and self._release is not None:
+            self._release(self._order[i], handle)
+
     def ended(self, i: int, outputs: dict[str, Any]) -> None:
         """Task ``i`` ended: drop the outputs no task still to end may need."""
         waiting = self._waiting
@@ -111,7 +127,7 @@ class RemoteOutputs:
             return
         task = self._order[i]
         output = outputs.pop(task.id, _MISSING)
-        if output is not _MISSING and self._release is not None:
+        if output is not _MISSING and self._release is not None and i not in self._local:
             self._release(task, output)
 
     async def finish(self, outputs: dict[str, Any], errors: dict[str, BaseException]) -> None:
@@ -127,14 +143,18 @@ class RemoteOutputs:
             if self._release is not None:
                 self._release(task, output)
 
+        local = {self._order[i].id for i in self._local}
         async with anyio.create_task_group() as tg:
             for tid, output in list(outputs.items()):
-                tg.start_soon(fetch, by_id[tid], output)
+                if tid not in local:
+                    tg.start_soon(fetch, by_id[tid], output)
 
     def release_all(self, outputs: dict[str, Any]) -> None:
         """Release every handle still held (a cancelled or fatally failed run)."""
         if self._release is None:
             return
         by_id = {task.id: task for task in self._order}
+        local = {self._order[i].id for i in self._local}
         for tid, output in outputs.items():
-            self._release(by_id[tid], output)
+            if tid not in local:
+                self._release(by_id[tid], output)

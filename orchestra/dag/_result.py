@@ -7,7 +7,7 @@ from typing import Any, TypeVar, final
 
 import attrs
 
-from orchestra._errors import HookError
+from orchestra._errors import HookError, TaskFailed
 from orchestra.dag._model import TaskState
 
 __all__ = ["Column", "RunResult"]
@@ -69,17 +69,21 @@ class RunResult:
         states: the terminal ``TaskState`` of every task, by id.
         outputs: the result of every SUCCEEDED task, by id.
         errors: the last error of every task that had one (the body's exception, or a
-            ``TaskFailed`` for a task failed by a hook's decision), by id.
+            ``TaskFailed`` for a task failed by a hook's decision), by id; also of a task
+            a hook's ``Replace`` recovered (it SUCCEEDED).
         attempts: how many attempts each task started (0 for tasks that never ran).
         run_id: the run's unique id (also in every hook context).
-        reasons: why a task ended FAILED or SKIPPED when a decision said so (the
-            decision's reason, which hook took it, a retry cap or budget), by id.
+        reasons: why a task ended as it did when a decision said so (the decision's
+            reason, which hook took it, a retry cap or budget, a ``before_run`` that
+            failed the run, a ``Replace`` that recovered a failure), by id.
         hook_errors: every hook error recorded during the run, in order.
         durations: seconds each task that ran spent, all attempts and waits included.
         duration: seconds the whole run took.
         reused: the ids of the tasks whose output a resumed run reused from its journal
             (they ended SUCCEEDED without running).
         resumed_from: the id of the run this one resumed, if any.
+        messages: what hooks added with ``ctx.add_message`` for a task (its last
+            attempt and its ``on_end``), by id, for the tasks that have some.
     """
 
     ok: bool
@@ -94,10 +98,52 @@ class RunResult:
     duration: float = 0.0
     reused: frozenset[str] = frozenset()
     resumed_from: str | None = None
+    messages: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
 
     def count(self, state: TaskState) -> int:
         """How many tasks ended in ``state``."""
         return sum(1 for s in self.states.values() if s is state)
+
+    def raise_for_failures(self) -> None:
+        """Raise ``TaskFailed`` naming every task that did not end well; nothing if ``ok``.
+
+        The message lists the FAILED tasks (each with its error or reason), then the
+        UPSTREAM_FAILED and CANCELLED ones; ``error.task_ids`` has them all, and the
+        first failed task's error is the ``__cause__``.
+
+        Raises:
+            TaskFailed: the run is not ``ok``.
+        """
+        if self.ok:
+            return
+        by_state: dict[TaskState, list[str]] = {}
+        for tid, state in self.states.items():
+            by_state.setdefault(state, []).append(tid)
+        failed = by_state.get(TaskState.FAILED, [])
+        parts = []
+        if failed:
+            parts.append("failed: " + ", ".join(f"{tid!r} ({self._why(tid)})" for tid in failed))
+        for state in (TaskState.UPSTREAM_FAILED, TaskState.CANCELLED):
+            ids = by_state.get(state, [])
+            if ids:
+                why = {self.reasons.get(tid) for tid in ids} - {None}
+                reason = f" ({why.pop()})" if len(why) == 1 else ""
+                parts.append(f"{state.value}: {', '.join(map(repr, ids))}{reason}")
+        task_ids = (
+            *failed,
+            *by_state.get(TaskState.UPSTREAM_FAILED, ()),
+            *by_state.get(TaskState.CANCELLED, ()),
+        )
+        error = TaskFailed(
+            task_ids[0], None, task_ids=task_ids, message=f"run {self.run_id}: {'; '.join(parts)}"
+        )
+        raise error from self.errors.get(failed[0]) if failed else None
+
+    def _why(self, task_id: str) -> str:
+        error = self.errors.get(task_id)
+        if isinstance(error, TaskFailed) or error is None:
+            return self.reasons.get(task_id) or "failed"
+        return f"{type(error).__name__}: {error}"
 
     def __repr__(self) -> str:
         # A summary: a full repr of a 10,000-task run is useless (and slow to build).

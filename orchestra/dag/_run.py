@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import Iterable
 from functools import partial
 from typing import TYPE_CHECKING
@@ -9,9 +11,10 @@ from typing import TYPE_CHECKING
 import anyio
 
 from orchestra._attempts import DEFAULT_MAX_ATTEMPTS
+from orchestra._chain import DEFAULT_HOOK_TIMEOUT
 from orchestra.dag._executor import AgentDispatcher, Executor
 from orchestra.dag._journal import JournalArg, RunJournal
-from orchestra.dag._model import DAG
+from orchestra.dag._model import DAG, Task
 from orchestra.dag._result import RunResult
 from orchestra.dag._scheduler import _Run
 
@@ -31,6 +34,7 @@ async def run(
     executor: Executor | None = None,
     dispatcher: AgentDispatcher | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    hook_timeout: float | None = DEFAULT_HOOK_TIMEOUT,
     journal: JournalArg | None = None,
     resume: str | None = None,
     serializer: Serializer | None = None,
@@ -50,6 +54,9 @@ async def run(
             ``Executor``).
         dispatcher: the subagent dispatcher for tasks that name an ``agent``.
         max_attempts: hard cap on the attempts of any one task, whatever hooks answer.
+        hook_timeout: seconds each hook call may take, unless the hook object has a
+            ``timeout`` attribute of its own (None = no limit); a call past it is
+            cancelled and counts as a hook error.
         journal: record every settled task and its output as the run goes: a path (the
             embedded SQLite journal) or a ``Journal`` (see "Resuming runs").
         resume: a run id of ``journal`` (or ``"last"``, the DAG's latest run) to continue:
@@ -57,6 +64,9 @@ async def run(
         serializer: how outputs are journaled (default: ``PickleSerializer()``).
 
     Raises:
+        TypeError: ``dag`` is not a ``DAG``, or a hook object is refused (see
+            ``HookChain``).
+        DAGError: the DAG cannot run (see ``DAG.validate``).
         JournalError: the journal cannot be used, or has no run ``resume`` names; raised
             before any task runs.
 
@@ -65,6 +75,7 @@ async def run(
     non-``Exception`` raised by a body is never retried: its task is recorded FAILED, the
     others are cancelled, and it propagates.
     """
+    _check_dag(dag, "run")
     return await _Run(
         dag,
         hooks=hooks,
@@ -74,6 +85,7 @@ async def run(
         executor=executor,
         dispatcher=dispatcher,
         max_attempts=max_attempts,
+        hook_timeout=hook_timeout,
         journal=RunJournal.create(journal, resume, serializer),
     ).execute()
 
@@ -88,6 +100,7 @@ def run_sync(
     executor: Executor | None = None,
     dispatcher: AgentDispatcher | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    hook_timeout: float | None = DEFAULT_HOOK_TIMEOUT,
     journal: JournalArg | None = None,
     resume: str | None = None,
     serializer: Serializer | None = None,
@@ -96,7 +109,18 @@ def run_sync(
     """Run a DAG from synchronous code: ``run()`` in a new event loop.
 
     Takes the same arguments as ``run()``, plus the anyio ``backend`` ("asyncio" or "trio").
+
+    Raises:
+        RuntimeError: called from a running event loop (use ``await orchestra.run(...)``).
+        TypeError: ``dag`` is not a ``DAG``.
     """
+    _check_dag(dag, "run_sync")
+    running = _running_loop()
+    if running is not None:
+        raise RuntimeError(
+            f"run_sync() cannot start an event loop inside the running {running} loop: "
+            "use `await orchestra.run(...)` there"
+        )
     return anyio.run(
         partial(
             run,
@@ -108,9 +132,34 @@ def run_sync(
             executor=executor,
             dispatcher=dispatcher,
             max_attempts=max_attempts,
+            hook_timeout=hook_timeout,
             journal=journal,
             resume=resume,
             serializer=serializer,
         ),
         backend=backend,
     )
+
+
+def _check_dag(dag: object, function: str) -> None:
+    if not isinstance(dag, DAG):
+        hint = f" (task {dag.id!r}: pass the DAG it belongs to)" if isinstance(dag, Task) else ""
+        raise TypeError(f"{function}() takes a DAG, got {type(dag).__name__}{hint}")
+
+
+def _running_loop() -> str | None:
+    """The event loop running in this thread ("asyncio", "trio"), or None."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        return "asyncio"
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_trio_token()
+        except RuntimeError:
+            return None
+        return "trio"
+    return None

@@ -20,25 +20,26 @@ import contextvars
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from orchestra._attempts import RetryBudget, Verdict, after_failure
-from orchestra._chain import HookChain
-from orchestra._decisions import Decision, Retry, Skip
-from orchestra._errors import DAGError, HookError, TaskFailed
-from orchestra._hooks import TaskHookContext, TaskHooks
+from orchestra._attempts import RetryBudget
+from orchestra._chain import DEFAULT_HOOK_TIMEOUT, HookChain
+from orchestra._errors import DAGError, HookError
+from orchestra._hooks import TaskHooks
 from orchestra.dag._executor import AgentDispatcher, Executor, LocalExecutor
 from orchestra.dag._journal import RunJournal
-from orchestra.dag._model import DAG, Task, TaskState
+from orchestra.dag._model import DAG, TaskState
 from orchestra.dag._remote import RemoteOutputs
 from orchestra.dag._result import Column, RunResult
+from orchestra.dag._run_hooks import before_run, end_run, end_tasks
+from orchestra.dag._task_run import run_task
 from orchestra.dag._threads import ThreadPool
-from orchestra.tracing._engine import NO_ATTEMPT, NO_RUN, STATE_RETRYING, AttemptSpan, RunTelemetry
+from orchestra.tracing._engine import NO_RUN, RunTelemetry
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
@@ -56,6 +57,7 @@ _CANCELLED: Final = TaskState.CANCELLED
 _SLICE: Final = 0.005  # seconds of work the workers do, all together, between loop passes
 _THREADS_UNCAPPED: Final = 40  # threads for sync bodies when max_concurrency=None (anyio's)
 _NOT_OK: Final = (_FAILED, _UPSTREAM_FAILED, _CANCELLED)
+_NO_NOTES: Final[list[str]] = []  # the messages of an attempt no hook sees (never appended)
 # Who took a decision, for traces, when no hook did.
 _TASK_RETRIES: Final = "task.retries"
 _ORCHESTRA: Final = "orchestra"
@@ -77,6 +79,7 @@ class _Run:
         executor: Executor | None,
         dispatcher: AgentDispatcher | None,
         max_attempts: int,
+        hook_timeout: float | None = DEFAULT_HOOK_TIMEOUT,
         journal: RunJournal | None = None,
     ) -> None:
         if max_concurrency is not None and (
@@ -130,11 +133,19 @@ class _Run:
         self.given_executor = executor
         self.dispatcher = dispatcher
         self.run_id = uuid.uuid4().hex
-        chain = self.chain = HookChain(hooks, TaskHooks, timeout=None)
+        chain = self.chain = HookChain(hooks, TaskHooks, timeout=hook_timeout)
         # One boolean per hook point: with no hooks, a run does nothing more.
         self.has_before = chain.has("before_execute")
         self.has_after = chain.has("after_execute")
         self.has_on_failure = chain.has("on_failure")
+        self.has_on_end = chain.has("on_end")
+        self.end_awaits = self.has_on_end and chain.awaits("on_end")
+        self.hooked = self.has_before or self.has_after or self.has_on_failure or self.has_on_end
+        self.run_hooks = chain.has("before_run") or chain.has("after_run") or self.has_on_end
+        self.ending: deque[int] = deque()  # tasks whose on_end is due, in the order they ended
+        self.ends: dict[int, tuple[Any, ...]] = {}  # what on_end's context needs of a task that ran
+        self.up_views: dict[int, Mapping[str, TaskState]] = {}  # upstream states, by task
+        self.messages: dict[str, tuple[str, ...]] = {}
         self.record = self.hook_errors.append
         self.tg: anyio.abc.TaskGroup | None = None
         self.started = 0.0
@@ -177,13 +188,15 @@ class _Run:
         )
         self.tracer = tel.tracer
         escaped: BaseException | None = None
+        result: RunResult | None = None
         self.base = contextvars.copy_context()
         self.slice_end = time.perf_counter() + _SLICE
         try:
-            async with anyio.create_task_group() as tg:
-                self.tg = tg
-                for _ in range(self.workers):
-                    tg.start_soon(self.worker, cancelled)
+            if not (self.chain.has("before_run") and await before_run(self)):
+                async with anyio.create_task_group() as tg:
+                    self.tg = tg
+                    for _ in range(self.workers):
+                        tg.start_soon(self.worker, cancelled)
         except BaseException as exc:
             escaped = exc
             raise
@@ -191,24 +204,34 @@ class _Run:
             if self.threads is not None:
                 self.threads.close()
             if self.done < self.total:
-                states = self.states
-                for i, state in enumerate(states):
-                    if not state.terminal:
-                        states[i] = _CANCELLED
-                        self.not_ok += 1
+                self.cancel_unfinished()
             if self.remote is not None:
                 if escaped is None and self.fatal is None:
                     await self.remote.finish(self.outputs, self.errors)
                 else:
                     self.remote.release_all(self.outputs)
-            self.finished = time.monotonic()
+            if self.run_hooks:  # on_end and after_run, exactly once, however the run ends
+                with anyio.CancelScope(shield=True):
+                    result = await end_run(self)
+            else:
+                self.finished = time.monotonic()
             if tel is not NO_RUN:
                 self.finish_trace(tel, self.fatal or escaped)
             if self.journal is not None:
                 await self.journal.finish(self.states, self.attempts, self.errors)
         if self.fatal is not None:
             raise self.fatal
-        return self.result()
+        return result if result is not None else self.result()
+
+    def cancel_unfinished(self) -> None:
+        """The tasks that did not end: CANCELLED (their on_end is due)."""
+        states = self.states
+        for i, state in enumerate(states):
+            if not state.terminal:
+                states[i] = _CANCELLED
+                self.not_ok += 1
+                if self.has_on_end:
+                    self.ending.append(i)
 
     def finish_trace(self, tel: RunTelemetry, error: BaseException | None) -> None:
         """End the run span: outcome, tasks that never ran, a fatal error."""
@@ -235,6 +258,7 @@ class _Run:
             duration=self.finished - self.started,
             reused=frozenset(journal.reused_ids) if journal is not None else frozenset(),
             resumed_from=journal.resumed_from if journal is not None else None,
+            messages=self.messages,
         )
 
     async def worker(self, cancelled: type[BaseException]) -> None:
@@ -251,8 +275,10 @@ class _Run:
                 i = ready.popleft()
                 if i in reuse:
                     self.reuse_task(i)
-                    continue
-                await self.run_task(i, cancelled)
+                else:
+                    await run_task(self, i, cancelled)
+                if self.ending:
+                    await end_tasks(self)
                 if snapshot() != fresh:  # the body (or a hook) changed this context
                     if self.done < self.total and not self.stopping:
                         self.respawn(cancelled)
@@ -282,116 +308,6 @@ class _Run:
         assert self.base is not None
         self.base.run(self.tg.start_soon, self.worker, cancelled)
 
-    # -- one task: its attempts, then its terminal state ----------------------------------
-
-    async def run_task(self, i: int, cancelled: type[BaseException]) -> None:
-        """Run task ``i`` to its terminal state; a fatal error stops the run."""
-        task = self.order[i]
-        tid = task.id
-        wants = self.wants[i]
-        outputs = self.outputs
-        kwargs = {w: outputs.get(w) for w in wants} if wants else {}
-        errors: list[BaseException] = []
-        # The body's error while its on_failure hooks run: a cancellation meanwhile (say,
-        # fail_fast stopping the run for another task) still ends the task FAILED.
-        failure: BaseException | None = None
-        attempt = 0
-        started = time.monotonic()
-        self.states[i] = _RUNNING
-        tel = self.tel
-        at = NO_ATTEMPT
-        try:
-            while True:
-                attempt += 1
-                self.attempts[i] = attempt
-                at = tel.attempt(task, attempt, at)
-                if self.has_before:
-                    ctx = self.context(task, attempt, errors, started)
-                    decision, by = await self.chain.call(
-                        "before_execute", ctx, subject=tid, on_error=self.record, tracer=self.tracer
-                    )
-                    if decision is not None:  # Skip or Fail: the task ends unrun
-                        self.decided(i, Verdict(decision=decision, hook=by), None, at)
-                        return
-                failure = None
-                try:
-                    if task.agent is None and (task.timeout is None or self.executor_times):
-                        result = await self.executor.execute(task, kwargs)
-                    else:
-                        result = await self.body(task, kwargs)
-                    if self.remote is not None and self.has_after:
-                        seen = await self.remote.value(i, result)
-                    else:
-                        seen = result
-                except Exception as exc:
-                    failure = exc
-                    errors.append(exc)
-                    at.error(exc)
-                    verdict = await self.after_failure(i, attempt, errors, started, exc)
-                    decision = verdict.decision
-                    if type(decision) is Retry and verdict.overruled is None:
-                        failure = None  # a retry's wait, cancelled, ends it CANCELLED
-                        at.decision(decision, verdict.hook or _TASK_RETRIES)
-                        at.end(STATE_RETRYING)
-                        if decision.delay:
-                            await anyio.sleep(decision.delay)
-                        continue
-                    self.decided(i, verdict, exc, at)
-                    return
-                except cancelled:
-                    raise
-                except BaseException as exc:
-                    # KeyboardInterrupt, SystemExit...: never retried; the hooks see it,
-                    # then the handler below records it and stops the run.
-                    failure = exc
-                    errors.append(exc)
-                    at.error(exc)
-                    if self.has_on_failure:
-                        await self.on_failure(self.context(task, attempt, errors, started), exc)
-                    raise
-                outputs[tid] = result
-                if self.has_after:
-                    ctx = self.context(task, attempt, errors, started)
-                    decision, by = await self.chain.call(
-                        "after_execute",
-                        ctx,
-                        seen,
-                        subject=tid,
-                        on_error=self.record,
-                        tracer=self.tracer,
-                    )
-                    if decision is not None:  # a fail-closed hook's error fails the task
-                        del outputs[tid]
-                        self.decided(i, Verdict(decision=decision, hook=by), None, at)
-                        return
-                self.settle(i, _SUCCEEDED)
-                return
-        except cancelled:
-            if not self.states[i].terminal:
-                if failure is not None:  # its body failed: cancelling loses no failure
-                    self.errors[tid] = failure
-                    if not isinstance(failure, Exception):
-                        self.record_fatal(tid, failure)
-                    self.settle(i, _FAILED)
-                else:
-                    self.settle(i, _CANCELLED)
-            raise
-        except BaseException as exc:
-            # A fatal error from the body or a hook: record it, stop the run, and let
-            # execute() re-raise it once every worker has ended.
-            self.errors[tid] = exc
-            self.record_fatal(tid, exc)
-            if not self.states[i].terminal:
-                self.settle(i, _FAILED)
-            self.stop()
-        finally:
-            duration = self.durations[tid] = time.monotonic() - started
-            if self.journal is not None:
-                self.journal.settled(
-                    i, self.states[i], attempt, duration, outputs.get(tid), self.errors.get(tid)
-                )
-            tel.task_done(at, self.states[i], duration)
-
     def record_fatal(self, tid: str, error: BaseException) -> None:
         """Make ``error`` the one ``run()`` raises, or note it on the one already chosen."""
         if self.fatal is None:
@@ -405,87 +321,6 @@ class _Run:
         self.outputs[self.order[i].id] = self.reuse.pop(i)
         self.journal.reused(i)
         self.settle(i, _SUCCEEDED)
-
-    def on_failure(
-        self, ctx: TaskHookContext, error: BaseException
-    ) -> Awaitable[tuple[Decision | None, str | None]]:
-        """Call the ``on_failure`` hooks about ``error``."""
-        return self.chain.call(
-            "on_failure", ctx, error, subject=ctx.task.id, on_error=self.record, tracer=self.tracer
-        )
-
-    async def after_failure(
-        self, i: int, attempt: int, errors: list[BaseException], started: float, exc: Exception
-    ) -> Verdict:
-        """What follows a failed attempt: the hooks' answer, else the task's ``retries``."""
-        task = self.order[i]
-        decision = by = None
-        if self.has_on_failure:
-            ctx = self.context(task, attempt, errors, started)
-            decision, by = await self.on_failure(ctx, exc)
-        return after_failure(
-            decision,
-            by,
-            attempt=attempt,
-            max_attempts=self.max_attempts,
-            fallback=Retry(task.retry_delay) if attempt <= task.retries else None,
-            budget=self.budget,
-        )
-
-    def context(
-        self, task: Task, attempt: int, errors: list[BaseException], started: float
-    ) -> TaskHookContext:
-        return TaskHookContext(
-            task=task,
-            attempt=attempt,
-            executor=task.agent,
-            run_id=self.run_id,
-            errors=tuple(errors),
-            started_at=started,
-        )
-
-    async def body(self, task: Task, kwargs: dict[str, Any]) -> Any:
-        """The attempt's body, with its timeout and, for agent tasks, the dispatch."""
-        if task.timeout is not None:
-            with anyio.fail_after(task.timeout):
-                result = await self.executor.execute(task, kwargs)
-                if task.agent is not None:
-                    result = await self.dispatch(task, result)
-            return result
-        result = await self.executor.execute(task, kwargs)
-        return await self.dispatch(task, result)
-
-    async def dispatch(self, task: Task, text: Any) -> Any:
-        assert self.dispatcher is not None
-        assert task.agent is not None
-        answer = await self.dispatcher.dispatch(task.agent, str(text), parent=self.dag.name)
-        return answer.output
-
-    def decided(
-        self, i: int, verdict: Verdict, error: BaseException | None, at: AttemptSpan
-    ) -> None:
-        """End task ``i`` as a (non-retry) verdict says; no decision means a plain failure."""
-        decision = verdict.decision
-        if verdict.overruled is not None:  # the hook's (or task's) Retry, refused by a cap
-            at.decision(verdict.overruled, verdict.hook or _TASK_RETRIES)
-            at.decision(decision, _ORCHESTRA)
-        elif decision is not None:
-            at.decision(decision, verdict.hook or _TASK_RETRIES)
-        tid = self.order[i].id
-        who = f" by {verdict.hook}" if verdict.hook is not None else ""
-        reason = getattr(decision, "reason", None)
-        if isinstance(decision, Skip):
-            self.reasons[tid] = f"skipped{who}" + (f": {reason}" if reason else "")
-            if error is not None:
-                self.errors[tid] = error
-            self.settle(i, _SKIPPED)
-            return
-        if decision is not None:
-            self.reasons[tid] = f"failed{who}" + (f": {reason}" if reason else "")
-        self.errors[tid] = error if error is not None else TaskFailed(tid, reason)
-        self.settle(i, _FAILED)
-        if self.fail_fast:
-            self.stop()
 
     def stop(self) -> None:
         """Cancel everything still running (fail_fast, or a fatal BaseException)."""
@@ -502,6 +337,9 @@ class _Run:
         self.done += 1
         if state is not _SUCCEEDED and state in _NOT_OK:
             self.not_ok += 1
+        ending = self.ending if self.has_on_end else None
+        if ending is not None:
+            ending.append(i)
         remote = self.remote
         if remote is not None:
             remote.ended(i, self.outputs)
@@ -521,6 +359,8 @@ class _Run:
                         self.done += 1
                         if gate is not _SKIPPED:  # UPSTREAM_FAILED or CANCELLED
                             self.not_ok += 1
+                        if ending is not None:
+                            ending.append(d)
                         if remote is not None:
                             remote.ended(d, self.outputs)
                         stack.append(d)
