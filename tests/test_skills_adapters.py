@@ -61,16 +61,30 @@ async def test_task_hooks_fire_created_then_completed_with_state(tmp_path: Path)
         ran.append("flaky")
         raise RuntimeError("disk full")
 
+    @dag.task(deps=[flaky])
+    def never(flaky: None) -> None:
+        ran.append("never")
+
     result = await orchestra.run(dag, hooks=[reg.as_task_hooks()], max_concurrency=1)
-    assert result.states == {"ok": TaskState.SUCCEEDED, "flaky": TaskState.FAILED}
-    events = [(e["hook_event_name"], e["task_id"], e.get("state")) for e in recorded(tmp_path)]
-    assert events == [
-        ("TaskCreated", "ok", None),
-        ("TaskCompleted", "ok", "succeeded"),
-        ("TaskCreated", "flaky", None),
-        ("TaskCompleted", "flaky", "failed"),
+    assert result.states == {
+        "ok": TaskState.SUCCEEDED,
+        "flaky": TaskState.FAILED,
+        "never": TaskState.UPSTREAM_FAILED,
+    }
+    events = [
+        (e["hook_event_name"], e["task_id"], e["attempt"], e.get("state"))
+        for e in recorded(tmp_path)
     ]
-    failed = recorded(tmp_path)[-1]
+    # TaskCreated on every attempt; TaskCompleted once per task, whatever its state
+    assert events == [
+        ("TaskCreated", "ok", 1, None),
+        ("TaskCompleted", "ok", 1, "succeeded"),
+        ("TaskCreated", "flaky", 1, None),
+        ("TaskCreated", "flaky", 2, None),
+        ("TaskCompleted", "flaky", 2, "failed"),
+        ("TaskCompleted", "never", 0, "upstream_failed"),
+    ]
+    failed = recorded(tmp_path)[-2]
     assert (failed["error"], failed["error_type"], failed["attempt"]) == (
         "disk full",
         "RuntimeError",
@@ -407,3 +421,46 @@ async def test_guarded_sync_tool_from_a_worker_thread(tmp_path: Path) -> None:
         return "allowed"
 
     assert await anyio.to_thread.run_sync(body) == "nope"
+
+
+# --- messages -------------------------------------------------------------------------
+
+
+async def test_context_from_yaml_hooks_reaches_tasks_agents_and_results(tmp_path: Path) -> None:
+    def context(name: str, text: str) -> str:
+        answer = {"hookSpecificOutput": {"additionalContext": text}}
+        (tmp_path / f"{name}.json").write_text(json.dumps(answer))
+        return f"cat {name}.json"  # hooks run in the project folder
+
+    reg = registry(
+        tmp_path,
+        f"""
+        hooks:
+          TaskCreated:
+            - hooks: [{{type: command, command: '{context("created", "use the staging db")}'}}]
+          TaskCompleted:
+            - hooks: [{{type: command, command: '{context("completed", "report filed")}'}}]
+          SubagentStart:
+            - hooks: [{{type: command, command: '{context("start", "answer in French")}'}}]
+          SubagentStop:
+            - hooks: [{{type: command, command: '{context("stop", "checked by the reviewer")}'}}]
+        """,
+    )
+
+    class Echo:
+        name = "writer"
+
+        async def run(self, task: str, ctx: Any) -> str:
+            return f"<{task}>"
+
+    dispatcher = orchestra.Dispatcher([Echo()], hooks=[reg.as_subagent_hooks()])
+    result = await dispatcher.dispatch("writer", "summarise")
+    assert result.output == "<summarise\n\nanswer in French>"
+    assert result.messages == ("answer in French", "checked by the reviewer")
+
+    dag = orchestra.DAG("d")
+    dag.add(orchestra.Task(id="ask", fn=lambda: "draft the notes", agent="writer"))
+    run = await orchestra.run(dag, hooks=[reg.as_task_hooks()], dispatcher=dispatcher)
+    # TaskCreated context follows the text the task's agent gets
+    assert run.outputs["ask"] == "<draft the notes\n\nuse the staging db\n\nanswer in French>"
+    assert run.messages == {"ask": ("use the staging db", "report filed")}

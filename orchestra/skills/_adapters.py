@@ -16,6 +16,7 @@ others at no cost.
 from __future__ import annotations
 
 import contextvars
+import enum
 import functools
 import inspect
 import uuid
@@ -68,12 +69,14 @@ def _error_fields(error: BaseException | None) -> dict[str, Any]:
 class RegistryTaskHooks(TaskHooks):
     """``TaskHooks`` that fire ``TaskCreated`` and ``TaskCompleted`` hooks.
 
-    ``TaskCreated`` fires before a task's first attempt; a deny or block fails the task
-    with the hook's reason (and ``TaskCompleted`` fires for it, ``state: "failed"``).
-    ``TaskCompleted`` fires after the attempt that succeeded
-    (``state: "succeeded"``), or after a failed attempt that the task's own ``retries``
-    do not repeat (``state: "failed"``, with ``error`` and ``error_type``); a retry that
-    another hook asks for past that point is not foreseen.
+    ``TaskCreated`` fires before every attempt of a task (``attempt`` in the event); a
+    deny or block fails the task with the hook's reason. ``TaskCompleted`` fires once
+    per task when it reached its terminal state, whatever it is (``state``:
+    ``succeeded``, ``failed``, ``skipped``, ``upstream_failed`` or ``cancelled``, also
+    for tasks that never started), with the last error (``error``, ``error_type``) or
+    a ``TaskCreated`` deny's reason. The hooks' messages (``additionalContext``) are
+    passed on with ``ctx.add_message``: later hooks see them, a task run by an agent gets
+    them after its text, and ``RunResult.messages`` keeps them.
 
     Args:
         registry: the hooks to fire.
@@ -81,6 +84,9 @@ class RegistryTaskHooks(TaskHooks):
 
     def __init__(self, registry: HookRegistry) -> None:
         self.registry = registry
+        # (run id, task id) -> the reason a TaskCreated hook denied the task, for its
+        # TaskCompleted event
+        self._denied: dict[tuple[str, str], str] = {}
 
     @staticmethod
     def payload(ctx: TaskHookContext) -> dict[str, Any]:
@@ -94,43 +100,39 @@ class RegistryTaskHooks(TaskHooks):
         }
 
     async def before_execute(self, ctx: TaskHookContext) -> Fail | None:
-        """Fire ``TaskCreated`` before the first attempt; a deny answers ``Fail``.
-
-        A denied task ends there: ``TaskCompleted`` fires for it with ``state:
-        "failed"`` and the hook's reason as ``error``.
-        """
-        if ctx.attempt != 1:
-            return None
-        payload = self.payload(ctx)
-        outcome = await self.registry.fire("TaskCreated", payload)
+        """Fire ``TaskCreated`` before each attempt; a deny answers ``Fail``."""
+        outcome = await self.registry.fire("TaskCreated", self.payload(ctx))
+        for message in outcome.messages:
+            ctx.add_message(message)
         if not outcome.blocked:
             return None
         reason = _refusal("TaskCreated", outcome)
-        failed = {"state": "failed", "error": reason, "error_type": "TaskFailed"}
-        await self.registry.fire("TaskCompleted", {**payload, **failed})
+        if self.registry.has_hooks("TaskCompleted"):
+            self._denied[(ctx.run_id, ctx.task.id)] = reason
         return Fail(reason)
 
-    async def after_execute(self, ctx: TaskHookContext, result: Any) -> None:
-        """Fire ``TaskCompleted`` with ``state: "succeeded"``."""
-        payload = {**self.payload(ctx), "state": "succeeded", **_error_fields(None)}
-        await self.registry.fire("TaskCompleted", payload)
-
-    async def on_failure(self, ctx: TaskHookContext, error: BaseException) -> None:
-        """Fire ``TaskCompleted`` with ``state: "failed"`` once no own retry is left."""
-        if isinstance(error, Exception) and ctx.attempt <= ctx.task.retries:
-            return None
-        payload = {**self.payload(ctx), "state": "failed", **_error_fields(error)}
-        await self.registry.fire("TaskCompleted", payload)
-        return None
+    async def on_end(self, ctx: TaskHookContext, state: enum.Enum) -> None:
+        """Fire ``TaskCompleted`` with the task's terminal ``state`` and its last error."""
+        denied = self._denied.pop((ctx.run_id, ctx.task.id), None)
+        if denied is not None:
+            fields = {"error": denied, "error_type": "TaskFailed"}
+        else:
+            fields = _error_fields(ctx.errors[-1] if ctx.errors else None)
+        payload = {**self.payload(ctx), "state": state.value, **fields}
+        outcome = await self.registry.fire("TaskCompleted", payload)
+        for message in outcome.messages:
+            ctx.add_message(message)
 
 
 class RegistrySubagentHooks(SubagentHooks):
     """``SubagentHooks`` that fire ``SubagentStart`` and ``SubagentStop`` hooks.
 
     ``SubagentStart`` fires before each attempt of a dispatch (the matcher sees the
-    agent's name); a deny or block fails the dispatch with the hook's reason.
-    ``SubagentStop`` fires after each attempt, with ``state`` ``"succeeded"`` and the
-    ``output``, or ``"failed"`` with ``error`` and ``error_type``.
+    agent's name); a deny or block fails the dispatch with the hook's reason, and its
+    messages (``additionalContext``) follow the text the agent gets. ``SubagentStop``
+    fires after each attempt, with ``state`` ``"succeeded"`` and the ``output``, or
+    ``"failed"`` with ``error`` and ``error_type``; its messages reach the result
+    (``SubagentResult.messages``).
 
     Args:
         registry: the hooks to fire.
@@ -155,28 +157,32 @@ class RegistrySubagentHooks(SubagentHooks):
     async def before_dispatch(self, ctx: SubagentHookContext) -> Fail | None:
         """Fire ``SubagentStart``; a deny answers ``Fail`` with the hook's reason."""
         outcome = await self.registry.fire("SubagentStart", self.payload(ctx))
+        for message in outcome.messages:
+            ctx.add_message(message)
         return Fail(_refusal("SubagentStart", outcome)) if outcome.blocked else None
 
     async def after_dispatch(self, ctx: SubagentHookContext, result: Any) -> None:
         """Fire ``SubagentStop`` with ``state: "succeeded"`` and the output."""
         output = getattr(result, "output", result)
         payload = {**self.payload(ctx), "state": "succeeded", "output": output}
-        await self.registry.fire("SubagentStop", {**payload, **_error_fields(None)})
+        outcome = await self.registry.fire("SubagentStop", {**payload, **_error_fields(None)})
+        for message in outcome.messages:
+            ctx.add_message(message)
 
     async def on_failure(self, ctx: SubagentHookContext, error: BaseException) -> None:
         """Fire ``SubagentStop`` with ``state: "failed"`` and the error."""
         payload = {**self.payload(ctx), "state": "failed", "output": None}
-        await self.registry.fire("SubagentStop", {**payload, **_error_fields(error)})
+        outcome = await self.registry.fire("SubagentStop", {**payload, **_error_fields(error)})
+        for message in outcome.messages:
+            ctx.add_message(message)
         return None
 
 
 def task_hooks(registry: HookRegistry) -> TaskHooks:
     """The ``TaskHooks`` of a registry, overriding only the moments with hooks."""
-    completed = registry.has_hooks("TaskCompleted")
     keep = {
         "before_execute": registry.has_hooks("TaskCreated"),
-        "after_execute": completed,
-        "on_failure": completed,
+        "on_end": registry.has_hooks("TaskCompleted"),
     }
     cls: type[RegistryTaskHooks] = _trim(RegistryTaskHooks, TaskHooks, keep)
     return cls(registry)
