@@ -1,0 +1,49 @@
+"""Calling an async ``HookChain`` from Hamilton's synchronous driver (internal).
+
+``HookChain.call`` is a coroutine. When every hook implementing a moment is a plain
+``def``, the coroutine never suspends: it is driven to its end right here, with no event
+loop at all (a few microseconds). A moment with an ``async def`` hook runs on an event
+loop of its own (``asyncio.run``), or, when this thread already runs a loop (a notebook),
+on a short-lived helper thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Coroutine, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+__all__ = ["async_moments", "run_now"]
+
+_T = TypeVar("_T")
+
+
+def async_moments(hooks: Iterable[object], moments: Iterable[str]) -> frozenset[str]:
+    """The moments that at least one of ``hooks`` implements with an ``async def``."""
+    hooks = list(hooks)
+    return frozenset(
+        moment
+        for moment in moments
+        if any(inspect.iscoroutinefunction(getattr(hook, moment, None)) for hook in hooks)
+    )
+
+
+def run_now(coro: Coroutine[Any, Any, _T], *, needs_loop: bool) -> _T:
+    """Run ``coro`` to its end from synchronous code and return its value."""
+    if not needs_loop:
+        try:
+            coro.send(None)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]  # the coroutine's own value
+        coro.close()
+        raise RuntimeError(
+            "a synchronous hook suspended (it returned an awaitable?): declare it async def"
+        )
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(1, thread_name_prefix="orchestra-hooks") as pool:
+        return pool.submit(asyncio.run, coro).result()

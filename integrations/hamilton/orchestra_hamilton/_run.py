@@ -1,0 +1,205 @@
+"""What the adapter knows about one Hamilton run: states, attempts, traces (internal)."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Final, final
+
+import orchestra
+import orchestra.tracing as ot
+from opentelemetry import trace
+from opentelemetry.trace import Link, Span, Status, StatusCode
+from orchestra import TaskHookContext, TaskState
+
+__all__ = ["Run", "Trace", "context_fields"]
+
+_NOT_OK: Final = (TaskState.FAILED, TaskState.UPSTREAM_FAILED, TaskState.CANCELLED)
+
+
+def context_fields(cls: type) -> frozenset[str]:
+    """The keyword arguments a context or result class of this orchestra version takes."""
+    return frozenset(inspect.signature(cls).parameters)
+
+
+_CTX_FIELDS: Final = context_fields(TaskHookContext)
+_RESULT_FIELDS: Final = context_fields(orchestra.RunResult)
+
+
+@final
+class Trace:
+    """The spans of one run: the run span and one span per node attempt."""
+
+    __slots__ = ("context", "span", "tracer")
+
+    def __init__(self, tracer: trace.Tracer, dag: str, run_id: str, tasks: int) -> None:
+        self.tracer = tracer
+        self.span = tracer.start_span(
+            ot.SPAN_RUN.format(dag=dag),
+            attributes={ot.ATTR_DAG_NAME: dag, ot.ATTR_RUN_ID: run_id, ot.ATTR_RUN_TASKS: tasks},
+        )
+        self.context = trace.set_span_in_context(self.span)
+
+    def attempt(self, task_id: str, attempt: int, previous: Span | None) -> Span:
+        """Start the span of one node attempt, linked to the attempt before it."""
+        links = (
+            [Link(previous.get_span_context(), {ot.ATTR_LINK_TYPE: ot.LINK_PREVIOUS_ATTEMPT})]
+            if previous is not None
+            else None
+        )
+        return self.tracer.start_span(
+            ot.SPAN_TASK.format(task=task_id),
+            context=self.context,
+            attributes={ot.ATTR_TASK_ID: task_id, ot.ATTR_TASK_ATTEMPT: attempt},
+            links=links,
+        )
+
+    def finish(self, ok: bool, failed: int, error: BaseException | None) -> None:
+        """End the run span with the run's outcome."""
+        self.span.set_attribute(ot.ATTR_RUN_OK, ok)
+        self.span.set_attribute(ot.ATTR_RUN_FAILED, failed)
+        if error is not None:
+            record_error(self.span, error)
+        self.span.end()
+
+
+def record_error(span: Span, error: BaseException) -> None:
+    """Record ``error`` on ``span`` the way orchestra's scheduler does."""
+    span.record_exception(error)
+    span.set_attribute(ot.ATTR_ERROR_TYPE, type(error).__qualname__)
+    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+
+
+def record_decision(span: Span, decision: object, by: str | None, attempt: int) -> None:
+    """Put a decision on an attempt span: ``orchestra.decision*`` attributes and an event."""
+    attributes: dict[str, Any] = {ot.ATTR_DECISION: type(decision).__name__.lower()}
+    if by:
+        attributes[ot.ATTR_DECISION_BY] = by
+    reason = getattr(decision, "reason", None)
+    if reason:
+        attributes[ot.ATTR_DECISION_REASON] = str(reason)[:256]
+    delay = getattr(decision, "delay", None)
+    if delay is not None:
+        attributes[ot.ATTR_DECISION_DELAY] = float(delay)
+    span.set_attributes(attributes)
+    span.add_event(ot.EVENT_DECISION, {**attributes, ot.ATTR_DECISION_ATTEMPT: attempt})
+
+
+@final
+class Run:
+    """One ``driver.execute``: every node's task, state, attempts, and the run's trace."""
+
+    __slots__ = (
+        "async_driver",
+        "attempts",
+        "dag",
+        "durations",
+        "ending",
+        "errors",
+        "hook_errors",
+        "keep_outputs",
+        "outputs",
+        "plan",
+        "reasons",
+        "run_id",
+        "started",
+        "states",
+        "tasks",
+        "trace",
+    )
+
+    def __init__(self, run_id: str, dag: str, *, async_driver: bool, keep_outputs: bool) -> None:
+        self.run_id = run_id
+        self.dag = dag
+        self.async_driver = async_driver
+        self.keep_outputs = keep_outputs
+        self.started = time.perf_counter()
+        self.tasks: dict[str, orchestra.Task] = {}
+        self.states: dict[str, TaskState] = {}
+        self.attempts: dict[str, int] = {}
+        self.outputs: dict[str, Any] = {}
+        self.errors: dict[str, BaseException] = {}
+        self.reasons: dict[str, str] = {}
+        self.durations: dict[str, float] = {}
+        self.hook_errors: list[orchestra.HookError] = []
+        self.plan: dict[str, Any] = {}  # name -> Hamilton node, in topological order
+        self.ending = False
+        self.trace: Trace | None = None
+
+    def task(
+        self, name: str, fn: Callable[..., Any], deps: Iterable[str], tags: Mapping[str, Any]
+    ) -> orchestra.Task:
+        """The ``orchestra.Task`` standing for a node (made once per run)."""
+        task = self.tasks.get(name)
+        if task is None:
+            task = self.tasks[name] = orchestra.Task(
+                id=name, fn=fn, deps=list(deps), metadata=MappingProxyType(dict(tags))
+            )
+        return task
+
+    def context(
+        self,
+        task: orchestra.Task,
+        attempt: int,
+        errors: list[BaseException],
+        started: float,
+        inputs: Mapping[str, Any],
+    ) -> TaskHookContext:
+        """The hook context of one attempt (fields this orchestra version knows)."""
+        fields: dict[str, Any] = {
+            "task": task,
+            "attempt": attempt,
+            "executor": None,
+            "run_id": self.run_id,
+            "errors": tuple(errors),
+            "started_at": started,
+            "inputs": MappingProxyType(dict(inputs)),
+        }
+        return TaskHookContext(**{k: v for k, v in fields.items() if k in _CTX_FIELDS})
+
+    def settle(self, name: str, state: TaskState, started: float) -> None:
+        """Record a node's terminal state."""
+        self.states[name] = state
+        self.durations[name] = time.perf_counter() - started
+
+    def unfinished(self) -> list[tuple[str, TaskState]]:
+        """Planned nodes that never ended, with the state they end in now the run is over.
+
+        A node downstream of a failure is UPSTREAM_FAILED; any other node the run never
+        reached (Hamilton stops at the first error) is CANCELLED.
+        """
+        ended: list[tuple[str, TaskState]] = []
+        for name, node in self.plan.items():
+            if name in self.states:
+                continue
+            failed = any(
+                self.states.get(dep.name) in (TaskState.FAILED, TaskState.UPSTREAM_FAILED)
+                for dep in node.dependencies
+            )
+            state = TaskState.UPSTREAM_FAILED if failed else TaskState.CANCELLED
+            self.states[name] = state
+            self.attempts.setdefault(name, 0)
+            ended.append((name, state))
+        return ended
+
+    def result(self) -> orchestra.RunResult:
+        """The run as an ``orchestra.RunResult``."""
+        fields: dict[str, Any] = {
+            "ok": not any(state in _NOT_OK for state in self.states.values()),
+            "states": dict(self.states),
+            "outputs": dict(self.outputs),
+            "errors": dict(self.errors),
+            "attempts": dict(self.attempts),
+            "run_id": self.run_id,
+            "reasons": dict(self.reasons),
+            "hook_errors": tuple(self.hook_errors),
+            "durations": dict(self.durations),
+            "duration": time.perf_counter() - self.started,
+        }
+        return orchestra.RunResult(**{k: v for k, v in fields.items() if k in _RESULT_FIELDS})
+
+    def failed(self) -> int:
+        """How many nodes ended not ok."""
+        return sum(1 for state in self.states.values() if state in _NOT_OK)

@@ -1,0 +1,357 @@
+"""``hooked``: orchestra ``TaskHooks`` deciding what Prefect 3 does with a task run.
+
+How each decision reaches Prefect's own machinery (so states, retry counts, logs and the
+UI stay Prefect's):
+
+- the task's function is wrapped: ``before_execute``, ``after_execute`` and
+  ``on_failure`` run inside each attempt, where the inputs and the error are;
+- a failure is re-raised for Prefect to handle, and the decision waits in a table for
+  Prefect's ``retry_condition_fn``, which answers from it: ``Retry`` -> Prefect retries
+  (``AwaitingRetry`` then ``Retrying``, ``run_count`` + 1), with the hook's delay read
+  through the task's ``retry_delay_seconds``; ``Fail`` -> Prefect fails the run; no
+  opinion -> the task's own ``retries``/``retry_delay_seconds``/``retry_condition_fn``;
+- ``Skip`` returns a ``Completed`` state named ``"Skipped"`` (data None); ``Replace``
+  changes the arguments or the returned value;
+- ``on_end`` rides Prefect's ``on_completion``/``on_failure`` state hooks, which Prefect
+  calls once, after the run's final state.
+
+The attempt is one coroutine: for a ``def`` task it never suspends and is driven to its
+end in the task's own thread, with no event loop; for an ``async def`` task Prefect
+awaits it.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Final, TypeVar, final
+from uuid import UUID
+
+import orchestra
+from orchestra import Fail, HookChain, HookError, Retry, Skip, TaskFailed, TaskHooks, TaskState
+from prefect import Flow, Task
+from prefect.context import TaskRunContext
+from prefect.logging import get_run_logger
+from prefect.states import Completed
+
+from orchestra_prefect._calls import async_moments, run_now
+
+__all__ = ["DEFAULT_MAX_RETRIES", "hooked"]
+
+_T = TypeVar("_T", Task[Any, Any], Flow[Any, Any])
+
+DEFAULT_MAX_RETRIES: Final = 99
+"""How many retries hooks may ask for per task run (Prefect's ``retries`` of the task)."""
+
+SKIPPED: Final = "Skipped"
+"""The name of the ``Completed`` state a skipped task run ends in."""
+
+_MOMENTS: Final = tuple(
+    m for m in ("before_execute", "after_execute", "on_failure", "on_end") if hasattr(TaskHooks, m)
+)
+_REPLACE: Final[type | None] = getattr(orchestra, "Replace", None)
+_CTX_FIELDS: Final = frozenset(inspect.signature(orchestra.TaskHookContext).parameters)
+_ENGINE: Final = "Prefect"
+_FAIL: Final = object()  # a hook failed the run: Prefect must not retry it
+
+
+def hooked(
+    *hooks: object,
+    hook_timeout: float | None = 60.0,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+) -> Callable[[_T], _T]:
+    """Let orchestra ``TaskHooks`` decide a Prefect task's retries, skips and failures.
+
+    Stack it above Prefect's decorator::
+
+        @orchestra_prefect.hooked(MyHooks())
+        @task(retries=2)
+        def fetch(url: str) -> bytes: ...
+
+    Args:
+        *hooks: ``TaskHooks`` objects, called in this order at each moment (checked now).
+        hook_timeout: seconds an ``async`` hook call may take unless the hook object sets
+            its own ``timeout`` (None = no limit).
+        max_retries: the most retries hooks may ask for in one task run; the hooked
+            task's Prefect ``retries`` is this (or the task's own, if larger).
+
+    Returns:
+        A decorator that takes a Prefect ``Task`` and returns a hooked copy of it.
+
+    Raises:
+        TypeError: a hook object implements no moment of ``TaskHooks`` (or has a typo),
+            or the decorator is given something else than a Prefect task.
+    """
+    if not isinstance(max_retries, int) or max_retries < 0:
+        raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
+    chain = HookChain(hooks, trait=TaskHooks, timeout=hook_timeout)
+    moments_async = async_moments(hooks, _MOMENTS)
+
+    def decorate(obj: _T) -> _T:
+        if isinstance(obj, Task):
+            return _HookedTask(obj, chain, moments_async, max_retries).task  # type: ignore[return-value]
+        raise TypeError(
+            "hooked(...) decorates a Prefect task: put it above @task, as in\n"
+            "    @orchestra_prefect.hooked(MyHooks())\n    @task\n    def work(): ...\n"
+            f"got {obj!r}"
+        )
+
+    return decorate
+
+
+@final
+class _Delays(list[float]):
+    """The hooked task's ``retry_delay_seconds``: the task's own delays, as Prefect shows
+    them, except for a retry a hook asked for, which waits the hook's delay.
+
+    Prefect reads ``retry_delay_seconds`` (truth, then an item) right after
+    ``retry_condition_fn`` agreed to retry, in the task run's context.
+    """
+
+    def __init__(self, own: list[float], decided: dict[UUID, float]) -> None:
+        super().__init__(own or [0.0])
+        self.decided = decided
+
+    def _current(self) -> float | None:
+        ctx = TaskRunContext.get()
+        return None if ctx is None else self.decided.get(ctx.task_run.id)
+
+    def __bool__(self) -> bool:
+        delay = self._current()
+        return bool(delay) if delay is not None else any(super().__iter__())
+
+    def __getitem__(self, index: Any) -> Any:
+        ctx = TaskRunContext.get()
+        if ctx is not None and ctx.task_run.id in self.decided:
+            return self.decided.pop(ctx.task_run.id)
+        return super().__getitem__(index)
+
+
+class _HookedTask:
+    """The state ``hooked`` keeps for one Prefect task (internal)."""
+
+    def __init__(
+        self, task: Task[Any, Any], chain: HookChain, moments_async: frozenset[str], max_retries: int
+    ) -> None:
+        self.chain = chain
+        self.moments_async = moments_async
+        self.has = {m: chain.has(m) for m in _MOMENTS}
+        self.fn = task.fn
+        self.name = task.name
+        self.signature = inspect.signature(task.fn)
+        self.own_retries = task.retries
+        own = task.retry_delay_seconds
+        self.own_delays: list[float] = (
+            list(own) if isinstance(own, list) else [float(own)] if own else []
+        )
+        self.own_condition = task.retry_condition_fn
+        self.pending: dict[UUID, object] = {}  # task run -> the failure's decision
+        self.decided: dict[UUID, float] = {}  # task run -> the delay of the retry decided
+        self.errors: dict[UUID, list[BaseException]] = {}
+        self.started: dict[UUID, float] = {}
+        self.hook_errors: list[HookError] = []
+
+        hooked_task = task.with_options(
+            retries=max(task.retries, max_retries),
+            retry_condition_fn=self.retry_condition,
+        )
+        hooked_task.fn = self.wrap(task.fn)
+        hooked_task.retry_delay_seconds = _Delays(self.own_delays, self.decided)
+        if self.has.get("on_end", False):
+            hooked_task.on_completion_hooks = [*task.on_completion_hooks, self.ended]
+            hooked_task.on_failure_hooks = [*task.on_failure_hooks, self.ended]
+        hooked_task.orchestra_hooks = chain  # type: ignore[attr-defined]
+        hooked_task.orchestra_hook_errors = self.hook_errors  # type: ignore[attr-defined]
+        self.task = hooked_task
+
+    # -- the attempt ------------------------------------------------------------------------
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def run_async(*args: Any, **kwargs: Any) -> Any:
+                return await self.attempt(args, kwargs, sync=False)
+
+            return run_async
+
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            return run_now(self.attempt(args, kwargs, sync=True), needs_loop=False)
+
+        return run
+
+    async def attempt(self, args: tuple[Any, ...], kwargs: dict[str, Any], *, sync: bool) -> Any:
+        """One attempt of one task run: hooks around the task's function."""
+        ctx_run = TaskRunContext.get()
+        if ctx_run is None:  # called as a plain function (task.fn(...))
+            result = self.fn(*args, **kwargs)
+            return (await result) if not sync and inspect.isawaitable(result) else result
+        run = ctx_run.task_run
+        rid = run.id
+        errors = self.errors.setdefault(rid, [])
+        self.started.setdefault(rid, time.monotonic())
+        if self.has["before_execute"]:
+            decision, by = await self.call("before_execute", self.context(run, args, kwargs), sync)
+            if decision is not None and type(decision) is _REPLACE:
+                args, kwargs = (), self.replaced_inputs(decision, by)
+            elif decision is not None:
+                return self.given_up(rid, decision, by, None)
+        try:
+            result = self.fn(*args, **kwargs)
+            if not sync and inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:
+            errors.append(exc)
+            decision, by = None, None
+            if self.has["on_failure"]:
+                ctx = self.context(run, args, kwargs)
+                decision, by = await self.call("on_failure", ctx, sync, exc)
+            if decision is not None and type(decision) is _REPLACE:
+                self.log(f"{self.name}: failure recovered by {by} with a substitute output")
+                self.forget(rid)
+                return decision.value  # type: ignore[attr-defined]
+            if isinstance(decision, Skip):
+                return self.given_up(rid, decision, by, exc)
+            if isinstance(decision, Fail):
+                self.log(f"{self.name}: failed by {by}{_reason(decision)}")
+                self.pending[rid] = _FAIL
+            else:  # Retry, or no opinion: Prefect's retry_condition_fn takes it from here
+                self.pending[rid] = decision
+            raise
+        if self.has["after_execute"]:
+            decision, by = await self.call(
+                "after_execute", self.context(run, args, kwargs), sync, result
+            )
+            if decision is not None and type(decision) is _REPLACE:
+                result = decision.value  # type: ignore[attr-defined]
+            elif decision is not None:  # a fail-closed hook error
+                return self.given_up(rid, decision, by, None)
+        self.forget(rid)
+        return result
+
+    def given_up(
+        self, rid: UUID, decision: object, by: str | None, error: BaseException | None
+    ) -> Any:
+        """End the task run as a hook said: Skip -> Completed "Skipped", Fail -> raise."""
+        if isinstance(decision, Skip):
+            message = f"skipped by {by}{_reason(decision)}"
+            if error is not None:
+                message += f" (after {type(error).__name__}: {error})"
+            self.log(f"{self.name}: {message}")
+            self.forget(rid)
+            return Completed(name=SKIPPED, message=message)
+        self.pending[rid] = _FAIL
+        self.log(f"{self.name}: failed by {by}{_reason(decision)}")
+        raise TaskFailed(self.name, getattr(decision, "reason", None))
+
+    def replaced_inputs(self, decision: Any, by: str | None) -> dict[str, Any]:
+        value = decision.value
+        if not isinstance(value, Mapping):
+            error = HookError(
+                f"hook {by} for {self.name!r} answered Replace({value!r}) in before_execute: "
+                "a task's inputs must be a mapping of keyword arguments",
+                hook=(by or "?").split(".")[0],
+                moment="before_execute",
+                subject=self.name,
+            )
+            self.hook_errors.append(error)
+            raise error
+        return dict(value)
+
+    # -- Prefect's side ---------------------------------------------------------------------
+
+    def retry_condition(self, task: Task[Any, Any], task_run: Any, state: Any) -> Any:
+        """Prefect's ``retry_condition_fn``: the hooks' decision, else the task's own policy."""
+        rid = task_run.id
+        decision = self.pending.pop(rid, None)
+        if isinstance(decision, Retry):
+            self.decided[rid] = decision.delay
+            return True
+        if decision is _FAIL or task_run.run_count > self.own_retries:
+            self.forget(rid)
+            return False
+        if self.own_delays:
+            self.decided[rid] = self.own_delays[min(task_run.run_count, len(self.own_delays)) - 1]
+        if self.own_condition is None:
+            return True
+        return self.own_condition(task, task_run, state)
+
+    async def ended(self, task: Task[Any, Any], task_run: Any, state: Any) -> None:
+        """Prefect's ``on_completion``/``on_failure`` hook: ``on_end`` with the final state."""
+        self.forget(task_run.id)
+        if state.is_completed():
+            end = TaskState.SKIPPED if state.name == SKIPPED else TaskState.SUCCEEDED
+        else:
+            end = TaskState.FAILED
+        ctx = self.context(task_run, (), {})
+        await self.call("on_end", ctx, False, end)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def context(self, run: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The ``TaskHookContext`` of the current attempt of ``run``."""
+        try:
+            bound = self.signature.bind_partial(*args, **kwargs).arguments
+        except TypeError:
+            bound = dict(kwargs)
+        task = orchestra.Task(
+            id=self.name,
+            fn=self.fn,
+            retries=self.own_retries,
+            metadata=MappingProxyType(
+                {
+                    "prefect.task_run_id": str(run.id),
+                    "prefect.task_run_name": run.name,
+                    "prefect.flow_run_id": str(run.flow_run_id) if run.flow_run_id else None,
+                    "prefect.tags": tuple(run.tags),
+                }
+            ),
+        )
+        fields: dict[str, Any] = {
+            "task": task,
+            "attempt": run.run_count,
+            "executor": None,
+            "run_id": str(run.flow_run_id or run.id),
+            "errors": tuple(self.errors.get(run.id, ())),
+            "started_at": self.started.get(run.id, 0.0),
+            "inputs": MappingProxyType(bound),
+        }
+        return orchestra.TaskHookContext(**{k: v for k, v in fields.items() if k in _CTX_FIELDS})
+
+    async def call(self, moment: str, ctx: Any, sync: bool, *more: Any) -> tuple[Any, str | None]:
+        coro = self.chain.call(moment, ctx, *more, subject=self.name, on_error=self.record)
+        if sync:
+            return run_now(coro, needs_loop=moment in self.moments_async)
+        return await coro
+
+    def record(self, error: HookError) -> None:
+        if "Delegate(" in str(error):
+            error = HookError(
+                f"{error} ({_ENGINE} runs no agents: Delegate is for subagent dispatches)",
+                hook=error.hook,
+                moment=error.moment,
+                subject=error.subject,
+            )
+        self.hook_errors.append(error)
+        self.log(str(error), warning=True)
+
+    def log(self, message: str, *, warning: bool = False) -> None:
+        try:
+            logger = get_run_logger()
+        except Exception:  # no run context (a plain call)
+            return
+        (logger.warning if warning else logger.info)("orchestra: %s", message)
+
+    def forget(self, rid: UUID) -> None:
+        self.errors.pop(rid, None)
+        self.started.pop(rid, None)
+        self.pending.pop(rid, None)
+
+
+def _reason(decision: object) -> str:
+    reason = getattr(decision, "reason", None)
+    return f": {reason}" if reason else ""
