@@ -95,8 +95,10 @@ class HookAdapter(
     Attributes:
         chain: the compiled ``orchestra.HookChain``.
         hook_errors: the hook errors recorded by the last run, in order.
-        last_result: the ``orchestra.RunResult`` of the last run whose result was built
-            (when ``after_run`` hooks exist), else None.
+        last_result: the ``orchestra.RunResult`` of the last run that ended (states,
+            attempts, errors, reasons and hook errors of every node it planned; outputs
+            only when ``after_run`` hooks want them), or None when the adapter has no
+            hooks (it then records nothing).
     """
 
     def __init__(
@@ -116,7 +118,7 @@ class HookAdapter(
         self._async = async_moments(hooks, _NODE_MOMENTS + _RUN_MOMENTS)
         self._has = {m: self.chain.has(m) for m in _NODE_MOMENTS + _RUN_MOMENTS}
         self._node_hooks = any(self._has[m] for m in _NODE_MOMENTS)
-        self._track = self._has.get("on_end", False) or self._has.get("after_run", False)
+        self._track = self._node_hooks or any(self._has[m] for m in _RUN_MOMENTS)
         self._runs: dict[str, Run] = {}
 
     def __repr__(self) -> str:
@@ -222,9 +224,11 @@ class HookAdapter(
                 await self._call(run, "on_end", ctx, state, sync=False, subject=name)
         if run.trace is not None:
             run.trace.finish(not run.failed(), run.failed(), error)
+        if self._track:
+            self.last_result = run.result()
         if self._has.get("after_run", False):
             assert _RUN_CONTEXT is not None
-            result = self.last_result = run.result()
+            result = run.result()
             ctx = _RUN_CONTEXT(
                 dag=run.dag, run_id=run.run_id, task_ids=tuple(run.plan), started_at=time.time()
             )

@@ -54,9 +54,10 @@ _check_version(_dist_version("prefect"))
 from orchestra_prefect._hooked import DEFAULT_MAX_RETRIES as DEFAULT_MAX_RETRIES  # noqa: E402
 from orchestra_prefect._hooked import SKIPPED as SKIPPED  # noqa: E402
 from orchestra_prefect._hooked import hooked as hooked  # noqa: E402
+from orchestra_prefect._hooked import task_state as task_state  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["DEFAULT_MAX_RETRIES", "SKIPPED", "hooked"]
+__all__ = ["DEFAULT_MAX_RETRIES", "SKIPPED", "hooked", "task_state"]
 
-hooked.__module__ = __name__
+hooked.__module__ = task_state.__module__ = __name__

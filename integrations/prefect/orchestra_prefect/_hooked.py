@@ -26,20 +26,21 @@ import functools
 import inspect
 import time
 from collections.abc import Callable, Mapping
-from types import MappingProxyType
+from types import MappingProxyType, SimpleNamespace
 from typing import Any, Final, TypeVar, final
 from uuid import UUID
 
 import orchestra
 from orchestra import Fail, HookChain, HookError, Retry, Skip, TaskFailed, TaskHooks, TaskState
 from prefect import Flow, Task
-from prefect.context import TaskRunContext
+from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging import get_run_logger
-from prefect.states import Completed
+from prefect.futures import PrefectFuture
+from prefect.states import Completed, State
 
 from orchestra_prefect._calls import async_moments, run_now
 
-__all__ = ["DEFAULT_MAX_RETRIES", "hooked"]
+__all__ = ["DEFAULT_MAX_RETRIES", "SKIPPED", "hooked", "task_state"]
 
 _T = TypeVar("_T", Task[Any, Any], Flow[Any, Any])
 
@@ -56,6 +57,26 @@ _REPLACE: Final[type | None] = getattr(orchestra, "Replace", None)
 _CTX_FIELDS: Final = frozenset(inspect.signature(orchestra.TaskHookContext).parameters)
 _ENGINE: Final = "Prefect"
 _FAIL: Final = object()  # a hook failed the run: Prefect must not retry it
+
+
+def task_state(state: State[Any]) -> TaskState:
+    """The orchestra ``TaskState`` a Prefect task run's final state stands for.
+
+    ``Completed`` named ``"Skipped"`` (a hook's ``Skip``) is SKIPPED, other ``Completed``
+    states SUCCEEDED; ``Failed`` and ``Crashed`` are FAILED; ``Pending`` named
+    ``"NotReady"`` (an upstream task failed, so the run never started) is
+    UPSTREAM_FAILED; ``Cancelled``/``Cancelling`` are CANCELLED; a state that is not final
+    is PENDING or RUNNING.
+    """
+    if state.is_completed():
+        return TaskState.SKIPPED if state.name == SKIPPED else TaskState.SUCCEEDED
+    if state.is_failed() or state.is_crashed():
+        return TaskState.FAILED
+    if state.is_cancelled() or state.is_cancelling():
+        return TaskState.CANCELLED
+    if state.is_pending() and state.name == "NotReady":
+        return TaskState.UPSTREAM_FAILED
+    return TaskState.RUNNING if state.is_running() else TaskState.PENDING
 
 
 def hooked(
@@ -163,6 +184,23 @@ class _HookedTask:
         if self.has.get("on_end", False):
             hooked_task.on_completion_hooks = [*task.on_completion_hooks, self.ended]
             hooked_task.on_failure_hooks = [*task.on_failure_hooks, self.ended]
+            # A run whose upstream failed never starts and Prefect calls no state hook
+            # for it (it stays Pending "NotReady"): its future tells.
+            submit, map_ = hooked_task.submit, hooked_task.map
+
+            @functools.wraps(submit)
+            def submit_watched(*args: Any, **kwargs: Any) -> Any:
+                return self.watch(submit(*args, **kwargs))
+
+            @functools.wraps(map_)
+            def map_watched(*args: Any, **kwargs: Any) -> Any:
+                futures = map_(*args, **kwargs)
+                for future in futures:
+                    self.watch(future)
+                return futures
+
+            hooked_task.submit = submit_watched  # type: ignore[method-assign]
+            hooked_task.map = map_watched  # type: ignore[method-assign]
         hooked_task.orchestra_hooks = chain  # type: ignore[attr-defined]
         hooked_task.orchestra_hook_errors = self.hook_errors  # type: ignore[attr-defined]
         self.task = hooked_task
@@ -283,12 +321,26 @@ class _HookedTask:
     async def ended(self, task: Task[Any, Any], task_run: Any, state: Any) -> None:
         """Prefect's ``on_completion``/``on_failure`` hook: ``on_end`` with the final state."""
         self.forget(task_run.id)
-        if state.is_completed():
-            end = TaskState.SKIPPED if state.name == SKIPPED else TaskState.SUCCEEDED
-        else:
-            end = TaskState.FAILED
-        ctx = self.context(task_run, (), {})
-        await self.call("on_end", ctx, False, end)
+        await self.call("on_end", self.context(task_run, (), {}), False, task_state(state))
+
+    def watch(self, future: Any) -> Any:
+        """Call ``on_end`` (UPSTREAM_FAILED) when ``future`` ends in Prefect's NotReady."""
+        if isinstance(future, PrefectFuture):
+            flow_ctx = FlowRunContext.get()
+            flow_run_id = flow_ctx.flow_run.id if flow_ctx and flow_ctx.flow_run else None
+
+            def done(f: PrefectFuture[Any]) -> None:
+                state = f.state
+                if state.is_pending() and state.name == "NotReady":
+                    never_ran = SimpleNamespace(
+                        id=f.task_run_id, name=self.name, run_count=0, flow_run_id=flow_run_id, tags=()
+                    )
+                    ctx = self.context(never_ran, (), {})
+                    coro = self.call("on_end", ctx, True, TaskState.UPSTREAM_FAILED)
+                    run_now(coro, needs_loop=False)
+
+            future.add_done_callback(done)
+        return future
 
     # -- helpers ----------------------------------------------------------------------------
 
