@@ -323,7 +323,7 @@ class HookAdapter(
                         continue
                     if isinstance(decision, Retry):
                         _decided(span, decision, by, attempt)
-                        decision, by = Fail(f"attempt cap of {self.max_attempts} reached"), None
+                        decision, by = Fail(f"attempt cap of {self.max_attempts} reached"), "orchestra"
                     if decision is not None:
                         _decided(span, decision, by, attempt)
                     if decision is not None and type(decision) is _REPLACE:
