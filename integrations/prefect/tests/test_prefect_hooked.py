@@ -1,0 +1,233 @@
+"""hooked on real Prefect 3 flows (the shared scripts are in tests/conformance; these
+are Prefect's own cases: its states, retry counts, async tasks, and the bad inputs)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import orchestra
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "integrations" / "prefect.md"
+
+
+class Always(orchestra.TaskHooks):
+    def __init__(self, decision: Any) -> None:
+        self.decision = decision
+        self.attempts: list[int] = []
+
+    def on_failure(self, ctx: orchestra.TaskHookContext, error: BaseException) -> Any:
+        self.attempts.append(ctx.attempt)
+        return self.decision(ctx) if callable(self.decision) else self.decision
+
+
+def test_a_hooks_retry_is_prefects_retry(prefect_api: str) -> None:
+    from prefect import flow, task
+
+    import orchestra_prefect
+
+    runs: list[int] = []
+    hooks = Always(lambda ctx: orchestra.Retry(delay=0.05) if ctx.attempt < 3 else None)
+
+    @orchestra_prefect.hooked(hooks)
+    @task
+    def flaky() -> int:
+        runs.append(1)
+        if len(runs) < 3:
+            raise ConnectionError("flaky")
+        return len(runs)
+
+    @flow
+    def main() -> Any:
+        return flaky(return_state=True)
+
+    state = main()
+    assert state.is_completed()
+    assert state.result() == 3
+    assert hooks.attempts == [1, 2]
+    from prefect import get_client
+
+    with get_client(sync_client=True) as client:
+        run = client.read_task_run(state.state_details.task_run_id)
+        history = client.read_task_run_states(run.id)
+    assert run.run_count == 3
+    names = [s.name for s in history]
+    assert names.count("AwaitingRetry") == 2  # the hook's delay, as Prefect's own state
+    assert names.count("Retrying") == 2
+
+
+def test_no_opinion_keeps_the_tasks_own_retries(prefect_api: str) -> None:
+    from prefect import flow, task
+
+    import orchestra_prefect
+
+    hooks = Always(None)
+
+    @orchestra_prefect.hooked(hooks)
+    @task(retries=2, retry_delay_seconds=0)
+    def broken() -> int:
+        raise ValueError("always")
+
+    @flow
+    def main() -> bool:
+        return broken(return_state=True).is_failed()  # type: ignore[no-any-return]
+
+    assert main()
+    assert hooks.attempts == [1, 2, 3]  # 1 + its own 2 retries, not the hooks' cap
+
+
+def test_skip_is_a_completed_state_named_skipped(prefect_api: str) -> None:
+    from prefect import flow, task
+
+    import orchestra_prefect
+
+    class SkipAll(orchestra.TaskHooks):
+        def before_execute(self, ctx: orchestra.TaskHookContext) -> Any:
+            return orchestra.Skip("not today")
+
+    @orchestra_prefect.hooked(SkipAll())
+    @task
+    def work() -> int:
+        raise AssertionError("never runs")
+
+    @flow
+    def main() -> Any:
+        return work(return_state=True)
+
+    state = main()
+    assert state.is_completed()
+    assert state.name == orchestra_prefect.SKIPPED
+    assert "skipped by SkipAll.before_execute: not today" in (state.message or "")
+    assert state.result() is None
+    assert orchestra_prefect.task_state(state) is orchestra.TaskState.SKIPPED
+
+
+def test_async_task_and_async_hooks(prefect_api: str) -> None:
+    import asyncio
+
+    from prefect import flow, task
+
+    import orchestra_prefect
+
+    class Async(orchestra.TaskHooks):
+        def __init__(self) -> None:
+            self.seen: list[tuple[str, Any]] = []
+
+        async def before_execute(self, ctx: orchestra.TaskHookContext) -> None:
+            await asyncio.sleep(0)
+            self.seen.append(("before", dict(getattr(ctx, "inputs", {"x": 2}))))
+
+        async def after_execute(self, ctx: orchestra.TaskHookContext, result: Any) -> None:
+            self.seen.append(("after", result))
+
+    hooks = Async()
+
+    @orchestra_prefect.hooked(hooks)
+    @task
+    async def double(x: int) -> int:
+        await asyncio.sleep(0)
+        return x * 2
+
+    @flow
+    async def main() -> int:
+        return await double(2)
+
+    assert asyncio.run(main()) == 4
+    assert hooks.seen == [("before", {"x": 2}), ("after", 4)]
+
+
+def test_hook_context_names_the_task_and_its_prefect_run(prefect_api: str) -> None:
+    from prefect import flow, task
+
+    import orchestra_prefect
+
+    contexts: list[orchestra.TaskHookContext] = []
+
+    class Keep(orchestra.TaskHooks):
+        def before_execute(self, ctx: orchestra.TaskHookContext) -> None:
+            contexts.append(ctx)
+
+    @orchestra_prefect.hooked(Keep())
+    @task(tags=["nightly"])
+    def load() -> int:
+        return 1
+
+    @flow
+    def main() -> None:
+        load()
+
+    main()
+    (ctx,) = contexts
+    assert ctx.task.id == "load"
+    assert ctx.attempt == 1
+    assert ctx.task.metadata["prefect.tags"] == ("nightly",)
+    assert ctx.run_id == ctx.task.metadata["prefect.flow_run_id"]
+
+
+def test_delegate_is_a_hook_error_naming_prefect(prefect_api: str) -> None:
+    from prefect import flow, task
+
+    import orchestra_prefect
+
+    class Delegating(orchestra.TaskHooks):
+        def before_execute(self, ctx: orchestra.TaskHookContext) -> Any:
+            return orchestra.Delegate("someone")
+
+    @orchestra_prefect.hooked(Delegating())
+    @task
+    def work() -> int:
+        return 1
+
+    @flow
+    def main() -> int:
+        return work()
+
+    assert main() == 1
+    errors = work.orchestra_hook_errors  # type: ignore[attr-defined]
+    assert len(errors) == 1
+    assert "Prefect runs no agents" in str(errors[0])
+
+
+def test_hooked_below_task_is_refused_with_the_order_to_use() -> None:
+    import orchestra_prefect
+
+    with pytest.raises(TypeError, match=r"put it above @task"):
+
+        @orchestra_prefect.hooked(Always(None))
+        def plain() -> None: ...
+
+
+def test_bad_hooks_and_bad_max_retries_are_refused() -> None:
+    import orchestra_prefect
+
+    with pytest.raises(TypeError, match="is not a TaskHooks"):
+        orchestra_prefect.hooked(object())
+    with pytest.raises(ValueError, match="max_retries must be an int >= 0"):
+        orchestra_prefect.hooked(Always(None), max_retries=-1)
+
+
+def test_prefect_outside_the_supported_range_is_an_import_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = importlib.metadata.version
+    monkeypatch.setattr(
+        importlib.metadata, "version", lambda name: "2.20.0" if name == "prefect" else real(name)
+    )
+    for name in [m for m in sys.modules if m.startswith("orchestra_prefect")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(ImportError, match=r"prefect >=3.4,<4; found 2.20.0"):
+        importlib.import_module("orchestra_prefect")
+
+
+def test_the_docs_examples_run(prefect_api: str, capsys: pytest.CaptureFixture[str]) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", DOCS.read_text(), re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, str(DOCS), "exec"), {"__name__": "__main__"})  # noqa: S102
+    assert "data" in capsys.readouterr().out
