@@ -40,7 +40,7 @@ def _renamed(node: Node) -> Callable[..., Any]:
     params = ", ".join(f"{d}: Any" for d in node.deps)
     args = ", ".join(f"{d}={d}" for d in node.deps)
     scope: dict[str, Any] = {"_body": node.body, "Any": Any}
-    exec(f"def {node.id}({params}) -> Any:\n    return _body({args})\n", scope)  # noqa: S102
+    exec(f"def {node.id}({params}) -> Any:\n    return _body({args})\n", scope)
     return scope[node.id]  # type: ignore[no-any-return]
 
 
@@ -103,12 +103,13 @@ class PrefectEngine:
     name = "prefect"
 
     def run(self, nodes: Sequence[Node], hooks: Sequence[object]) -> Outcome:
+        import orchestra_prefect
         from prefect import flow, task
 
-        import orchestra_prefect
-
         tasks = {
-            n.id: orchestra_prefect.hooked(*hooks)(task(_renamed(n), name=n.id, persist_result=False))
+            n.id: orchestra_prefect.hooked(*hooks)(
+                task(_renamed(n), name=n.id, persist_result=False)
+            )
             for n in nodes
         }
 

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from typing import Any, Final, final
 
-import orchestra
-import orchestra.tracing as ot
 from hamilton import node as hamilton_node
 from hamilton.async_driver import AsyncGraphAdapter
 from hamilton.execution.graph_functions import topologically_sort_nodes
@@ -33,8 +32,10 @@ from hamilton.lifecycle.base import (
     BasePreGraphExecuteAsync,
 )
 from opentelemetry.trace import Span
-from orchestra import Fail, HookChain, HookError, Retry, Skip, TaskFailed, TaskHooks, TaskState
 
+import orchestra
+import orchestra.tracing as ot
+from orchestra import Fail, HookChain, HookError, Retry, Skip, TaskFailed, TaskHooks, TaskState
 from orchestra_hamilton._calls import async_moments, run_now
 from orchestra_hamilton._run import Run, Trace, record_decision, record_error
 
@@ -120,6 +121,7 @@ class HookAdapter(
         self._node_hooks = any(self._has[m] for m in _NODE_MOMENTS)
         self._track = self._node_hooks or any(self._has[m] for m in _RUN_MOMENTS)
         self._runs: dict[str, Run] = {}
+        self._tasks: weakref.WeakKeyDictionary[Any, orchestra.Task] = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
         return f"HookAdapter({self.chain!r})"
@@ -188,14 +190,10 @@ class HookAdapter(
         )
         self.hook_errors = run.hook_errors
         if graph is not None and self._track:
-            overrides = overrides or {}
-            nodes, _ = graph.get_upstream_nodes(final_vars, inputs or {}, overrides)
-            for n in topologically_sort_nodes(list(nodes)):
-                if not n.user_defined and n.name not in overrides:
-                    run.plan[n.name] = n
+            run.request = (graph, final_vars, inputs or {}, overrides or {})
         tracer = ot.get_tracer()
         if tracer is not None:
-            run.trace = Trace(tracer, self.name, run_id, len(run.plan))
+            run.trace = Trace(tracer, self.name, run_id, len(final_vars))
         self._runs[run_id] = run
         return run
 
@@ -204,7 +202,10 @@ class HookAdapter(
             return
         assert _RUN_CONTEXT is not None
         ctx = _RUN_CONTEXT(
-            dag=run.dag, run_id=run.run_id, task_ids=tuple(run.plan), started_at=time.time()
+            dag=run.dag,
+            run_id=run.run_id,
+            task_ids=tuple(self._planned(run)),
+            started_at=time.time(),
         )
         decision, by = await self.chain.call(
             "before_run", ctx, subject=run.dag, on_error=self._recorder(run)
@@ -216,6 +217,13 @@ class HookAdapter(
             raise TaskFailed(run.dag, f"run refused by {by}" + _reason(decision))
 
     async def _end_async(self, run: Run, error: BaseException | None) -> None:
+        if error is not None and run.request is not None:
+            # Hamilton stopped at a failure: which planned nodes did it never reach?
+            graph, final_vars, inputs, overrides = run.request
+            nodes, _ = graph.get_upstream_nodes(final_vars, inputs, overrides)
+            for n in topologically_sort_nodes(list(nodes)):
+                if not n.user_defined and n.name not in overrides:
+                    run.plan[n.name] = n
         for name, state in run.unfinished():
             if self._has.get("on_end", False):
                 node: Any = run.plan[name]
@@ -316,14 +324,17 @@ class HookAdapter(
                         if span is not None:
                             span.set_attribute(ot.ATTR_TASK_STATE, ot.STATE_RETRYING)
                         if decision.delay:
-                            if sync:
-                                time.sleep(decision.delay)
+                            if sync:  # the sync driver's loop never suspends: block
+                                time.sleep(decision.delay)  # noqa: ASYNC251
                             else:
                                 await asyncio.sleep(decision.delay)
                         continue
                     if isinstance(decision, Retry):
                         _decided(span, decision, by, attempt)
-                        decision, by = Fail(f"attempt cap of {self.max_attempts} reached"), "orchestra"
+                        decision, by = (
+                            Fail(f"attempt cap of {self.max_attempts} reached"),
+                            "orchestra",
+                        )
                     if decision is not None:
                         _decided(span, decision, by, attempt)
                     if decision is not None and type(decision) is _REPLACE:
@@ -345,7 +356,9 @@ class HookAdapter(
                     if self._has["after_execute"]:
                         assert task is not None
                         ctx = run.context(task, attempt, errors, started_at, kwargs)
-                        decision, by = await self._call(run, "after_execute", ctx, result, sync=sync)
+                        decision, by = await self._call(
+                            run, "after_execute", ctx, result, sync=sync
+                        )
                         if decision is not None and type(decision) is _REPLACE:
                             result = decision.value  # type: ignore[attr-defined]
                         elif decision is not None:  # a fail-closed hook error
@@ -384,7 +397,9 @@ class HookAdapter(
         await self._end(run, task, name, TaskState.FAILED, started, sync)
         raise error
 
-    def _replaced_inputs(self, run: Run, name: str, decision: Any, by: str | None) -> dict[str, Any]:
+    def _replaced_inputs(
+        self, run: Run, name: str, decision: Any, by: str | None
+    ) -> dict[str, Any]:
         value = decision.value
         if not isinstance(value, Mapping):
             error = HookError(
@@ -416,12 +431,20 @@ class HookAdapter(
     # -- helpers ----------------------------------------------------------------------------
 
     def _task(self, run: Run, node: Any) -> orchestra.Task:
-        return run.task(
-            node.name,
-            node.callable,
-            (d.name for d in node.dependencies),
-            node.tags,
-        )
+        task = self._tasks.get(node)
+        if task is None:
+            task = self._tasks[node] = run.task(
+                node.name, node.callable, (d.name for d in node.dependencies), node.tags
+            )
+        return task
+
+    @staticmethod
+    def _planned(run: Run) -> list[str]:
+        if run.request is None:
+            return []
+        graph, final_vars, inputs, overrides = run.request
+        nodes, _ = graph.get_upstream_nodes(final_vars, inputs, overrides)
+        return sorted(n.name for n in nodes if not n.user_defined and n.name not in overrides)
 
     async def _call(
         self, run: Run, moment: str, *args: Any, sync: bool, subject: str | None = None

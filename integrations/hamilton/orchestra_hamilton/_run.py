@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, final
 
-import orchestra
-import orchestra.tracing as ot
 from opentelemetry import trace
 from opentelemetry.trace import Link, Span, Status, StatusCode
+
+import orchestra
+import orchestra.tracing as ot
 from orchestra import TaskHookContext, TaskState
 
 __all__ = ["Run", "Trace", "context_fields"]
@@ -26,6 +27,7 @@ def context_fields(cls: type) -> frozenset[str]:
 
 _CTX_FIELDS: Final = context_fields(TaskHookContext)
 _RESULT_FIELDS: Final = context_fields(orchestra.RunResult)
+_HAS_INPUTS: Final = "inputs" in _CTX_FIELDS
 
 
 @final
@@ -103,6 +105,7 @@ class Run:
         "outputs",
         "plan",
         "reasons",
+        "request",
         "run_id",
         "started",
         "states",
@@ -127,6 +130,7 @@ class Run:
         self.plan: dict[str, Any] = {}  # name -> Hamilton node, in topological order
         self.ending = False
         self.trace: Trace | None = None
+        self.request: tuple[Any, list[str], dict[str, Any], dict[str, Any]] | None = None
 
     def task(
         self, name: str, fn: Callable[..., Any], deps: Iterable[str], tags: Mapping[str, Any]
@@ -148,16 +152,24 @@ class Run:
         inputs: Mapping[str, Any],
     ) -> TaskHookContext:
         """The hook context of one attempt (fields this orchestra version knows)."""
-        fields: dict[str, Any] = {
-            "task": task,
-            "attempt": attempt,
-            "executor": None,
-            "run_id": self.run_id,
-            "errors": tuple(errors),
-            "started_at": started,
-            "inputs": MappingProxyType(dict(inputs)),
-        }
-        return TaskHookContext(**{k: v for k, v in fields.items() if k in _CTX_FIELDS})
+        if _HAS_INPUTS:
+            return TaskHookContext(
+                task=task,
+                attempt=attempt,
+                executor=None,
+                run_id=self.run_id,
+                errors=tuple(errors),
+                started_at=started,
+                inputs=MappingProxyType(dict(inputs)),  # type: ignore[call-arg]
+            )
+        return TaskHookContext(
+            task=task,
+            attempt=attempt,
+            executor=None,
+            run_id=self.run_id,
+            errors=tuple(errors),
+            started_at=started,
+        )
 
     def settle(self, name: str, state: TaskState, started: float) -> None:
         """Record a node's terminal state."""

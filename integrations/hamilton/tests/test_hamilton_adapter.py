@@ -14,9 +14,9 @@ import pytest
 from hamilton import ad_hoc_utils, async_driver, driver, version
 from hamilton.function_modifiers import tag
 from hamilton.plugins.h_threadpool import FutureAdapter
+from orchestra_hamilton import HookAdapter
 
 import orchestra
-from orchestra_hamilton import HookAdapter
 
 
 @pytest.fixture(autouse=True)
@@ -99,7 +99,12 @@ def test_async_driver_with_async_hooks() -> None:
 
     async def main() -> dict[str, Any]:
         module = ad_hoc_utils.create_temporary_module(slow_source, slow_doubled, flaky)
-        dr = await async_driver.Builder().with_modules(module).with_adapters(HookAdapter(hooks)).build()
+        dr = (
+            await async_driver.Builder()
+            .with_modules(module)
+            .with_adapters(HookAdapter(hooks))
+            .build()
+        )
         return await dr.execute(["slow_doubled", "flaky"])  # type: ignore[no-any-return]
 
     assert asyncio.run(main()) == {"slow_doubled": 8, "flaky": 5}

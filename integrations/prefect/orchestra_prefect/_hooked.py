@@ -30,14 +30,15 @@ from types import MappingProxyType, SimpleNamespace
 from typing import Any, Final, TypeVar, final
 from uuid import UUID
 
+from prefect import Flow, Task
+from prefect.client.schemas.objects import State
+from prefect.context import FlowRunContext, TaskRunContext
+from prefect.futures import PrefectFuture
+from prefect.logging import get_run_logger
+from prefect.states import Completed
+
 import orchestra
 from orchestra import Fail, HookChain, HookError, Retry, Skip, TaskFailed, TaskHooks, TaskState
-from prefect import Flow, Task
-from prefect.context import FlowRunContext, TaskRunContext
-from prefect.logging import get_run_logger
-from prefect.futures import PrefectFuture
-from prefect.states import Completed, State
-
 from orchestra_prefect._calls import async_moments, run_now
 
 __all__ = ["DEFAULT_MAX_RETRIES", "SKIPPED", "hooked", "task_state"]
@@ -113,7 +114,7 @@ def hooked(
 
     def decorate(obj: _T) -> _T:
         if isinstance(obj, Task):
-            return _HookedTask(obj, chain, moments_async, max_retries).task  # type: ignore[return-value]
+            return _HookedTask(obj, chain, moments_async, max_retries).task
         raise TypeError(
             "hooked(...) decorates a Prefect task: put it above @task, as in\n"
             "    @orchestra_prefect.hooked(MyHooks())\n    @task\n    def work(): ...\n"
@@ -125,8 +126,10 @@ def hooked(
 
 @final
 class _Delays(list[float]):
-    """The hooked task's ``retry_delay_seconds``: the task's own delays, as Prefect shows
-    them, except for a retry a hook asked for, which waits the hook's delay.
+    """The hooked task's ``retry_delay_seconds``, as Prefect shows them.
+
+    They are the task's own delays, except for a retry a hook asked for, which waits the
+    hook's delay.
 
     Prefect reads ``retry_delay_seconds`` (truth, then an item) right after
     ``retry_condition_fn`` agreed to retry, in the task run's context.
@@ -155,7 +158,11 @@ class _HookedTask:
     """The state ``hooked`` keeps for one Prefect task (internal)."""
 
     def __init__(
-        self, task: Task[Any, Any], chain: HookChain, moments_async: frozenset[str], max_retries: int
+        self,
+        task: Task[Any, Any],
+        chain: HookChain,
+        moments_async: frozenset[str],
+        max_retries: int,
     ) -> None:
         self.chain = chain
         self.moments_async = moments_async
@@ -333,7 +340,11 @@ class _HookedTask:
                 state = f.state
                 if state.is_pending() and state.name == "NotReady":
                     never_ran = SimpleNamespace(
-                        id=f.task_run_id, name=self.name, run_count=0, flow_run_id=flow_run_id, tags=()
+                        id=f.task_run_id,
+                        name=self.name,
+                        run_count=0,
+                        flow_run_id=flow_run_id,
+                        tags=(),
                     )
                     ctx = self.context(never_ran, (), {})
                     coro = self.call("on_end", ctx, True, TaskState.UPSTREAM_FAILED)

@@ -50,10 +50,13 @@ def local_api(startup_timeout: int = 120) -> Iterator[str]:
         return
     home = tempfile.mkdtemp(prefix="orchestra-prefect-")
     try:
-        with temporary_settings(
-            updates={PREFECT_HOME: home, PREFECT_SERVER_ANALYTICS_ENABLED: False},
-            restore_defaults={PREFECT_API_URL},
-        ), prefect_test_harness(server_startup_timeout=startup_timeout):
+        with (
+            temporary_settings(
+                updates={PREFECT_HOME: home, PREFECT_SERVER_ANALYTICS_ENABLED: False},
+                restore_defaults={PREFECT_API_URL},
+            ),
+            prefect_test_harness(server_startup_timeout=startup_timeout),
+        ):
             _active.append(str(PREFECT_API_URL.value()))
             try:
                 yield _active[-1]

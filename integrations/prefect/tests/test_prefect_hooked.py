@@ -28,9 +28,8 @@ class Always(orchestra.TaskHooks):
 
 
 def test_a_hooks_retry_is_prefects_retry(prefect_api: str) -> None:
-    from prefect import flow, task
-
     import orchestra_prefect
+    from prefect import flow, task
 
     runs: list[int] = []
     hooks = Always(lambda ctx: orchestra.Retry(delay=0.05) if ctx.attempt < 3 else None)
@@ -63,9 +62,8 @@ def test_a_hooks_retry_is_prefects_retry(prefect_api: str) -> None:
 
 
 def test_no_opinion_keeps_the_tasks_own_retries(prefect_api: str) -> None:
-    from prefect import flow, task
-
     import orchestra_prefect
+    from prefect import flow, task
 
     hooks = Always(None)
 
@@ -83,9 +81,8 @@ def test_no_opinion_keeps_the_tasks_own_retries(prefect_api: str) -> None:
 
 
 def test_skip_is_a_completed_state_named_skipped(prefect_api: str) -> None:
-    from prefect import flow, task
-
     import orchestra_prefect
+    from prefect import flow, task
 
     class SkipAll(orchestra.TaskHooks):
         def before_execute(self, ctx: orchestra.TaskHookContext) -> Any:
@@ -111,9 +108,8 @@ def test_skip_is_a_completed_state_named_skipped(prefect_api: str) -> None:
 def test_async_task_and_async_hooks(prefect_api: str) -> None:
     import asyncio
 
-    from prefect import flow, task
-
     import orchestra_prefect
+    from prefect import flow, task
 
     class Async(orchestra.TaskHooks):
         def __init__(self) -> None:
@@ -143,9 +139,8 @@ def test_async_task_and_async_hooks(prefect_api: str) -> None:
 
 
 def test_hook_context_names_the_task_and_its_prefect_run(prefect_api: str) -> None:
-    from prefect import flow, task
-
     import orchestra_prefect
+    from prefect import flow, task
 
     contexts: list[orchestra.TaskHookContext] = []
 
@@ -171,9 +166,8 @@ def test_hook_context_names_the_task_and_its_prefect_run(prefect_api: str) -> No
 
 
 def test_delegate_is_a_hook_error_naming_prefect(prefect_api: str) -> None:
-    from prefect import flow, task
-
     import orchestra_prefect
+    from prefect import flow, task
 
     class Delegating(orchestra.TaskHooks):
         def before_execute(self, ctx: orchestra.TaskHookContext) -> Any:
@@ -229,5 +223,5 @@ def test_the_docs_examples_run(prefect_api: str, capsys: pytest.CaptureFixture[s
     blocks = re.findall(r"```python\n(.*?)```", DOCS.read_text(), re.S)
     assert blocks
     for block in blocks:
-        exec(compile(block, str(DOCS), "exec"), {"__name__": "__main__"})  # noqa: S102
+        exec(compile(block, str(DOCS), "exec"), {"__name__": "__main__"})
     assert "data" in capsys.readouterr().out
