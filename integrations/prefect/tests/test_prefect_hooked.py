@@ -134,7 +134,13 @@ def test_async_task_and_async_hooks(prefect_api: str) -> None:
     async def main() -> int:
         return await double(2)
 
-    assert asyncio.run(main()) == 4
+    # Prefect's async flow engine reads the server's default result storage through a
+    # sync client it never closes (a socket left to the garbage collector) unless a sync
+    # client context is open: open one, as Prefect's sync engine does.
+    from prefect.context import SyncClientContext
+
+    with SyncClientContext.get_or_create():
+        assert asyncio.run(main()) == 4
     assert hooks.seen == [("before", {"x": 2}), ("after", 4)]
 
 
