@@ -1,6 +1,6 @@
 """Calling an async ``HookChain`` from synchronous Prefect tasks (internal).
 
-``HookChain.call`` is a coroutine. When every hook implementing a moment is a plain
+``HookChain.call`` returns an awaitable. When every hook implementing a moment is a plain
 ``def``, the coroutine never suspends: it is driven to its end right here, with no event
 loop at all (a few microseconds). A moment with an ``async def`` hook runs on an event
 loop of its own (``asyncio.run``), or, when this thread already runs a loop (a notebook),
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Coroutine, Iterable
+from collections.abc import Awaitable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TypeVar
 
 __all__ = ["async_moments", "run_now"]
 
@@ -30,20 +30,25 @@ def async_moments(hooks: Iterable[object], moments: Iterable[str]) -> frozenset[
     )
 
 
-def run_now(coro: Coroutine[Any, Any, _T], *, needs_loop: bool) -> _T:
-    """Run ``coro`` to its end from synchronous code and return its value."""
+def run_now(awaitable: Awaitable[_T], *, needs_loop: bool) -> _T:
+    """Run ``awaitable`` to its end from synchronous code and return its value."""
     if not needs_loop:
+        steps = awaitable.__await__()
         try:
-            coro.send(None)
+            steps.send(None)
         except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]  # the coroutine's own value
-        coro.close()
+            return stop.value  # type: ignore[no-any-return]  # the awaitable's own value
+        steps.close()
         raise RuntimeError(
             "a synchronous hook suspended (it returned an awaitable?): declare it async def"
         )
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        return asyncio.run(_awaited(awaitable))
     with ThreadPoolExecutor(1, thread_name_prefix="orchestra-hooks") as pool:
-        return pool.submit(asyncio.run, coro).result()
+        return pool.submit(asyncio.run, _awaited(awaitable)).result()
+
+
+async def _awaited(awaitable: Awaitable[_T]) -> _T:
+    return await awaitable
