@@ -11,14 +11,60 @@ independent branch still to run.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_drivers import Engine, Node
+from engine_drivers import (
+    DaskEngine,
+    Engine,
+    HamiltonEngine,
+    Node,
+    OrchestraEngine,
+    PrefectEngine,
+)
 
 import orchestra
 from orchestra import TaskState
+
+# The engines' fixtures live here, not in a conftest.py: a second module named
+# ``conftest`` would shadow the one other test folders import helpers from.
+
+
+@pytest.fixture(scope="session")
+def dask_engine() -> Iterator[DaskEngine]:
+    """orchestra's scheduler on a Dask ``LocalCluster`` in this process, once per session."""
+    from dask.distributed import Client, LocalCluster
+    from orchestra_dask import DaskExecutor
+
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=4, processes=False, dashboard_address=":0"
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield DaskEngine(DaskExecutor(client))
+
+
+@pytest.fixture(scope="session")
+def prefect_engine() -> Iterator[PrefectEngine]:
+    """Prefect on its local API server, started at most once per session."""
+    from orchestra_prefect.testing import local_api
+
+    with local_api():
+        yield PrefectEngine()
+
+
+@pytest.fixture(params=["orchestra", "dask", "hamilton", "prefect"])
+def engine(request: pytest.FixtureRequest) -> Engine:
+    if request.param == "orchestra":
+        return OrchestraEngine()
+    if request.param == "hamilton":
+        return HamiltonEngine()
+    fixture: Engine = request.getfixturevalue(f"{request.param}_engine")
+    return fixture
+
 
 needs_replace = pytest.mark.skipif(
     not hasattr(orchestra, "Replace"), reason="needs issue 12 (orchestra.Replace)"
