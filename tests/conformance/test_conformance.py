@@ -32,9 +32,13 @@ from orchestra import TaskState
 # ``conftest`` would shadow the one other test folders import helpers from.
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dask_engine() -> Iterator[DaskEngine]:
-    """orchestra's scheduler on a Dask ``LocalCluster`` in this process, once per session."""
+    """orchestra's scheduler on a Dask ``LocalCluster`` in this process, for this module.
+
+    Not kept for the session: the cluster's threads draw from ``random`` and read
+    ``/proc`` while they live, which other tests (hypothesis, leak checks) would see.
+    """
     from dask.distributed import Client, LocalCluster
     from orchestra_dask import DaskExecutor
 

@@ -7,6 +7,7 @@ import importlib
 import importlib.metadata
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,17 @@ import pytest
 import orchestra
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "integrations" / "prefect.md"
+
+
+# Not in a conftest.py: a module named ``conftest`` collected after the postgres tests'
+# would shadow the helpers they import from theirs.
+@pytest.fixture(scope="session")
+def prefect_api() -> Iterator[str]:
+    """Prefect's local API (temporary PREFECT_HOME and database), once per session."""
+    from orchestra_prefect.testing import local_api
+
+    with local_api() as url:
+        yield url
 
 
 class Always(orchestra.TaskHooks):
