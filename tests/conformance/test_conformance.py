@@ -48,7 +48,7 @@ def dask_engine() -> Iterator[DaskEngine]:
         ) as cluster,
         Client(cluster) as client,
     ):
-        yield DaskEngine(DaskExecutor(client))
+        yield DaskEngine(DaskExecutor(client, outputs="all"))
 
 
 @pytest.fixture(scope="session")
