@@ -63,14 +63,14 @@ class DaskEngine(OrchestraEngine):
 
 
 class _Outputs(orchestra.TaskHooks):
-    """The last hook of a Hamilton run: keeps every node's final output (Hamilton returns
-    none when a node fails)."""
+    """The last hook of a Hamilton run: keeps the run's outputs (Hamilton returns none
+    when a node fails), recovered failures included."""
 
     def __init__(self) -> None:
         self.outputs: dict[str, Any] = {}
 
-    def after_execute(self, ctx: orchestra.TaskHookContext, result: Any) -> None:
-        self.outputs[ctx.task.id] = result
+    def after_run(self, ctx: orchestra.RunContext, result: orchestra.RunResult) -> None:
+        self.outputs = dict(result.outputs)
 
 
 class HamiltonEngine:

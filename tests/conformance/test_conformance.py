@@ -70,14 +70,6 @@ def engine(request: pytest.FixtureRequest) -> Engine:
     return fixture
 
 
-needs_replace = pytest.mark.skipif(
-    not hasattr(orchestra, "Replace"), reason="needs issue 12 (orchestra.Replace)"
-)
-needs_on_end = pytest.mark.skipif(
-    not hasattr(orchestra.TaskHooks, "on_end"), reason="needs issue 12 (TaskHooks.on_end)"
-)
-
-
 class Recorder(orchestra.TaskHooks):
     """Records what each task's hooks saw, per task (engines interleave tasks freely)."""
 
@@ -251,19 +243,17 @@ def test_no_opinion_leaves_a_failure_failed(engine: Engine) -> None:
     assert recorder.seen["broken"] == [("before", 1), ("failure", 1, "ValueError")]
 
 
-@needs_replace
 def test_replace_output_and_recover(engine: Engine) -> None:
-    replace = orchestra.Replace  # type: ignore[attr-defined]
 
     def broken(source: int) -> int:
         raise TimeoutError("slow source")
 
     class Rewrite(orchestra.TaskHooks):
         def after_execute(self, ctx: orchestra.TaskHookContext, result: Any) -> Any:
-            return replace(result * 100) if ctx.task.id == "source" else None
+            return orchestra.Replace(result * 100) if ctx.task.id == "source" else None
 
         def on_failure(self, ctx: orchestra.TaskHookContext, error: BaseException) -> Any:
-            return replace(-1) if ctx.task.id == "broken" else None
+            return orchestra.Replace(-1) if ctx.task.id == "broken" else None
 
     nodes = [
         Node("source", lambda: 2),
@@ -276,23 +266,20 @@ def test_replace_output_and_recover(engine: Engine) -> None:
     assert outcome.outputs == {"source": 200, "broken": -1, "total": 199}
 
 
-@needs_replace
 def test_replace_inputs(engine: Engine) -> None:
-    replace = orchestra.Replace  # type: ignore[attr-defined]
 
-    class Double(orchestra.TaskHooks):
+    class NewInputs(orchestra.TaskHooks):
+        # New values, not computed from ctx.inputs: on Dask those are handles to data that
+        # stays on the cluster (before_execute never sees outputs there).
         def before_execute(self, ctx: orchestra.TaskHookContext) -> Any:
-            if ctx.task.id == "total":
-                return replace({k: v * 2 for k, v in ctx.inputs.items()})  # type: ignore[attr-defined]
-            return None
+            return orchestra.Replace({"source": 10}) if ctx.task.id == "total" else None
 
     nodes = [Node("source", lambda: 5), Node("total", lambda source: source + 1, ("source",))]
-    outcome = engine.run(nodes, [Double()])
+    outcome = engine.run(nodes, [NewInputs()])
 
     assert outcome.outputs == {"source": 5, "total": 11}
 
 
-@needs_on_end
 def test_on_end_once_per_task_with_its_state(engine: Engine) -> None:
     ended: dict[str, list[tuple[TaskState, int]]] = defaultdict(list)
 

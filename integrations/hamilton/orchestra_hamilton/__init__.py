@@ -23,7 +23,7 @@ What the decisions do in Hamilton:
   lets optional values flow;
 - ``Fail`` raises: ``orchestra.TaskFailed`` from ``before_execute``; the node's own error,
   with a note naming the hook, from ``on_failure``;
-- ``Replace`` (when orchestra has it) changes the node's keyword arguments in
+- ``Replace`` changes the node's keyword arguments in
   ``before_execute``, its output in ``after_execute``, and recovers a failure with a
   substitute output in ``on_failure``.
 

@@ -35,18 +35,25 @@ from opentelemetry.trace import Span
 
 import orchestra
 import orchestra.tracing as ot
-from orchestra import Fail, HookChain, HookError, Retry, Skip, TaskFailed, TaskHooks, TaskState
-from orchestra_hamilton._calls import async_moments, run_now
+from orchestra import (
+    Fail,
+    HookChain,
+    HookError,
+    Replace,
+    Retry,
+    RunContext,
+    Skip,
+    TaskFailed,
+    TaskHooks,
+    TaskState,
+)
+from orchestra_hamilton._calls import run_now
 from orchestra_hamilton._run import Run, Trace, record_decision, record_error
 
 __all__ = ["HookAdapter"]
 
-_NODE_MOMENTS: Final = tuple(
-    m for m in ("before_execute", "after_execute", "on_failure", "on_end") if hasattr(TaskHooks, m)
-)
-_RUN_MOMENTS: Final = tuple(m for m in ("before_run", "after_run") if hasattr(TaskHooks, m))
-_REPLACE: Final[type | None] = getattr(orchestra, "Replace", None)
-_RUN_CONTEXT: Final[type | None] = getattr(orchestra, "RunContext", None)
+_NODE_MOMENTS: Final = ("before_execute", "after_execute", "on_failure", "on_end")
+_RUN_MOMENTS: Final = ("before_run", "after_run")
 _ENGINE: Final = "Hamilton"
 DEFAULT_MAX_ATTEMPTS: Final = 100
 
@@ -116,7 +123,7 @@ class HookAdapter(
         self.max_attempts = max_attempts
         self.hook_errors: list[HookError] = []
         self.last_result: orchestra.RunResult | None = None
-        self._async = async_moments(hooks, _NODE_MOMENTS + _RUN_MOMENTS)
+        self._async = frozenset(m for m in _NODE_MOMENTS + _RUN_MOMENTS if self.chain.awaits(m))
         self._has = {m: self.chain.has(m) for m in _NODE_MOMENTS + _RUN_MOMENTS}
         self._node_hooks = any(self._has[m] for m in _NODE_MOMENTS)
         self._track = self._node_hooks or any(self._has[m] for m in _RUN_MOMENTS)
@@ -185,9 +192,7 @@ class HookAdapter(
         *,
         is_async: bool,
     ) -> Run:
-        run = Run(
-            run_id, self.name, async_driver=is_async, keep_outputs=self._has.get("after_run", False)
-        )
+        run = Run(run_id, self.name, async_driver=is_async, keep_outputs=self._has["after_run"])
         self.hook_errors = run.hook_errors
         if graph is not None and self._track:
             run.request = (graph, final_vars, inputs or {}, overrides or {})
@@ -198,14 +203,13 @@ class HookAdapter(
         return run
 
     async def _begin_async(self, run: Run) -> None:
-        if not self._has.get("before_run", False):
+        if not self._has["before_run"]:
             return
-        assert _RUN_CONTEXT is not None
-        ctx = _RUN_CONTEXT(
+        ctx = RunContext(
             dag=run.dag,
             run_id=run.run_id,
-            task_ids=tuple(self._planned(run)),
-            started_at=time.time(),
+            task_ids=tuple(n.name for n in self._planned(run)),
+            started_at=run.started_at,
         )
         decision, by = await self.chain.call(
             "before_run", ctx, subject=run.dag, on_error=self._recorder(run)
@@ -219,13 +223,9 @@ class HookAdapter(
     async def _end_async(self, run: Run, error: BaseException | None) -> None:
         if error is not None and run.request is not None:
             # Hamilton stopped at a failure: which planned nodes did it never reach?
-            graph, final_vars, inputs, overrides = run.request
-            nodes, _ = graph.get_upstream_nodes(final_vars, inputs, overrides)
-            for n in topologically_sort_nodes(list(nodes)):
-                if not n.user_defined and n.name not in overrides:
-                    run.plan[n.name] = n
+            run.plan.update((n.name, n) for n in self._planned(run))
         for name, state in run.unfinished():
-            if self._has.get("on_end", False):
+            if self._has["on_end"]:
                 node: Any = run.plan[name]
                 task = self._task(run, node)
                 ctx = run.context(task, 0, [], 0.0, {})
@@ -234,14 +234,20 @@ class HookAdapter(
             run.trace.finish(not run.failed(), run.failed(), error)
         if self._track:
             self.last_result = run.result()
-        if self._has.get("after_run", False):
-            assert _RUN_CONTEXT is not None
-            result = run.result()
-            ctx = _RUN_CONTEXT(
-                dag=run.dag, run_id=run.run_id, task_ids=tuple(run.plan), started_at=time.time()
+        if self._has["after_run"]:
+            assert self.last_result is not None
+            run_ctx = RunContext(
+                dag=run.dag,
+                run_id=run.run_id,
+                task_ids=tuple(n.name for n in self._planned(run)),
+                started_at=run.started_at,
             )
             await self.chain.call(
-                "after_run", ctx, result, subject=run.dag, on_error=self._recorder(run)
+                "after_run",
+                run_ctx,
+                self.last_result,
+                subject=run.dag,
+                on_error=self._recorder(run),
             )
 
     # -- one node, all its attempts --------------------------------------------------------
@@ -301,7 +307,7 @@ class HookAdapter(
                     assert task is not None
                     ctx = run.context(task, attempt, errors, started_at, kwargs)
                     decision, by = await self._call(run, "before_execute", ctx, sync=sync)
-                    if decision is not None and type(decision) is _REPLACE:
+                    if decision is not None and type(decision) is Replace:
                         kwargs = self._replaced_inputs(run, name, decision, by)
                     elif decision is not None:
                         _decided(span, decision, by, attempt)
@@ -337,8 +343,8 @@ class HookAdapter(
                         )
                     if decision is not None:
                         _decided(span, decision, by, attempt)
-                    if decision is not None and type(decision) is _REPLACE:
-                        result = decision.value  # type: ignore[attr-defined]
+                    if decision is not None and type(decision) is Replace:
+                        result = decision.value
                         run.errors[name] = exc
                     elif isinstance(decision, Skip):
                         run.errors[name] = exc
@@ -359,8 +365,8 @@ class HookAdapter(
                         decision, by = await self._call(
                             run, "after_execute", ctx, result, sync=sync
                         )
-                        if decision is not None and type(decision) is _REPLACE:
-                            result = decision.value  # type: ignore[attr-defined]
+                        if decision is not None and type(decision) is Replace:
+                            result = decision.value
                         elif decision is not None:  # a fail-closed hook error
                             _decided(span, decision, by, attempt)
                             return await self._refused(
@@ -423,7 +429,7 @@ class HookAdapter(
         sync: bool,
     ) -> None:
         run.settle(name, state, started)
-        if self._has.get("on_end", False):
+        if self._has["on_end"]:
             assert task is not None
             ctx = run.context(task, run.attempts.get(name, 0), [], 0.0, {})
             await self._call(run, "on_end", ctx, state, sync=sync, subject=name)
@@ -439,12 +445,17 @@ class HookAdapter(
         return task
 
     @staticmethod
-    def _planned(run: Run) -> list[str]:
+    def _planned(run: Run) -> list[Any]:
+        """The nodes ``driver.execute`` plans to run, in a topological order."""
         if run.request is None:
             return []
         graph, final_vars, inputs, overrides = run.request
         nodes, _ = graph.get_upstream_nodes(final_vars, inputs, overrides)
-        return sorted(n.name for n in nodes if not n.user_defined and n.name not in overrides)
+        return [
+            n
+            for n in topologically_sort_nodes(list(nodes))
+            if not n.user_defined and n.name not in overrides
+        ]
 
     async def _call(
         self, run: Run, moment: str, *args: Any, sync: bool, subject: str | None = None

@@ -10,24 +10,13 @@ on a short-lived helper thread.
 from __future__ import annotations
 
 import asyncio
-import inspect
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-__all__ = ["async_moments", "run_now"]
+__all__ = ["run_now"]
 
 _T = TypeVar("_T")
-
-
-def async_moments(hooks: Iterable[object], moments: Iterable[str]) -> frozenset[str]:
-    """The moments that at least one of ``hooks`` implements with an ``async def``."""
-    hooks = list(hooks)
-    return frozenset(
-        moment
-        for moment in moments
-        if any(inspect.iscoroutinefunction(getattr(hook, moment, None)) for hook in hooks)
-    )
 
 
 def run_now(awaitable: Awaitable[_T], *, needs_loop: bool) -> _T:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
@@ -15,19 +14,9 @@ import orchestra
 import orchestra.tracing as ot
 from orchestra import TaskHookContext, TaskState
 
-__all__ = ["Run", "Trace", "context_fields"]
+__all__ = ["Run", "Trace"]
 
 _NOT_OK: Final = (TaskState.FAILED, TaskState.UPSTREAM_FAILED, TaskState.CANCELLED)
-
-
-def context_fields(cls: type) -> frozenset[str]:
-    """The keyword arguments a context or result class of this orchestra version takes."""
-    return frozenset(inspect.signature(cls).parameters)
-
-
-_CTX_FIELDS: Final = context_fields(TaskHookContext)
-_RESULT_FIELDS: Final = context_fields(orchestra.RunResult)
-_HAS_INPUTS: Final = "inputs" in _CTX_FIELDS
 
 
 @final
@@ -108,6 +97,7 @@ class Run:
         "request",
         "run_id",
         "started",
+        "started_at",
         "states",
         "tasks",
         "trace",
@@ -119,6 +109,7 @@ class Run:
         self.async_driver = async_driver
         self.keep_outputs = keep_outputs
         self.started = time.perf_counter()
+        self.started_at = time.monotonic()
         self.tasks: dict[str, orchestra.Task] = {}
         self.states: dict[str, TaskState] = {}
         self.attempts: dict[str, int] = {}
@@ -151,17 +142,7 @@ class Run:
         started: float,
         inputs: Mapping[str, Any],
     ) -> TaskHookContext:
-        """The hook context of one attempt (fields this orchestra version knows)."""
-        if _HAS_INPUTS:
-            return TaskHookContext(
-                task=task,
-                attempt=attempt,
-                executor=None,
-                run_id=self.run_id,
-                errors=tuple(errors),
-                started_at=started,
-                inputs=MappingProxyType(dict(inputs)),  # type: ignore[call-arg]
-            )
+        """The hook context of one attempt."""
         return TaskHookContext(
             task=task,
             attempt=attempt,
@@ -169,6 +150,10 @@ class Run:
             run_id=self.run_id,
             errors=tuple(errors),
             started_at=started,
+            inputs=MappingProxyType(dict(inputs)),
+            upstream_states=MappingProxyType(
+                {dep: self.states[dep] for dep in task.deps if dep in self.states}
+            ),
         )
 
     def settle(self, name: str, state: TaskState, started: float) -> None:
@@ -198,19 +183,18 @@ class Run:
 
     def result(self) -> orchestra.RunResult:
         """The run as an ``orchestra.RunResult``."""
-        fields: dict[str, Any] = {
-            "ok": not any(state in _NOT_OK for state in self.states.values()),
-            "states": dict(self.states),
-            "outputs": dict(self.outputs),
-            "errors": dict(self.errors),
-            "attempts": dict(self.attempts),
-            "run_id": self.run_id,
-            "reasons": dict(self.reasons),
-            "hook_errors": tuple(self.hook_errors),
-            "durations": dict(self.durations),
-            "duration": time.perf_counter() - self.started,
-        }
-        return orchestra.RunResult(**{k: v for k, v in fields.items() if k in _RESULT_FIELDS})
+        return orchestra.RunResult(
+            ok=not any(state in _NOT_OK for state in self.states.values()),
+            states=dict(self.states),
+            outputs=dict(self.outputs),
+            errors=dict(self.errors),
+            attempts=dict(self.attempts),
+            run_id=self.run_id,
+            reasons=dict(self.reasons),
+            hook_errors=tuple(self.hook_errors),
+            durations=dict(self.durations),
+            duration=time.perf_counter() - self.started,
+        )
 
     def failed(self) -> int:
         """How many nodes ended not ok."""

@@ -25,7 +25,7 @@ What the decisions become in Prefect:
   downstream), the reason in the state's message;
 - ``Fail``: the run ends ``Failed`` and is not retried (``orchestra.TaskFailed`` when no
   exception was raised, the task's own exception otherwise);
-- ``Replace`` (when orchestra has it): new keyword arguments (``before_execute``), a new
+- ``Replace``: new keyword arguments (``before_execute``), a new
   return value (``after_execute``), or a substitute value that recovers a failure;
 - no opinion: the task's own ``retries``, ``retry_delay_seconds`` and
   ``retry_condition_fn`` apply, as without hooks.

@@ -38,8 +38,18 @@ from prefect.logging import get_run_logger
 from prefect.states import Completed
 
 import orchestra
-from orchestra import Fail, HookChain, HookError, Retry, Skip, TaskFailed, TaskHooks, TaskState
-from orchestra_prefect._calls import async_moments, run_now
+from orchestra import (
+    Fail,
+    HookChain,
+    HookError,
+    Replace,
+    Retry,
+    Skip,
+    TaskFailed,
+    TaskHooks,
+    TaskState,
+)
+from orchestra_prefect._calls import run_now
 
 __all__ = ["DEFAULT_MAX_RETRIES", "SKIPPED", "hooked", "task_state"]
 
@@ -51,11 +61,7 @@ DEFAULT_MAX_RETRIES: Final = 99
 SKIPPED: Final = "Skipped"
 """The name of the ``Completed`` state a skipped task run ends in."""
 
-_MOMENTS: Final = tuple(
-    m for m in ("before_execute", "after_execute", "on_failure", "on_end") if hasattr(TaskHooks, m)
-)
-_REPLACE: Final[type | None] = getattr(orchestra, "Replace", None)
-_CTX_FIELDS: Final = frozenset(inspect.signature(orchestra.TaskHookContext).parameters)
+_MOMENTS: Final = ("before_execute", "after_execute", "on_failure", "on_end")
 _ENGINE: Final = "Prefect"
 _FAIL: Final = object()  # a hook failed the run: Prefect must not retry it
 
@@ -110,7 +116,7 @@ def hooked(
     if not isinstance(max_retries, int) or max_retries < 0:
         raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
     chain = HookChain(hooks, trait=TaskHooks, timeout=hook_timeout)
-    moments_async = async_moments(hooks, _MOMENTS)
+    moments_async = frozenset(m for m in _MOMENTS if chain.awaits(m))
 
     def decorate(obj: _T) -> _T:
         if isinstance(obj, Task):
@@ -188,7 +194,7 @@ class _HookedTask:
         )
         hooked_task.fn = self.wrap(task.fn)
         hooked_task.retry_delay_seconds = _Delays(self.own_delays, self.decided)
-        if self.has.get("on_end", False):
+        if self.has["on_end"]:
             hooked_task.on_completion_hooks = [*task.on_completion_hooks, self.ended]
             hooked_task.on_failure_hooks = [*task.on_failure_hooks, self.ended]
             # A run whose upstream failed never starts and Prefect calls no state hook
@@ -241,7 +247,7 @@ class _HookedTask:
         self.started.setdefault(rid, time.monotonic())
         if self.has["before_execute"]:
             decision, by = await self.call("before_execute", self.context(run, args, kwargs), sync)
-            if decision is not None and type(decision) is _REPLACE:
+            if decision is not None and type(decision) is Replace:
                 args, kwargs = (), self.replaced_inputs(decision, by)
             elif decision is not None:
                 return self.given_up(rid, decision, by, None)
@@ -255,10 +261,10 @@ class _HookedTask:
             if self.has["on_failure"]:
                 ctx = self.context(run, args, kwargs)
                 decision, by = await self.call("on_failure", ctx, sync, exc)
-            if decision is not None and type(decision) is _REPLACE:
+            if decision is not None and type(decision) is Replace:
                 self.log(f"{self.name}: failure recovered by {by} with a substitute output")
                 self.forget(rid)
-                return decision.value  # type: ignore[attr-defined]
+                return decision.value
             if isinstance(decision, Skip):
                 return self.given_up(rid, decision, by, exc)
             if isinstance(decision, Fail):
@@ -271,8 +277,8 @@ class _HookedTask:
             decision, by = await self.call(
                 "after_execute", self.context(run, args, kwargs), sync, result
             )
-            if decision is not None and type(decision) is _REPLACE:
-                result = decision.value  # type: ignore[attr-defined]
+            if decision is not None and type(decision) is Replace:
+                result = decision.value
             elif decision is not None:  # a fail-closed hook error
                 return self.given_up(rid, decision, by, None)
         self.forget(rid)
@@ -337,6 +343,9 @@ class _HookedTask:
             flow_run_id = flow_ctx.flow_run.id if flow_ctx and flow_ctx.flow_run else None
 
             def done(f: PrefectFuture[Any]) -> None:
+                # The future is done: wait() returns at once and keeps the state the run
+                # ended in (a NotReady state lives in the future only, not in the API).
+                f.wait(0)
                 state = f.state
                 if state.is_pending() and state.name == "NotReady":
                     never_ran = SimpleNamespace(
@@ -374,16 +383,15 @@ class _HookedTask:
                 }
             ),
         )
-        fields: dict[str, Any] = {
-            "task": task,
-            "attempt": run.run_count,
-            "executor": None,
-            "run_id": str(run.flow_run_id or run.id),
-            "errors": tuple(self.errors.get(run.id, ())),
-            "started_at": self.started.get(run.id, 0.0),
-            "inputs": MappingProxyType(bound),
-        }
-        return orchestra.TaskHookContext(**{k: v for k, v in fields.items() if k in _CTX_FIELDS})
+        return orchestra.TaskHookContext(
+            task=task,
+            attempt=run.run_count,
+            executor=None,
+            run_id=str(run.flow_run_id or run.id),
+            errors=tuple(self.errors.get(run.id, ())),
+            started_at=self.started.get(run.id, 0.0),
+            inputs=MappingProxyType(bound),
+        )
 
     async def call(self, moment: str, ctx: Any, sync: bool, *more: Any) -> tuple[Any, str | None]:
         coro = self.chain.call(moment, ctx, *more, subject=self.name, on_error=self.record)

@@ -129,7 +129,7 @@ def test_async_task_and_async_hooks(prefect_api: str) -> None:
 
         async def before_execute(self, ctx: orchestra.TaskHookContext) -> None:
             await asyncio.sleep(0)
-            self.seen.append(("before", dict(getattr(ctx, "inputs", {"x": 2}))))
+            self.seen.append(("before", dict(ctx.inputs)))
 
         async def after_execute(self, ctx: orchestra.TaskHookContext, result: Any) -> None:
             self.seen.append(("after", result))
