@@ -8,7 +8,17 @@ from hypothesis import strategies as st
 
 from orchestra import Fail, Retry, Skip
 
-TRIGGERS = ("all_success", "all_done", "none_failed")
+TRIGGERS = (
+    "all_success",
+    "all_done",
+    "none_failed",
+    "none_failed_min_one_success",
+    "one_success",
+    "one_failed",
+    "all_failed",
+    "all_skipped",
+    "always",
+)
 
 
 @st.composite
@@ -23,6 +33,7 @@ def dag_specs(draw: st.DrawFn, max_tasks: int = 14) -> list[dict[str, Any]]:
                 "id": f"t{i}",
                 "deps": [f"t{d}" for d in deps],
                 "trigger": draw(st.sampled_from(TRIGGERS)),
+                "run_on_fail_fast": draw(st.booleans()),
                 "retries": draw(st.integers(0, 2)),
                 # per attempt: does the body fail? (past the list: it succeeds)
                 "fails": draw(st.lists(st.booleans(), max_size=4)),

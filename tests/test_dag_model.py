@@ -110,7 +110,7 @@ def test_fn_not_callable() -> None:
         ({"retry_delay": -0.1}, "retry_delay"),
         ({"timeout": 0}, "timeout"),
         ({"timeout": -1}, "timeout"),
-        ({"trigger": "one_success"}, "unknown trigger rule 'one_success'"),
+        ({"trigger": "one_of_them"}, "unknown trigger rule 'one_of_them'"),
     ],
 )
 def test_bad_task_options(kwargs: dict[str, object], match: str) -> None:

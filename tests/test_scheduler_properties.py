@@ -11,6 +11,7 @@ from strategies import dag_specs
 
 import orchestra
 from orchestra import DAG, RunContext, RunResult, Task, TaskHookContext, TaskHooks, TaskState
+from orchestra.dag._rules import AFTER_FAILURES
 
 S = TaskState
 FAILED_LIKE = (S.FAILED, S.UPSTREAM_FAILED)
@@ -26,9 +27,18 @@ class Scripted(TaskHooks):
         self.violations: list[str] = []
 
     def before_execute(self, ctx: TaskHookContext) -> Any:
-        for dep, state in ctx.upstream_states.items():  # no task starts before its deps end
-            if not state.terminal:
-                self.violations.append(f"{ctx.task.id} started before {dep} ended")
+        # no task starts before its rule allows: its deps ended, or (one_success,
+        # one_failed) one of them ended so, or (always) at once
+        ups = list(ctx.upstream_states.values())
+        rule = ctx.task.trigger
+        if ups and rule == "one_success":
+            started = any(s is S.SUCCEEDED for s in ups)
+        elif ups and rule == "one_failed":
+            started = any(s in FAILED_LIKE for s in ups)
+        else:
+            started = rule == "always" or all(s.terminal for s in ups)
+        if not started:
+            self.violations.append(f"{ctx.task.id} ({rule}) started with upstreams {ups}")
         answers = self.specs[ctx.task.id]["before"]
         return answers[ctx.attempt - 1] if ctx.attempt <= len(answers) else None
 
@@ -44,15 +54,37 @@ class Scripted(TaskHooks):
 
 
 def expected_gate(trigger: str, upstream: list[TaskState]) -> TaskState | None:
-    if trigger == "all_done":
+    """How a task ends given its upstreams' final states: None if it runs (the oracle)."""
+    succeeded = any(s is S.SUCCEEDED for s in upstream)
+    failed = any(s in FAILED_LIKE for s in upstream)
+    skipped = any(s is S.SKIPPED for s in upstream)
+    cancelled = any(s is S.CANCELLED for s in upstream)
+    if not upstream or trigger in ("all_done", "always"):
         return None
-    if any(s in FAILED_LIKE for s in upstream):
-        return S.UPSTREAM_FAILED
-    if any(s is S.CANCELLED for s in upstream):
-        return S.CANCELLED
-    if trigger == "all_success" and any(s is S.SKIPPED for s in upstream):
+    if trigger in ("all_success", "none_failed", "none_failed_min_one_success"):
+        if failed:
+            return S.UPSTREAM_FAILED
+        if cancelled:
+            return S.CANCELLED
+        if trigger == "all_success" and skipped:
+            return S.SKIPPED
+        if trigger == "none_failed_min_one_success" and not succeeded:
+            return S.SKIPPED
+        return None
+    if trigger == "one_success":
+        if succeeded:
+            return None
+        return S.UPSTREAM_FAILED if failed else S.CANCELLED if cancelled else S.SKIPPED
+    if trigger == "one_failed":
+        return None if failed else S.CANCELLED if cancelled else S.SKIPPED
+    if trigger == "all_failed":
+        if succeeded or skipped:
+            return S.SKIPPED
+        return S.CANCELLED if cancelled else None
+    assert trigger == "all_skipped"
+    if succeeded or failed:
         return S.SKIPPED
-    return None
+    return S.CANCELLED if cancelled else None
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
@@ -96,6 +128,9 @@ def test_random_dags_keep_the_invariants(
                 deps=spec["deps"],
                 trigger=spec["trigger"],
                 retries=spec["retries"],
+                # fail_fast needs it on rules that run after failures; elsewhere a no-op
+                run_on_fail_fast=spec["run_on_fail_fast"]
+                or (fail_fast and spec["trigger"] in AFTER_FAILURES),
             )
         )
     hooks = Scripted(by_id)

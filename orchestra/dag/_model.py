@@ -2,57 +2,22 @@
 
 from __future__ import annotations
 
-import enum
 import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping
 from types import FunctionType, MappingProxyType
-from typing import Any, Final, Literal, TypeAlias, TypeVar, final, overload
+from typing import Any, Final, TypeVar, final, overload
 
 import attrs
 
 from orchestra._errors import DAGError
 from orchestra.dag._plan import Plan
+from orchestra.dag._rules import AFTER_FAILURES, RULES, TriggerRule
+from orchestra.dag._state import TaskState
 
 __all__ = ["DAG", "Task", "TaskState", "TriggerRule"]
 
-TriggerRule: TypeAlias = Literal["all_success", "all_done", "none_failed"]
-"""When a task runs, given how its upstream tasks ended:
-
-- ``"all_success"`` (default): when all upstreams SUCCEEDED; an upstream FAILED (or
-  UPSTREAM_FAILED) makes it UPSTREAM_FAILED, an upstream SKIPPED makes it SKIPPED.
-- ``"all_done"``: once every upstream ended, whatever its state.
-- ``"none_failed"``: unless an upstream FAILED (or UPSTREAM_FAILED); SKIPPED upstreams are fine.
-"""
-
-TRIGGER_RULES: Final = frozenset({"all_success", "all_done", "none_failed"})
-
-
-class TaskState(enum.Enum):
-    """The state of a task in a run; every task ends in exactly one terminal state.
-
-    Attributes:
-        PENDING: not started yet.
-        RUNNING: an attempt is under way (or waiting to retry).
-        SUCCEEDED: an attempt returned; its result is in ``RunResult.outputs``.
-        FAILED: it raised and no hook retried it, or a hook answered ``Fail``.
-        SKIPPED: a hook answered ``Skip``, or an upstream was skipped (``all_success``).
-        UPSTREAM_FAILED: an upstream failed and its trigger rule does not run it.
-        CANCELLED: the run was cancelled (or ``fail_fast`` stopped it) before it ended.
-    """
-
-    PENDING = "pending"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-    UPSTREAM_FAILED = "upstream_failed"
-    CANCELLED = "cancelled"
-
-    @property
-    def terminal(self) -> bool:
-        """Whether the state is final."""
-        return self not in (TaskState.PENDING, TaskState.RUNNING)
+TRIGGER_RULES: Final = frozenset(RULES)
 
 
 _CO_COROUTINE: Final = inspect.CO_COROUTINE
@@ -99,6 +64,7 @@ class _TaskFields:
         "metadata",
         "retries",
         "retry_delay",
+        "run_on_fail_fast",
         "timeout",
         "trigger",
     )
@@ -113,6 +79,7 @@ class _TaskFields:
     metadata: Mapping[str, Any]
     agent: str | None
     inline: bool
+    run_on_fail_fast: bool
     is_async: bool
     _dep_tasks: tuple[Task, ...]
 
@@ -139,6 +106,9 @@ class Task(_TaskFields):
             to dispatch, and the agent's output is the task's output.
         inline: run a sync body on the event loop instead of a worker thread (for cheap
             bodies only: it blocks the loop while it runs).
+        run_on_fail_fast: under ``run(..., fail_fast=True)``, run this task after the
+            cancellation, as cleanup (its trigger rule judging upstreams that did not
+            end as CANCELLED); required there for a rule that runs after failures.
         is_async: whether ``fn`` is a coroutine function.
     """
 
@@ -159,6 +129,7 @@ class Task(_TaskFields):
         metadata: Mapping[str, Any] | None = None,
         agent: str | None = None,
         inline: bool = False,
+        run_on_fail_fast: bool = False,
     ) -> Task:
         if type(id) is not str or not id:
             raise ValueError(f"a task id must be a non-empty string, got {id!r}")
@@ -203,6 +174,7 @@ class Task(_TaskFields):
         self.metadata = _NO_METADATA if metadata is None else metadata
         self.agent = agent
         self.inline = inline
+        self.run_on_fail_fast = run_on_fail_fast
         if type(fn) is FunctionType and not fn.__dict__:  # no 3.12+ coroutine mark
             self.is_async = bool(fn.__code__.co_flags & _CO_COROUTINE)
         else:
@@ -231,6 +203,7 @@ class Task(_TaskFields):
                 None if self.metadata is _NO_METADATA else self.metadata,
                 self.agent,
                 self.inline,
+                self.run_on_fail_fast,
             ),
         )
 
@@ -254,6 +227,7 @@ _PICKLED: Final = (
     "metadata",
     "agent",
     "inline",
+    "run_on_fail_fast",
 )
 
 
@@ -325,6 +299,7 @@ class DAG:
         metadata: Mapping[str, Any] | None = None,
         agent: str | None = None,
         inline: bool = False,
+        run_on_fail_fast: bool = False,
     ) -> Callable[[Callable[..., Any]], Task]: ...
 
     def task(
@@ -341,6 +316,7 @@ class DAG:
         metadata: Mapping[str, Any] | None = None,
         agent: str | None = None,
         inline: bool = False,
+        run_on_fail_fast: bool = False,
     ) -> Task | Callable[[Callable[..., Any]], Task]:
         """Decorate a function as a task of this DAG, bare or with options.
 
@@ -360,21 +336,36 @@ class DAG:
                 metadata=dict(metadata) if metadata else None,
                 agent=agent,
                 inline=inline,
+                run_on_fail_fast=run_on_fail_fast,
             )
             return self.add(task)
 
         return decorate(fn) if fn is not None else decorate
 
-    def validate(self) -> list[Task]:
+    def validate(self, *, fail_fast: bool = False) -> list[Task]:
         """Check the DAG and return its tasks in a topological order.
 
+        Args:
+            fail_fast: check it for ``run(..., fail_fast=True)`` too.
+
         Raises:
-            DAGError: for a dependency on an unknown task or a task of another DAG, a
-                cycle (the message names the cycle's tasks in order), or a task whose
-                function needs a parameter (one without a default) that is not among its
-                deps (the message names the task, the parameter and the deps).
+            DAGError: a dependency on an unknown task or a task of another DAG; a cycle
+                (named in order); a task whose function needs a parameter that is not
+                among its deps; with ``fail_fast``, a task whose rule runs after failures
+                (``all_done``, ``always``, ``one_failed``, ``all_failed``) without
+                ``run_on_fail_fast=True``.
         """
-        return list(self.plan().order)
+        order = self.plan().order
+        if fail_fast:
+            for task in order:
+                if task.trigger in AFTER_FAILURES and not task.run_on_fail_fast:
+                    raise DAGError(
+                        f"task {task.id!r} has trigger={task.trigger!r}, which runs after "
+                        "failures, but fail_fast=True cancels the run at the first "
+                        "failure: set run_on_fail_fast=True on it to run it after the "
+                        "cancellation (cleanup), or run without fail_fast"
+                    )
+        return list(order)
 
     def plan(self) -> Plan:
         """The validated execution plan (cached until the DAG changes; internal)."""

@@ -36,6 +36,7 @@ from orchestra.dag._journal import RunJournal
 from orchestra.dag._model import DAG, TaskState
 from orchestra.dag._remote import RemoteOutputs
 from orchestra.dag._result import Column, RunResult
+from orchestra.dag._rules import EARLY_ON_SUCCESS, RUN, WAIT, decide
 from orchestra.dag._run_hooks import before_run, end_run, end_tasks
 from orchestra.dag._task_run import run_task
 from orchestra.dag._threads import ThreadPool
@@ -57,6 +58,8 @@ _CANCELLED: Final = TaskState.CANCELLED
 _SLICE: Final = 0.005  # seconds of work the workers do, all together, between loop passes
 _THREADS_UNCAPPED: Final = 40  # threads for sync bodies when max_concurrency=None (anyio's)
 _NOT_OK: Final = (_FAILED, _UPSTREAM_FAILED, _CANCELLED)
+# Rules that do not run when every upstream succeeded.
+_NOT_ON_SUCCESS: Final = frozenset({"one_failed", "all_failed", "all_skipped"})
 _NO_NOTES: Final[list[str]] = []  # the messages of an attempt no hook sees (never appended)
 # Who took a decision, for traces, when no hook did.
 _TASK_RETRIES: Final = "task.retries"
@@ -93,6 +96,8 @@ class _Run:
         if not isinstance(max_attempts, int) or max_attempts < 1:
             raise ValueError(f"max_attempts must be an int >= 1, got {max_attempts!r}")
         plan = dag.plan()
+        if fail_fast:
+            dag.validate(fail_fast=True)
         self.dag = dag
         self.order = plan.order
         self.dependents = plan.dependents
@@ -114,8 +119,17 @@ class _Run:
         self.errors: dict[str, BaseException] = {}
         self.reasons: dict[str, str] = {}
         self.hook_errors: list[HookError] = []
-        self.remaining = list(plan.indegree)
+        self.remaining = remaining = list(plan.indegree)
         self.ready: deque[int] = deque(plan.sources)
+        # Rules that decide early on a success; "always" tasks start at once (-1: queued).
+        self.early_on_success = [task.trigger in EARLY_ON_SUCCESS for task in self.order]
+        self.runs_on_success = [task.trigger not in _NOT_ON_SUCCESS for task in self.order]
+        self.bad = [0] * n  # upstreams that ended without succeeding, per task
+        for i, task in enumerate(self.order):
+            if task.trigger == "always" and remaining[i]:
+                remaining[i] = -1
+                self.ready.append(i)
+        self.cleaning = False  # after a fail_fast stop: only run_on_fail_fast tasks run
         self.done = 0
         self.not_ok = 0  # tasks settled FAILED, UPSTREAM_FAILED or CANCELLED
         self.index = plan.index
@@ -193,10 +207,9 @@ class _Run:
         self.slice_end = time.perf_counter() + _SLICE
         try:
             if not (self.chain.has("before_run") and await before_run(self)):
-                async with anyio.create_task_group() as tg:
-                    self.tg = tg
-                    for _ in range(self.workers):
-                        tg.start_soon(self.worker, cancelled)
+                await self.work(cancelled)
+                if self.stopping and self.fail_fast and self.fatal is None:
+                    await self.clean_up(cancelled)
         except BaseException as exc:
             escaped = exc
             raise
@@ -222,6 +235,37 @@ class _Run:
         if self.fatal is not None:
             raise self.fatal
         return result if result is not None else self.result()
+
+    async def work(self, cancelled: type[BaseException]) -> None:
+        """Run the workers until every task ended (or the run stops)."""
+        async with anyio.create_task_group() as tg:
+            self.tg = tg
+            for _ in range(self.workers):
+                tg.start_soon(self.worker, cancelled)
+
+    async def clean_up(self, cancelled: type[BaseException]) -> None:
+        """After a fail_fast stop: run the ``run_on_fail_fast`` tasks, as cleanup.
+
+        The other tasks that did not start end CANCELLED first; the cleanup tasks' rules
+        judge their upstreams as they ended, those CANCELLED included.
+        """
+        self.cleaning = True  # gate() ends every other task CANCELLED
+        self.runs_on_success = [
+            plain and task.run_on_fail_fast
+            for plain, task in zip(self.runs_on_success, self.order, strict=True)
+        ]
+        self.stopping = False
+        self.fail_fast = False  # a failing cleanup task stops no other
+        ready = self.ready
+        order = self.order
+        keep = [i for i in ready if order[i].run_on_fail_fast and not self.states[i].terminal]
+        ready.clear()
+        ready.extend(keep)
+        for i, task in enumerate(order):
+            if not self.states[i].terminal and not task.run_on_fail_fast:
+                self.settle(i, _CANCELLED)
+        if self.done < self.total:
+            await self.work(cancelled)
 
     def cancel_unfinished(self) -> None:
         """The tasks that did not end: CANCELLED (their on_end is due)."""
@@ -331,39 +375,66 @@ class _Run:
     # -- propagation ----------------------------------------------------------------------
 
     def settle(self, i: int, state: TaskState) -> None:
-        """Record task ``i``'s terminal state and release (or settle) its dependents."""
+        """Record task ``i``'s terminal state and release (or settle) its dependents.
+
+        A dependent's trigger rule is asked when its last upstream ended, or earlier when
+        the upstream that ended did not succeed (or its rule decides on a success): it
+        may run, or end, before its slowest upstream. ``remaining`` is -1 for a task
+        queued or ended that way, so the upstreams that end later pass it by.
+        """
         states = self.states
         states[i] = state
         self.done += 1
         if state is not _SUCCEEDED and state in _NOT_OK:
             self.not_ok += 1
+        remaining = self.remaining
+        remaining[i] = -1  # ended: upstreams that end later pass it by
         ending = self.ending if self.has_on_end else None
         if ending is not None:
             ending.append(i)
         remote = self.remote
         if remote is not None:
             remote.ended(i, self.outputs)
-        remaining = self.remaining
         dependents = self.dependents
+        early = self.early_on_success
+        plain = self.runs_on_success
+        bad = self.bad
         ready = self.ready
         stack = [i]
         while stack:
-            for d in dependents[stack.pop()]:
-                remaining[d] -= 1
-                if remaining[d] == 0:
-                    gate = self.gate(d)
-                    if gate is None:
-                        ready.append(d)
-                    else:
-                        states[d] = gate
-                        self.done += 1
-                        if gate is not _SKIPPED:  # UPSTREAM_FAILED or CANCELLED
-                            self.not_ok += 1
-                        if ending is not None:
-                            ending.append(d)
-                        if remote is not None:
-                            remote.ended(d, self.outputs)
-                        stack.append(d)
+            j = stack.pop()
+            succeeded = states[j] is _SUCCEEDED
+            for d in dependents[j]:
+                left = remaining[d] - 1
+                if left < 0:  # queued or ended already
+                    continue
+                remaining[d] = left
+                if not succeeded:
+                    bad[d] += 1
+                elif left:
+                    if not early[d]:
+                        continue
+                elif not bad[d] and plain[d]:  # the common case: every upstream succeeded
+                    ready.append(d)
+                    continue
+                gate = self.gate(d)
+                if gate is WAIT:
+                    continue
+                if left:
+                    remaining[d] = -1  # decided before its last upstream ended
+                if gate is RUN:
+                    ready.append(d)
+                    continue
+                states[d] = gate
+                remaining[d] = -1
+                self.done += 1
+                if gate is not _SKIPPED:  # UPSTREAM_FAILED or CANCELLED
+                    self.not_ok += 1
+                if ending is not None:
+                    ending.append(d)
+                if remote is not None:
+                    remote.ended(d, self.outputs)
+                stack.append(d)
         idle = self.idle
         if idle:
             if self.done >= self.total:
@@ -373,27 +444,22 @@ class _Run:
                 for _ in range(min(len(idle), len(ready))):
                     idle.pop().set()
 
-    def gate(self, d: int) -> TaskState | None:
-        """None if task ``d`` may run now its upstreams ended, else its terminal state."""
-        rule = self.order[d].trigger
-        if rule == "all_done":
-            return None
+    def gate(self, d: int) -> TaskState:
+        """What task ``d``'s trigger rule says now: ``RUN``, ``WAIT`` or its end state."""
+        task = self.order[d]
+        if self.cleaning and not task.run_on_fail_fast:
+            return _CANCELLED  # fail_fast stopped the run: only cleanup tasks still run
         states = self.states
-        failed = skipped = cancelled = False
-        for u in self.upstreams[d]:
+        succeeded = failed = skipped = cancelled = 0
+        ups = self.upstreams[d]
+        for u in ups:
             s = states[u]
             if s is _SUCCEEDED:
-                continue
-            if s is _FAILED or s is _UPSTREAM_FAILED:
-                failed = True
+                succeeded += 1
+            elif s is _FAILED or s is _UPSTREAM_FAILED:
+                failed += 1
             elif s is _SKIPPED:
-                skipped = True
-            else:
-                cancelled = True
-        if failed:
-            return _UPSTREAM_FAILED
-        if cancelled:
-            return _CANCELLED
-        if skipped and rule == "all_success":
-            return _SKIPPED
-        return None
+                skipped += 1
+            elif s is _CANCELLED:
+                cancelled += 1
+        return decide(task.trigger, len(ups), succeeded, failed, skipped, cancelled)

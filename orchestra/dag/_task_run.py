@@ -8,9 +8,9 @@ the rule the dispatcher shares), and ``decided`` / ``_Run.settle`` end the task.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, final
 
 import anyio
 
@@ -20,7 +20,6 @@ from orchestra._decisions import Decision, Replace, Retry, Skip
 from orchestra._errors import TaskFailed
 from orchestra._hooks import NO_INPUTS, TaskHookContext, task_context
 from orchestra.dag._model import Task, TaskState
-from orchestra.dag._result import Column
 from orchestra.tracing._engine import NO_ATTEMPT, STATE_RETRYING, AttemptSpan
 
 if TYPE_CHECKING:
@@ -235,9 +234,37 @@ def upstream_states(run: _Run, i: int) -> Mapping[str, TaskState]:
         ups = run.upstreams[i]
         if not ups:
             return NO_INPUTS
-        order = run.order
-        view = run.up_views[i] = Column({order[u].id: u for u in ups}, run.states)
+        view = run.up_views[i] = _Upstreams(ups, run.order, run.states)
     return view
+
+
+@final
+class _Upstreams(Mapping[str, TaskState]):
+    """A task's upstream states by id: a live, read-only view of the run's states."""
+
+    __slots__ = ("_order", "_states", "_ups")
+
+    def __init__(
+        self, ups: tuple[int, ...], order: Sequence[Task], states: list[TaskState]
+    ) -> None:
+        self._ups = ups  # built per task while it runs: the id lookups wait until asked
+        self._order = order
+        self._states = states
+
+    def __getitem__(self, task_id: str) -> TaskState:
+        for u in self._ups:
+            if self._order[u].id == task_id:
+                return self._states[u]
+        raise KeyError(task_id)
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._order[u].id for u in self._ups)
+
+    def __len__(self) -> int:
+        return len(self._ups)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 async def body(run: _Run, task: Task, kwargs: dict[str, Any], notes: list[str]) -> Any:
