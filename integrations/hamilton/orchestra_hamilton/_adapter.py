@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Generator, Mapping
+from types import MappingProxyType
 from typing import Any, Final, final
 
 from hamilton import node as hamilton_node
@@ -128,7 +128,7 @@ class HookAdapter(
         self._node_hooks = any(self._has[m] for m in _NODE_MOMENTS)
         self._track = self._node_hooks or any(self._has[m] for m in _RUN_MOMENTS)
         self._runs: dict[str, Run] = {}
-        self._tasks: weakref.WeakKeyDictionary[Any, orchestra.Task] = weakref.WeakKeyDictionary()
+        self._tasks: dict[str, orchestra.Task] = {}  # node name -> its task, across runs
 
     def __repr__(self) -> str:
         return f"HookAdapter({self.chain!r})"
@@ -194,11 +194,13 @@ class HookAdapter(
     ) -> Run:
         run = Run(run_id, self.name, async_driver=is_async, keep_outputs=self._has["after_run"])
         self.hook_errors = run.hook_errors
+        run.record = self._recorder(run)
         if graph is not None and self._track:
             run.request = (graph, final_vars, inputs or {}, overrides or {})
         tracer = ot.get_tracer()
         if tracer is not None:
             run.trace = Trace(tracer, self.name, run_id, len(final_vars))
+            run.tracer = tracer
         self._runs[run_id] = run
         return run
 
@@ -212,7 +214,7 @@ class HookAdapter(
             started_at=run.started_at,
         )
         decision, by = await self.chain.call(
-            "before_run", ctx, subject=run.dag, on_error=self._recorder(run)
+            "before_run", ctx, subject=run.dag, on_error=run.record
         )
         if isinstance(decision, Fail):
             self._runs.pop(run.run_id, None)
@@ -227,7 +229,7 @@ class HookAdapter(
         for name, state in run.unfinished():
             if self._has["on_end"]:
                 node: Any = run.plan[name]
-                task = self._task(run, node)
+                task = self._task(node, name)
                 ctx = run.context(task, 0, [], 0.0, {})
                 await self._call(run, "on_end", ctx, state, sync=False, subject=name)
         if run.trace is not None:
@@ -247,7 +249,7 @@ class HookAdapter(
                 run_ctx,
                 self.last_result,
                 subject=run.dag,
-                on_error=self._recorder(run),
+                on_error=run.record,
             )
 
     # -- one node, all its attempts --------------------------------------------------------
@@ -290,9 +292,9 @@ class HookAdapter(
         if not sync:  # upstream nodes are asyncio tasks under the async driver
             kwargs = {k: (await v) if isinstance(v, Awaitable) else v for k, v in kwargs.items()}
         name = node.name
-        task = self._task(run, node) if self._node_hooks else None
-        started = time.perf_counter()
-        started_at = time.monotonic()
+        task = self._task(node, name) if self._node_hooks else None
+        upstream = run.upstream_states(task) if task is not None else None
+        started = started_at = time.monotonic()
         errors: list[BaseException] = []
         span: Span | None = None
         attempt = 0
@@ -302,13 +304,21 @@ class HookAdapter(
             previous, span = span, None
             if run.trace is not None:
                 span = run.trace.attempt(name, attempt, previous)
+            ctx = None  # this attempt's context, shared by its moments while it holds
             try:
                 if self._has["before_execute"]:
                     assert task is not None
-                    ctx = run.context(task, attempt, errors, started_at, kwargs)
-                    decision, by = await self._call(run, "before_execute", ctx, sync=sync)
+                    ctx = run.context(task, attempt, errors, started_at, kwargs, upstream)
+                    call = self.chain.call(
+                        "before_execute", ctx, subject=name, on_error=run.record, tracer=run.tracer
+                    )
+                    if sync and "before_execute" in self._async:
+                        decision, by = run_now(call, needs_loop=True)
+                    else:  # def hooks only never suspend: the sync driver's loop holds
+                        decision, by = await call
                     if decision is not None and type(decision) is Replace:
                         kwargs = self._replaced_inputs(run, name, decision, by)
+                        ctx = None
                     elif decision is not None:
                         _decided(span, decision, by, attempt)
                         return await self._refused(run, task, attempt, decision, by, started, sync)
@@ -323,7 +333,7 @@ class HookAdapter(
                     decision, by = None, None
                     if self._has["on_failure"]:
                         assert task is not None
-                        ctx = run.context(task, attempt, errors, started_at, kwargs)
+                        ctx = run.context(task, attempt, errors, started_at, kwargs, upstream)
                         decision, by = await self._call(run, "on_failure", ctx, exc, sync=sync)
                     if isinstance(decision, Retry) and attempt < self.max_attempts:
                         _decided(span, decision, by, attempt)
@@ -361,10 +371,20 @@ class HookAdapter(
                 else:
                     if self._has["after_execute"]:
                         assert task is not None
-                        ctx = run.context(task, attempt, errors, started_at, kwargs)
-                        decision, by = await self._call(
-                            run, "after_execute", ctx, result, sync=sync
+                        if ctx is None:
+                            ctx = run.context(task, attempt, errors, started_at, kwargs, upstream)
+                        call = self.chain.call(
+                            "after_execute",
+                            ctx,
+                            result,
+                            subject=name,
+                            on_error=run.record,
+                            tracer=run.tracer,
                         )
+                        if sync and "after_execute" in self._async:
+                            decision, by = run_now(call, needs_loop=True)
+                        else:
+                            decision, by = await call
                         if decision is not None and type(decision) is Replace:
                             result = decision.value
                         elif decision is not None:  # a fail-closed hook error
@@ -436,11 +456,15 @@ class HookAdapter(
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def _task(self, run: Run, node: Any) -> orchestra.Task:
-        task = self._tasks.get(node)
-        if task is None:
-            task = self._tasks[node] = run.task(
-                node.name, node.callable, (d.name for d in node.dependencies), node.tags
+    def _task(self, node: Any, name: str) -> orchestra.Task:
+        """The ``orchestra.Task`` standing for a node, made once per node and adapter."""
+        task = self._tasks.get(name)
+        if task is None or task.fn is not node.callable:  # new, or another driver's node
+            task = self._tasks[name] = orchestra.Task(
+                id=name,
+                fn=node.callable,
+                deps=[d.name for d in node.dependencies],
+                metadata=MappingProxyType(dict(node.tags)),
             )
         return task
 
@@ -460,17 +484,16 @@ class HookAdapter(
     async def _call(
         self, run: Run, moment: str, *args: Any, sync: bool, subject: str | None = None
     ) -> tuple[Any, str | None]:
-        ctx = args[0]
         call = self.chain.call(
             moment,
             *args,
-            subject=subject if subject is not None else ctx.task.id,
-            on_error=self._recorder(run),
-            tracer=run.trace.tracer if run.trace is not None else None,
+            subject=subject if subject is not None else args[0].task.id,
+            on_error=run.record,
+            tracer=run.tracer,
         )
-        if sync:
-            return run_now(call, needs_loop=moment in self._async)
-        return await call
+        if sync and moment in self._async:  # the sync driver: async hooks get a loop
+            return run_now(call, needs_loop=True)
+        return await call  # def hooks only: never suspends, so the sync driver's loop holds
 
     @staticmethod
     def _recorder(run: Run) -> Callable[[HookError], None]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, final
 
@@ -94,13 +94,14 @@ class Run:
         "outputs",
         "plan",
         "reasons",
+        "record",
         "request",
         "run_id",
         "started",
         "started_at",
         "states",
-        "tasks",
         "trace",
+        "tracer",
     )
 
     def __init__(self, run_id: str, dag: str, *, async_driver: bool, keep_outputs: bool) -> None:
@@ -108,9 +109,7 @@ class Run:
         self.dag = dag
         self.async_driver = async_driver
         self.keep_outputs = keep_outputs
-        self.started = time.perf_counter()
-        self.started_at = time.monotonic()
-        self.tasks: dict[str, orchestra.Task] = {}
+        self.started = self.started_at = time.monotonic()
         self.states: dict[str, TaskState] = {}
         self.attempts: dict[str, int] = {}
         self.outputs: dict[str, Any] = {}
@@ -118,21 +117,12 @@ class Run:
         self.reasons: dict[str, str] = {}
         self.durations: dict[str, float] = {}
         self.hook_errors: list[orchestra.HookError] = []
+        self.record: Callable[[orchestra.HookError], None] = self.hook_errors.append
         self.plan: dict[str, Any] = {}  # name -> Hamilton node, in topological order
         self.ending = False
         self.trace: Trace | None = None
+        self.tracer: trace.Tracer | None = None  # the trace's tracer, for hook spans
         self.request: tuple[Any, list[str], dict[str, Any], dict[str, Any]] | None = None
-
-    def task(
-        self, name: str, fn: Callable[..., Any], deps: Iterable[str], tags: Mapping[str, Any]
-    ) -> orchestra.Task:
-        """The ``orchestra.Task`` standing for a node (made once per run)."""
-        task = self.tasks.get(name)
-        if task is None:
-            task = self.tasks[name] = orchestra.Task(
-                id=name, fn=fn, deps=list(deps), metadata=MappingProxyType(dict(tags))
-            )
-        return task
 
     def context(
         self,
@@ -141,8 +131,9 @@ class Run:
         errors: list[BaseException],
         started: float,
         inputs: Mapping[str, Any],
+        upstream: Mapping[str, TaskState] | None = None,
     ) -> TaskHookContext:
-        """The hook context of one attempt."""
+        """The hook context of one attempt (``upstream``: see ``upstream_states``)."""
         return TaskHookContext(
             task=task,
             attempt=attempt,
@@ -150,16 +141,18 @@ class Run:
             run_id=self.run_id,
             errors=tuple(errors),
             started_at=started,
-            inputs=MappingProxyType(dict(inputs)),
-            upstream_states=MappingProxyType(
-                {dep: self.states[dep] for dep in task.deps if dep in self.states}
-            ),
+            inputs=MappingProxyType(inputs),  # the node's own kwargs: nothing changes them
+            upstream_states=upstream if upstream is not None else self.upstream_states(task),
         )
+
+    def upstream_states(self, task: orchestra.Task) -> Mapping[str, TaskState]:
+        """The states of the task's upstream nodes (Hamilton's inputs have none)."""
+        return MappingProxyType({dep: self.states[dep] for dep in task.deps if dep in self.states})
 
     def settle(self, name: str, state: TaskState, started: float) -> None:
         """Record a node's terminal state."""
         self.states[name] = state
-        self.durations[name] = time.perf_counter() - started
+        self.durations[name] = time.monotonic() - started
 
     def unfinished(self) -> list[tuple[str, TaskState]]:
         """Planned nodes that never ended, with the state they end in now the run is over.
@@ -193,7 +186,7 @@ class Run:
             reasons=dict(self.reasons),
             hook_errors=tuple(self.hook_errors),
             durations=dict(self.durations),
-            duration=time.perf_counter() - self.started,
+            duration=time.monotonic() - self.started,
         )
 
     def failed(self) -> int:
