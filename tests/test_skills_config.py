@@ -336,7 +336,7 @@ def test_mcp_tool_server_as_command_line_or_mapping(tmp_path: Path) -> None:
         (
             "  PreToolUse:\n    - matcher: '(Bash'\n      hooks: [{type: prompt, prompt: x}]\n",
             3,
-            "hooks.PreToolUse[0].matcher: not a valid regular expression",
+            "hooks.PreToolUse[0].matcher: not a valid RE2 regular expression",
         ),
         (
             "  Stop:\n    - hooks:\n      - type: command\n        command: x\n"
@@ -416,7 +416,7 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
         """
         hooks:
           PreToolUse:
-            - matcher: "(a+)+$"
+            - matcher: '(a)\\1'  # a backreference: RE2 cannot run it
               hooks:
                 - {type: command, command: x, timeout: 500}
                 - {type: nope}
@@ -474,21 +474,9 @@ def test_unlisted_header_variable_is_refused_at_load(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "matcher", ["(a+)+$", "(a*)*", "(\\w+\\s?)*$", "(Edit|Write)+", "(.*a){20}", "(a)\\1"]
-)
-def test_catastrophic_matchers_are_refused_at_load(tmp_path: Path, matcher: str) -> None:
-    config = write(
-        tmp_path / "orchestra.yaml",
-        f"hooks:\n  PreToolUse:\n    - matcher: '{matcher}'\n"
-        "      hooks: [{type: prompt, prompt: x}]\n",
-    )
-    error = refused(config)
-    assert error.line == 3
-    assert "can backtrack catastrophically" in str(error)
-
-
-@pytest.mark.parametrize(
-    "matcher", ["Bash", "Edit|Write", "mcp__.*", "Bash(Output)?", "[A-Z][a-z]+", "(ab)+", "a{2}"]
+    "matcher",
+    # the nested repetitions are harmless on RE2 (tests/test_skills_matchers.py)
+    ["Bash", "Edit|Write", "mcp__.*", "Bash(Output)?", "[A-Z][a-z]+", "(ab)+", "a{2}", "(a+)+$"],
 )
 def test_ordinary_matchers_load(tmp_path: Path, matcher: str) -> None:
     config = write(

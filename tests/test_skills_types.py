@@ -121,7 +121,7 @@ def test_identity_ignores_order_where_order_means_nothing() -> None:
 def test_construction_refuses_what_could_not_run() -> None:
     with pytest.raises(ValueError, match=r"unknown event 'PreToolUs' \(did you mean 'PreToolUse'"):
         PromptHook(event="PreToolUs", prompt="x")
-    with pytest.raises(ValueError, match="matcher: not a valid regular expression"):
+    with pytest.raises(ValueError, match="matcher: not a valid RE2 regular expression"):
         PromptHook(event="PreToolUse", matcher="(", prompt="x")
     with pytest.raises(ValueError, match=r"timeout: must be in \(0, 300\]"):
         PromptHook(event="PreToolUse", prompt="x", timeout=0)

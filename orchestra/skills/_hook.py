@@ -168,7 +168,7 @@ class HookSpec:
     def matches(self, value: str | None) -> bool:
         """Whether the hook runs for an event whose matcher field is ``value``."""
         pattern = self.pattern
-        return pattern is None or (value is not None and pattern.fullmatch(value) is not None)
+        return pattern is None or (value is not None and pattern.fullmatch(value))
 
     def describe(self) -> str:
         """What the hook does, in one line (``orchestra hooks list``)."""

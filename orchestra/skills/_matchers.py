@@ -1,83 +1,70 @@
-r"""Matchers: regular expressions matched against the whole value.
+r"""Matchers: regular expressions matched against the whole value, in linear time.
 
 ``Bash`` does not match ``BashOutput``; ``"*"``, ``""`` or no matcher match every value.
-Patterns that can backtrack catastrophically are refused at load by a structural rule: a
-repeated part (``*``, ``+``, ``{m,n}`` with n > 1) may not contain another repeated part,
-an alternation of words, or a backreference. ``(a+)+$``, ``(\\w*)*``, ``(Edit|Write)+``
-and ``(.*a){20}`` are refused; ``Edit|Write``, ``mcp__.*``, ``Bash(Output)?`` and
-``[A-Z][a-z]+`` are fine.
+Patterns run on RE2 (the ``google-re2`` bindings): matching takes time linear in the
+value whatever the pattern, so no matcher can hang the process (Python's ``re`` holds
+the GIL while it backtracks, and no timeout can stop it). RE2 has no backreferences
+(``\1``) and no lookaround (``(?=...)``, ``(?<!...)``): such a pattern is refused at load
+with RE2's reason.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import re
-from collections.abc import Iterable
-from typing import Any, Final, TypeAlias
+from typing import Final, final
+
+import re2
 
 __all__ = ["Matcher", "compile_matcher"]
 
-Matcher: TypeAlias = re.Pattern[str]
-"""A compiled matcher."""
-
-_sre: Any = importlib.import_module("re._parser")
-_sre_const: Any = importlib.import_module("re._constants")
-_REPEATS: Final = frozenset(
-    getattr(_sre_const, name)
-    for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
-    if hasattr(_sre_const, name)
-)
+_BACKREFERENCE: Final = re.compile(r"escape sequence: \\\d")
+_OPTIONS: Final = re2.Options()
+_OPTIONS.log_errors = False  # RE2 would also print every refused pattern on stderr
+_OPTIONS.never_capture = True  # only whether it matches counts
 
 
-def _catastrophic(pattern: str) -> str | None:
-    """Why a (compilable) pattern could backtrack catastrophically, or None."""
-    return _walk(_sre.parse(pattern), inside=False)
+@final
+class Matcher:
+    """A compiled matcher: ``fullmatch(value)`` answers whether the whole value matches.
 
+    Args:
+        pattern: the pattern, in RE2 syntax.
 
-def _walk(items: Iterable[tuple[Any, Any]], *, inside: bool) -> str | None:
-    const = _sre_const
-    for op, av in items:
-        found: str | None = None
-        if op in _REPEATS:
-            low, high, sub = av
-            repeats = high is const.MAXREPEAT or high > 1
-            if repeats and inside and low != high:
-                return "a repeated part inside a repeated part (nested quantifiers)"
-            found = _walk(sub, inside=inside or repeats)
-        elif op is const.SUBPATTERN:
-            found = _walk(av[-1], inside=inside)
-        elif op is const.BRANCH:
-            if inside and len(av[1]) > 1:
-                return "an alternation inside a repeated part"
-            for branch in av[1]:
-                found = found or _walk(branch, inside=inside)
-        elif op in (const.ASSERT, const.ASSERT_NOT):
-            found = _walk(av[1], inside=inside)
-        elif op is const.GROUPREF or op is const.GROUPREF_EXISTS:
-            return "a backreference"
-        elif getattr(const, "ATOMIC_GROUP", None) is op:
-            found = _walk(av, inside=inside)
-        if found:
-            return found
-    return None
+    Raises:
+        ValueError: RE2 cannot run the pattern (the message says why).
+    """
+
+    __slots__ = ("_regexp", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        try:
+            self._regexp = re2.compile(pattern, _OPTIONS)
+        except re2.error as exc:
+            reason = exc.args[0] if exc.args else exc
+            if isinstance(reason, bytes):
+                reason = reason.decode("utf-8", "replace")
+            raise ValueError(str(reason)) from None
+        self.pattern = pattern
+
+    def __repr__(self) -> str:
+        return f"Matcher({self.pattern!r})"
+
+    def fullmatch(self, value: str) -> bool:
+        """Whether ``value`` matches from its first character to its last."""
+        # UTF-8 bytes: RE2's own encoding, and the bindings' fast path.
+        return self._regexp.fullmatch(value.encode("utf-8", "surrogatepass")) is not None
 
 
 @functools.lru_cache(maxsize=1024)
 def compile_matcher(pattern: str) -> tuple[Matcher | None, str | None]:
-    """Compile a matcher; return (pattern or None for "all", error message or None)."""
+    """Compile a matcher; return (matcher or None for "all", error message or None)."""
     if pattern in ("", "*"):
         return None, None
     try:
-        compiled = re.compile(pattern)
-    except re.error as exc:
-        return None, f"not a valid regular expression: {exc}"
-    except RecursionError:
-        return None, "regular expression nested too deeply"
-    reason = _catastrophic(pattern)
-    if reason:
-        return None, (
-            f"{pattern!r} can backtrack catastrophically ({reason}); "
-            "write it without nested repetition"
-        )
-    return compiled, None
+        return Matcher(pattern), None
+    except ValueError as exc:
+        reason = str(exc)
+        if "perl operator" in reason or _BACKREFERENCE.search(reason):
+            reason += " (RE2 matches in linear time: no backreferences, no lookaround)"
+        return None, f"not a valid RE2 regular expression: {reason}"
