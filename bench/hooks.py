@@ -6,12 +6,17 @@ On each anyio backend (asyncio, trio), prints figures and ratios of:
     JSON on stdin, stdout and stderr read, the group killed, the child reaped) against a
     bare ``anyio.run_process(["sh", "-c", "true"])``: target at most 1.2x (best and
     median of blocks of calls taken in turn);
-(b) the same hook fired through ``HookRegistry.fire`` (matching, event JSON, outcome);
+(b) the same hook fired through ``HookRegistry.fire``: target at most 1.25x;
 (c) 50 hooks run concurrently against 50 one at a time (``run_command`` and ``fire``),
     with ``true`` (bound by process creation, which the loop thread (asyncio) or one
     worker thread at a time does) and ``sleep 0.05`` (bound by waiting): the throughput
     ratio shows whether anything serializes them;
-(d) ``fire`` of an event with no hooks: target at most 1 µs.
+(d) ``fire`` of an event with no hooks: target at most 1 µs;
+(e) the same ``true`` sandboxed (``sandbox: true``, bubblewrap) against bare: no target,
+    the figure tells users what the sandbox costs.
+
+``fire`` runs the whole path: the RE2 matcher, the minimal environment, the
+``max_parallel_hooks`` slot, the event JSON, the outcome.
 
 Run: ``python bench/hooks.py [--quick]``.
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -29,8 +35,9 @@ from pathlib import Path
 
 import anyio
 
-from orchestra.skills import HookRegistry, load
+from orchestra.skills import HookRegistry, Sandbox, load
 from orchestra.skills._command import run_command
+from orchestra.skills._sandbox import bwrap_command
 
 QUICK = "--quick" in sys.argv
 ROUNDS = 15 if QUICK else 60  # blocks of each measured function, taken in turn
@@ -70,11 +77,20 @@ async def bare() -> None:
     await anyio.run_process(["sh", "-c", "true"])
 
 
-def running(command: str) -> Callable[[], Awaitable[object]]:
+def running(command: str, wrap: list[str] | None = None) -> Callable[[], Awaitable[object]]:
     async def run() -> None:
-        await run_command(command=command, args=None, stdin=EVENT, env=ENV, cwd=None, timeout=10)
+        await run_command(
+            command=command, args=None, stdin=EVENT, env=ENV, cwd=None, timeout=10, wrap=wrap or ()
+        )
 
     return run
+
+
+SANDBOX = (
+    bwrap_command(Sandbox(), project_dir=os.getcwd(), skill_dir=None)
+    if shutil.which("bwrap")
+    else None
+)
 
 
 def firing(registry: HookRegistry, tool: str) -> Callable[[], Awaitable[object]]:
@@ -135,15 +151,19 @@ def ms(seconds: float) -> str:
 
 async def main(registry: HookRegistry, empty: HookRegistry) -> None:
     runner, fire = running("true"), firing(registry, "Bash")
-    for fn in (bare, runner, fire):  # warm up: imports, first spawn, caches
-        await per_call(fn, 10)
-
-    latency = await latencies({"bare": bare, "runner": runner, "fire": fire})
-    rows = (
+    measured = {"bare": bare, "runner": runner, "fire": fire}
+    rows = [
         ("(a) bare anyio.run_process(sh -c true)", "bare"),
         ("    run_command(true)", "runner"),
         ("(b) registry.fire, one command hook", "fire"),
-    )
+    ]
+    if SANDBOX is not None:
+        measured["sandboxed"] = running("true", SANDBOX)
+        rows.append(("(e) run_command(true), sandboxed (bwrap)", "sandboxed"))
+    for fn in measured.values():  # warm up: imports, first spawn, caches
+        await per_call(fn, 10)
+
+    latency = await latencies(measured)
     (base_best, base_median) = latency["bare"]
     for label, key in rows:
         best, median = latency[key]
@@ -172,6 +192,8 @@ async def main(registry: HookRegistry, empty: HookRegistry) -> None:
     none_at_all = statistics.median([await empty_fire(empty, EMPTY_FIRES) for _ in range(3)])
     print(f"  (d) fire, event without hooks            {no_hooks * 1e6:7.3f} µs per event")
     print(f"      fire, empty registry                 {none_at_all * 1e6:7.3f} µs per event")
+    if SANDBOX is None:
+        print("  (e) sandboxed: not measured, no bwrap on this machine")
 
 
 if __name__ == "__main__":

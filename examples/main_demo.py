@@ -57,6 +57,7 @@ def main() -> int:
         str(DEMO / "pipeline.py"),
         "--hooks",
         str(DEMO / "orchestra.yaml"),
+        "--trust-all",  # the demo's own hooks; your project's: orchestra hooks trust PATH
         "--trace",
         str(trace),
     )

@@ -313,7 +313,14 @@ def test_yaml_hooks_guard_tools_and_see_tasks(tmp_path: Path) -> None:
         )
     )
     out = cli(
-        "run", "agentic.py", "--hooks", "orchestra.yaml", "--trace", "out.jsonl", cwd=tmp_path
+        "run",
+        "agentic.py",
+        "--hooks",
+        "orchestra.yaml",
+        "--trust-all",
+        "--trace",
+        "out.jsonl",
+        cwd=tmp_path,
     )
     assert out.returncode == 1, out.stderr
     assert "no rm -rf" in out.stdout

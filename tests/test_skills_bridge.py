@@ -33,6 +33,7 @@ async def test_http_hook_gets_the_event_and_expanded_headers(
     config.write_text(
         "hooks:\n  PreToolUse:\n    - hooks:\n        - type: http\n"
         f"          url: {http_url}/echo\n          tls: off\n"
+        "          allow_private_network: true\n"
         "          headers: {X-Token: 'Bearer $TOKEN'}\n          allowed_env_vars: [TOKEN]\n"
     )
     outcome = await load(config, project_dir=tmp_path).fire(
@@ -52,6 +53,7 @@ async def test_http_redirect_is_a_hook_error_that_blocks_a_guard(
     config.write_text(
         "hooks:\n  PreToolUse:\n    - hooks:\n        - type: http\n"
         f"          url: {http_url}/redirect\n          tls: off\n"
+        "          allow_private_network: true\n"
     )
     outcome = await load(config, project_dir=tmp_path).fire("PreToolUse", {"tool_name": "Bash"})
     assert outcome.blocked

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -14,9 +15,12 @@ import pytest
 def orchestra(
     *args: str | Path, cwd: Path, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
+    # The trust store lives in the test's folder, never in the user's.
+    env = {**os.environ, "XDG_CONFIG_HOME": str(cwd / ".config")}
     return subprocess.run(
         [sys.executable, "-m", "orchestra.cli", *map(str, args)],
         cwd=cwd,
+        env=env,
         input=stdin,
         capture_output=True,
         text=True,
@@ -51,6 +55,8 @@ def project(tmp_path: Path) -> Path:
         "---\nname: fmt\nhooks:\n  PostToolUse:\n    - matcher: Edit|Write\n"
         "      hooks: [{type: command, command: 'true'}]\n---\n"
     )
+    trusted = orchestra("hooks", "trust", "orchestra.yaml", "skills", cwd=tmp_path)
+    assert trusted.returncode == 0, trusted.stderr
     return tmp_path
 
 

@@ -1,4 +1,8 @@
-"""The http runner against a real HTTP server on 127.0.0.1 (a subprocess)."""
+"""The http runner against a real HTTP server on 127.0.0.1 (a subprocess).
+
+The server is on loopback: every request here sets ``allow_private_network``
+(tests/test_skills_network.py shows the refusal).
+"""
 
 from __future__ import annotations
 
@@ -32,13 +36,19 @@ def server() -> Iterator[str]:
 async def leaks(anyio_backend: str, server: str) -> LeakCheck:
     check = LeakCheck()
     # The first request of a backend may set up machinery that stays; not a leak.
-    await post_http(url=f"{server}/allow", headers={}, body=BODY, timeout=10, tls="off")
+    await post(f"{server}/allow")
     check.snapshot()
     return check
 
 
 async def post(url: str, *, timeout: float = 10, **kw: object) -> HookResult:  # noqa: ASYNC109
-    options: dict[str, object] = {"headers": {}, "body": BODY, "tls": "off", **kw}
+    options: dict[str, object] = {
+        "headers": {},
+        "body": BODY,
+        "tls": "off",
+        "allow_private_network": True,
+        **kw,
+    }
     return await post_http(url=url, timeout=timeout, **options)  # type: ignore[arg-type]
 
 

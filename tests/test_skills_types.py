@@ -20,6 +20,7 @@ from orchestra.skills import (
     McpToolHook,
     PermissionHook,
     PromptHook,
+    Sandbox,
     load,
 )
 from orchestra.skills._types import HOOK_CLASSES
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.anyio
 # One sample of each type, with every own field set to a non-default value.
 SAMPLES: dict[str, HookSpec] = {
     "command": CommandHook(event="PreToolUse", command="true", strict_output=True),
-    "prompt": PromptHook(event="SessionStart", prompt="hello", model="judge-1", judged=True),
+    "prompt": PromptHook(event="PreToolUse", prompt="hello", model="judge-1", judged=True),
     "permission": PermissionHook(event="PreToolUse", decision="deny", reason="no"),
     "http": HttpHook(
         event="PreToolUse",
@@ -75,6 +76,7 @@ def test_every_field_but_where_makes_a_hook_different(name: str) -> None:
             "event": "PermissionRequest",
             "matcher": "Other",
             "timeout": 7.0,
+            "phase": "guard",
             "on_error": "continue" if hook.on_error == "block" else "block",
             "skill_dir": "/skills/x",
             "command": "false",
@@ -96,6 +98,10 @@ def test_every_field_but_where_makes_a_hook_different(name: str) -> None:
             "once": not value,
             "plugin_root": "/plugins/p",
             "claude_code": not value,
+            "env": (("A", "b"),),
+            "pass_env": ("HOME",),
+            "allow_private_network": True,
+            "sandbox": Sandbox(),
         }
         if field.name == "args":  # command and args go together
             other = attrs.evolve(hook, command=None, args=("true",))
@@ -129,6 +135,13 @@ def test_construction_refuses_what_could_not_run() -> None:
         CommandHook(event="PreToolUse", command="true", args=("true",))
     with pytest.raises(ValueError, match="exactly one"):
         CommandHook(event="PreToolUse")
+    with pytest.raises(ValueError, match="phase: PostToolUse has no phases"):
+        CommandHook(event="PostToolUse", phase="guard", command="true")
+    with pytest.raises(ValueError, match="a permission hook cannot rewrite the input"):
+        PermissionHook(event="PreToolUse", phase="transform", decision="allow")
+    with pytest.raises(ValueError, match="a guard fails closed"):
+        CommandHook(event="PreToolUse", phase="guard", on_error="continue", command="true")
+    assert CommandHook(event="PreToolUse", phase="guard", command="true").on_error == "block"
     with pytest.raises(ValueError, match="'decision' must be in"):
         PermissionHook(event="PreToolUse", decision="maybe")  # type: ignore[arg-type]
 

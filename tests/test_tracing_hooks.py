@@ -114,6 +114,7 @@ async def test_http_hook_gets_w3c_headers(tmp_path: Path, exporter: InMemorySpan
             "        - type: http\n"
             f"          url: http://127.0.0.1:{server.server_port}/hook\n"
             "          tls: 'off'\n"
+            "          allow_private_network: true\n"  # the test server is on loopback
         )
         registry = load(tmp_path / "orchestra.yaml", project_dir=tmp_path)
         tracer = ot.get_tracer()

@@ -5,7 +5,9 @@
 - ``orchestra hooks list PATH...``: the merged hooks, in the order they run.
 - ``orchestra hooks test EVENT --payload JSON|@file PATH...``: fires the event for real
   and shows what each hook answered, how long it took, its exit code and stderr, and the
-  final outcome.
+  final outcome. The files must be trusted (``--trust-all`` to skip the check).
+- ``orchestra hooks trust|untrust PATH...``: record or forget the files' content in the
+  user's trust store; ``orchestra hooks trusted`` lists it.
 - ``orchestra hooks events``: the events catalog.
 """
 
@@ -15,7 +17,7 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import anyio
 import click
@@ -26,6 +28,9 @@ from rich.table import Table
 from orchestra._errors import ConfigError, did_you_mean
 from orchestra.skills import EVENTS, HookOutcome, HookRecord, HookRegistry, HookSpec, load
 from orchestra.skills._claude import to_orchestra_yaml
+from orchestra.skills._load import read_sources
+from orchestra.skills._trust import Trusted, TrustStore, digest, summary
+from orchestra.skills._yaml import Problems
 
 __all__ = ["hooks"]
 
@@ -40,15 +45,21 @@ def _console() -> Console:
     return Console(width=None if sys.stdout.isatty() else 10_000, highlight=False)
 
 
-def _load(paths: Sequence[Path], project_dir: Path | None = None) -> HookRegistry:
+def _load(
+    paths: Sequence[Path], project_dir: Path | None = None, *, require_trust: bool = False
+) -> HookRegistry:
     try:
-        return load(*paths, project_dir=project_dir)
+        return load(*paths, project_dir=project_dir, require_trust=require_trust)
     except ConfigError as error:
-        for problem in error.errors:
-            click.echo(str(problem))
-        count = len(error.errors)
-        click.echo(f"{count} problem{'s' if count != 1 else ''} found", err=True)
-        raise SystemExit(1) from None
+        _fail(error)
+
+
+def _fail(error: ConfigError) -> NoReturn:
+    for problem in error.errors:
+        click.echo(str(problem))
+    count = len(error.errors)
+    click.echo(f"{count} problem{'s' if count != 1 else ''} found", err=True)
+    raise SystemExit(1)
 
 
 def _spec_json(hook: HookSpec) -> dict[str, Any]:
@@ -79,6 +90,9 @@ def validate(paths: tuple[Path, ...]) -> None:
     registry = _load(paths)
     for note in registry.notes:
         click.echo(f"note: {note}")
+    for hook in registry.hooks:
+        for warning in hook.warnings():
+            click.echo(f"warning: {hook.source}: {warning}")
     count = len(registry.hooks)
     click.echo(f"ok: {count} hook{'s' if count != 1 else ''} in {len(paths)} path(s)")
 
@@ -239,16 +253,21 @@ def _outcome_json(outcome: HookOutcome) -> dict[str, Any]:
     help="The hooks' working directory (default: the current one).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+@click.option(
+    "--trust-all", is_flag=True, help="Run the hooks even if their files are not trusted."
+)
 def test(
     event: str,
     paths: tuple[Path, ...],
     payload: str,
     project_dir: Path | None,
     as_json: bool,
+    trust_all: bool,
 ) -> None:
     """Fire EVENT with a payload and show each hook's result and the final outcome.
 
-    The hooks really run (commands, http calls, MCP tools). Example:
+    The hooks really run (commands, http calls, MCP tools), so their files must be
+    trusted (orchestra hooks trust PATH) unless --trust-all. Example:
 
         orchestra hooks test PreToolUse --payload '{"tool_name": "Bash",
         "tool_input": {"command": "rm -rf /"}}' orchestra.yaml
@@ -257,7 +276,7 @@ def test(
     test ...`), or 1 when the config does not load.
     """
     data = _payload(payload)
-    registry = _load(paths, project_dir)
+    registry = _load(paths, project_dir, require_trust=not trust_all)
     matching = registry.hooks_for(event, data)
     outcome = anyio.run(registry.fire, event, data)
     if as_json:
@@ -324,3 +343,76 @@ def _print_outcome(console: Console, outcome: HookOutcome) -> None:
     if outcome.retry:
         lines.append("  retry: the agent may try again")
     console.print("\n".join(lines))
+
+
+@hooks.command("trust")
+@_PATHS
+def trust(paths: tuple[Path, ...]) -> None:
+    """Trust hook files as they are now (a folder: its orchestra.yaml and every SKILL.md).
+
+    Read them first: a trusted hook runs commands as you. A file that changes later
+    needs trusting again.
+    """
+    problems = Problems()
+    loaded = read_sources(paths, problems)
+    try:
+        problems.raise_if_any()
+    except ConfigError as error:
+        _fail(error)
+    TrustStore().trust(
+        Trusted(str(item.source.path.resolve()), item.sha256, summary(item.hooks))
+        for item in loaded
+    )
+    for item in loaded:
+        count = len(item.hooks)
+        click.echo(
+            f"trusted {item.source.path} ({count} hook{'s' if count != 1 else ''}, "
+            f"sha256 {item.sha256[:12]})"
+        )
+
+
+@hooks.command("untrust")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+def untrust(paths: tuple[Path, ...]) -> None:
+    """Forget hook files from the trust store (a folder: every file trusted below it)."""
+    store = TrustStore()
+    known = store.read()
+    wanted: list[str] = []
+    for path in paths:
+        resolved = path.resolve()
+        wanted += [p for p in known if p == str(resolved) or Path(p).is_relative_to(resolved)]
+    removed = store.untrust(wanted)
+    for name in removed:
+        click.echo(f"untrusted {name}")
+    if not removed:
+        click.echo("nothing to untrust: none of these is trusted")
+
+
+@hooks.command("trusted")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def trusted(as_json: bool) -> None:
+    """List the trusted hook files and whether each is still as it was trusted."""
+    store = TrustStore()
+    rows = []
+    for path, entry in sorted(store.read().items()):
+        try:
+            state = "ok" if digest(Path(path).read_bytes()) == entry.sha256 else "changed"
+        except OSError:
+            state = "missing"
+        rows.append((path, entry, state))
+    if as_json:
+        listed = [
+            {"path": p, "state": s, "hooks": list(e.hooks), "trusted_at": e.trusted_at}
+            for p, e, s in rows
+        ]
+        click.echo(json.dumps(listed, indent=2))
+        return
+    console = _console()
+    console.print(f"{len(rows)} trusted file{'s' if len(rows) != 1 else ''} in {store.path}")
+    if rows:
+        table = Table()
+        for column in ("file", "state", "hooks", "trusted at"):
+            table.add_column(column)
+        for path, entry, state in rows:
+            table.add_row(escape(path), state, str(len(entry.hooks)), entry.trusted_at)
+        console.print(table)

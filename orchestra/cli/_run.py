@@ -223,8 +223,10 @@ async def _run(
     "hook_paths",
     multiple=True,
     type=click.Path(exists=True, path_type=Path),
-    help="YAML hooks (orchestra.yaml, SKILL.md or a skills folder); repeatable.",
+    help="YAML hooks (orchestra.yaml, SKILL.md or a skills folder); repeatable. Their "
+    "files must be trusted: orchestra hooks trust PATH.",
 )
+@click.option("--trust-all", is_flag=True, help="Run --hooks files even if they are not trusted.")
 @click.option(
     "--max-concurrency",
     type=click.IntRange(min=1),
@@ -249,6 +251,7 @@ def run(
     show_all: bool,
     otlp: str | None,
     hook_paths: tuple[Path, ...],
+    trust_all: bool,
     max_concurrency: int,
     fail_fast: bool,
     capture_content: bool,
@@ -274,7 +277,7 @@ def run(
         from orchestra.skills import load
 
         try:
-            registry = load(*hook_paths)
+            registry = load(*hook_paths, require_trust=not trust_all)
         except ConfigError as exc:
             raise click.ClickException(str(exc)) from None
     module = load_module(path)

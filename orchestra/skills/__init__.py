@@ -47,6 +47,7 @@ from orchestra.skills._registry import HookRegistry as HookRegistry
 from orchestra.skills._registry import load as load
 from orchestra.skills._result import HookResult as HookResult
 from orchestra.skills._result import HookRunError as HookRunError
+from orchestra.skills._sandbox import Sandbox as Sandbox
 from orchestra.skills._types import HOOK_TYPES as HOOK_TYPES
 from orchestra.skills._types import HookType as HookType
 from orchestra.skills._yaml import MAX_FILE_BYTES as MAX_FILE_BYTES
@@ -84,6 +85,7 @@ __all__ = [
     "PromptHook",
     "RegistrySubagentHooks",
     "RegistryTaskHooks",
+    "Sandbox",
     "TlsMode",
     "ToolDenied",
     "load",

@@ -5,7 +5,8 @@ matcher is matched against, whether a hook can block the event or modify its inp
 what a hook error means by default (``on_error``).
 
 Guard events (``PreToolUse``, ``PermissionRequest``) default to ``on_error: block``: a
-guard that cannot run must not silently allow. Every other event defaults to
+guard that cannot run must not silently allow. They have phases: a hook may be a
+``transform`` or a ``guard`` (see ``HookSpec.phase``). Every other event defaults to
 ``continue``. Events that report something already over (``PostToolUse``,
 ``SubagentStop``, ``TaskCompleted``, ...) cannot block: there is nothing left to stop.
 """
@@ -18,10 +19,12 @@ from typing import Final, Literal, TypeAlias, final
 
 import attrs
 
-__all__ = ["EVENTS", "EventSpec", "OnError"]
+__all__ = ["EVENTS", "EventSpec", "OnError", "Phase"]
 
 OnError: TypeAlias = Literal["continue", "block"]
 """What a hook error (crash, timeout, bad output) means: go on, or block the event."""
+Phase: TypeAlias = Literal["transform", "guard"]
+"""The phase of a hook on an event that has phases: it rewrites the input, or judges it."""
 
 
 @final
@@ -39,6 +42,9 @@ class EventSpec:
             Claude Code's ``updatedInput``); the input is the payload field
             ``input_field``.
         default_on_error: ``on_error`` of a hook that does not set it.
+        phases: hooks may say ``phase: transform`` (run first, may only rewrite the
+            input) or ``phase: guard`` (run next and again on a rewritten input, fail
+            closed).
         input_field: the payload field that ``modified_input`` replaces, if any.
         description: when the event fires.
     """
@@ -48,6 +54,7 @@ class EventSpec:
     can_block: bool
     can_modify: bool
     default_on_error: OnError
+    phases: bool
     input_field: str | None
     description: str
 
@@ -67,6 +74,7 @@ def _event(
         can_block=block,
         can_modify=modify,
         default_on_error="block" if guard else "continue",
+        phases=guard,
         input_field="tool_input" if modify else None,
         description=description,
     )

@@ -1,11 +1,11 @@
 """The command runner: one hook process, supervised from spawn to reaping.
 
 ``run_command`` starts ``sh -c COMMAND`` (or ``args`` without a shell) in a process
-group of its own, writes the event JSON on its stdin while reading stdout and stderr,
-and always leaves nothing behind: the group is killed once the hook is over (a
-grandchild the hook put in the background goes with it; a hook that wants something to
-outlive it must start it with ``setsid``), the child is reaped and every pipe is
-closed, also when the caller is cancelled.
+group of its own (``_process.spawn``: no thread involved), writes the event JSON on its
+stdin while reading stdout and stderr, and always leaves nothing behind: the group is
+killed once the hook is over (a grandchild the hook put in the background goes with it;
+one that escapes with ``setsid`` does not, unless the hook is sandboxed), the child is
+reaped and every pipe is closed, also when the caller is cancelled.
 
 Outcomes:
 
@@ -34,7 +34,6 @@ most 0.5 s: it never waits for the end of a pipe that a grandchild holds open.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -43,8 +42,8 @@ from typing import Final, Literal, TypeAlias
 
 import anyio
 import attrs
-from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
+from orchestra.skills._process import Child, kill_group, spawn
 from orchestra.skills._result import OUTPUT_LIMIT, HookResult, HookRunError, parse_result
 
 __all__ = ["PlainText", "run_command"]
@@ -56,15 +55,8 @@ PlainText: TypeAlias = Literal["context", "ignore", "error"]
 # read after the direct child exited.
 _GRACE: Final = 0.5
 _CHUNK: Final = 65536
-_PIPE: Final = subprocess.PIPE
 # What sh means by these codes (POSIX); the hook's stderr says which command.
 _SHELL_CODES: Final = {126: "not executable", 127: "command not found"}
-
-
-def _kill_group(pgid: int, sig: signal.Signals) -> None:
-    # ProcessLookupError: the group is gone; PermissionError: macOS says so of zombies.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
 
 
 @attrs.define
@@ -76,55 +68,64 @@ class _Output:
     over: bool = False
 
 
-async def _read(stream: ByteReceiveStream, out: _Output, pgid: int) -> None:
+async def _read(fd: int, out: _Output, pgid: int) -> None:
     data = out.data
-    try:
-        while True:
-            data += await stream.receive(_CHUNK)
-            if len(data) > OUTPUT_LIMIT:
-                del data[OUTPUT_LIMIT:]
-                out.over = True
-                _kill_group(pgid, signal.SIGKILL)
-                return
-    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-        return
+    while True:
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except BlockingIOError:
+            await anyio.wait_readable(fd)
+            continue
+        except OSError:
+            return
+        if not chunk:
+            return
+        data += chunk
+        if len(data) > OUTPUT_LIMIT:
+            del data[OUTPUT_LIMIT:]
+            out.over = True
+            kill_group(pgid, signal.SIGKILL)
+            return
 
 
-async def _feed(stream: ByteSendStream, data: bytes, scope: anyio.CancelScope) -> None:
+async def _feed(child: Child, data: bytes, scope: anyio.CancelScope) -> None:
     """Write the whole event on the hook's stdin, then close it."""
+    view = memoryview(data)
     with scope:
         try:
-            if data:
-                await stream.send(data)
-            await stream.aclose()
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            # The hook exited, or closed its stdin, without reading all of it.
-            pass
+            while view:
+                try:
+                    view = view[os.write(child.stdin, view) :]
+                except BlockingIOError:
+                    await anyio.wait_writable(child.stdin)
+        except OSError:
+            pass  # the hook exited, or closed its stdin, without reading all of it
+    child.close_stdin()
 
 
-async def _wait(process: Process, seconds: float) -> bool:
+async def _wait(child: Child, seconds: float) -> bool:
     """Wait for the child to exit, stopping it on timeout; answer whether it timed out."""
     with anyio.move_on_after(seconds):
-        await process.wait()
+        await child.wait()
         return False
-    _kill_group(process.pid, signal.SIGTERM)
+    kill_group(child.pid, signal.SIGTERM)
     with anyio.move_on_after(_GRACE):
-        await process.wait()
+        await child.wait()
         return True
-    _kill_group(process.pid, signal.SIGKILL)
-    await process.wait()
+    kill_group(child.pid, signal.SIGKILL)
+    await child.wait()
     return True
 
 
-async def _dispose(process: Process) -> None:
-    """Kill what is left of the group, reap the child, close the pipes; never cancelled."""
+async def _dispose(child: Child) -> None:
+    """Kill what is left of the group, reap the child, close the fds; never cancelled."""
     with anyio.CancelScope(shield=True):
         # While a grandchild lives, the group keeps its id, so no other group can have
         # it. Once empty, the call finds no group; only a new process given the same pid
         # that made itself a group leader in between could be hit, a negligible race.
-        _kill_group(process.pid, signal.SIGKILL)
-        # Also closes the pipe transports (asyncio) of a pipe that was not read to its end.
-        await process.aclose()
+        kill_group(child.pid, signal.SIGKILL)
+        await child.wait()
+        child.close()
 
 
 def _describe(returncode: int, shell: bool) -> str:
@@ -149,6 +150,7 @@ async def run_command(
     timeout: float,  # noqa: ASYNC109 -- the hook's limit: then SIGTERM, SIGKILL, an error
     strict_output: bool = False,
     plain_text: PlainText = "error",
+    wrap: Sequence[str] = (),
 ) -> HookResult:
     """Run one command hook and read its answer.
 
@@ -164,6 +166,8 @@ async def run_command(
         plain_text: what plain text on stdout after exit 0 is: ``"context"`` (a message,
             as Claude Code reads it on SessionStart and UserPromptSubmit), ``"ignore"``
             (no opinion, as Claude Code does elsewhere) or ``"error"`` (invalid output).
+        wrap: a program and arguments that run the hook (e.g. the sandbox's ``bwrap``
+            command line, ending in ``--``).
 
     Returns:
         The hook's result, with ``exit_code`` and ``stderr`` filled in.
@@ -181,38 +185,26 @@ async def run_command(
     if not timeout > 0:
         raise ValueError(f"timeout must be > 0, got {timeout!r}")
     try:
-        process = await anyio.open_process(
-            argv,
-            stdin=_PIPE,
-            stdout=_PIPE,
-            stderr=_PIPE,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
+        child = spawn([*wrap, *argv], env=env, cwd=cwd)
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
         raise HookRunError(f"could not start: {exc}") from exc
 
     out, err = _Output("stdout"), _Output("stderr")
     try:
         feeding = anyio.CancelScope()
         async with anyio.create_task_group() as tasks:
-            # All three are pipes.
-            assert process.stdin is not None
-            assert process.stdout is not None
-            assert process.stderr is not None
-            tasks.start_soon(_feed, process.stdin, stdin, feeding)
-            tasks.start_soon(_read, process.stdout, out, process.pid)
-            tasks.start_soon(_read, process.stderr, err, process.pid)
-            timed_out = await _wait(process, timeout)
+            tasks.start_soon(_feed, child, stdin, feeding)
+            tasks.start_soon(_read, child.stdout, out, child.pid)
+            tasks.start_soon(_read, child.stderr, err, child.pid)
+            timed_out = await _wait(child, timeout)
             # The child is gone: stop writing (a grandchild may hold stdin unread), and
             # read what is left for a short grace (a grandchild may hold the pipes open).
             feeding.cancel()
             tasks.cancel_scope.deadline = anyio.current_time() + _GRACE
     finally:
-        await _dispose(process)
+        await _dispose(child)
 
-    returncode = process.returncode
+    returncode = child.returncode
     assert returncode is not None  # _wait and _dispose reaped it
     stderr = err.data.decode("utf-8", "replace")
     for pipe in (out, err):
@@ -230,7 +222,7 @@ async def run_command(
         try:
             result = parse_result(bytes(out.data), strict=strict_output)
         except HookRunError as exc:
-            raise HookRunError(str(exc), exit_code=0, stderr=stderr) from None
+            raise exc.again(exit_code=0, stderr=stderr) from None
         return attrs.evolve(result, exit_code=0, stderr=stderr)
     if returncode == 2:
         return HookResult(

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 import attrs
 
 from orchestra.skills._command import PlainText, run_command
-from orchestra.skills._hook import HookCall, HookSpec
+from orchestra.skills._env import hook_environment
+from orchestra.skills._hook import HookCall, HookSpec, key_by
+from orchestra.skills._result import HookRunError
+from orchestra.skills._sandbox import MISSING, Sandbox, bwrap_command, parse_sandbox
 from orchestra.tracing.names import ATTR_PROCESS_EXIT_CODE
 
 if TYPE_CHECKING:
@@ -45,6 +49,11 @@ class CommandHook(HookSpec):
         command: the shell command, ``${SKILL_DIR}`` expanded.
         args: the argv to run without a shell, ``${SKILL_DIR}`` expanded.
         strict_output: unknown fields in the result are errors.
+        env: variables set for the process (with the file's own ``env:`` first);
+            ``${VAR}`` in a value is the parent's ``VAR``.
+        pass_env: names or globs of the parent's variables the process gets beyond the
+            minimal ones (with the file's own ``pass_env:``); ``["*"]`` passes all.
+        sandbox: run it under bubblewrap (see ``Sandbox``), or None.
     """
 
     type: ClassVar[str] = "command"
@@ -53,6 +62,13 @@ class CommandHook(HookSpec):
     command: str | None = None
     args: tuple[str, ...] | None = attrs.field(default=None, validator=_one_of_command_and_args)
     strict_output: bool = False
+    env: tuple[tuple[str, str], ...] = attrs.field(
+        default=(), metadata=key_by(lambda pairs: tuple(sorted(dict(pairs).items())))
+    )
+    pass_env: tuple[str, ...] = attrs.field(
+        default=(), metadata=key_by(lambda names: tuple(sorted(set(names))))
+    )
+    sandbox: Sandbox | None = None
 
     def describe(self) -> str:
         """The command, or the argv as JSON."""
@@ -86,15 +102,42 @@ class CommandHook(HookSpec):
                 command = _expand_in_shell(command, skill_dir)
             if args:
                 args = tuple(_SKILL_DIR_REF.sub(lambda _m: skill_dir, a) for a in args)
-        return {"command": command, "args": args, "strict_output": entry.flag("strict_output")}
+        defaults = entry.defaults
+        return {
+            "command": command,
+            "args": args,
+            "strict_output": entry.flag("strict_output"),
+            "env": tuple({**dict(defaults.env), **dict(entry.variables("env"))}.items()),
+            "pass_env": tuple(dict.fromkeys(defaults.pass_env + entry.globs("pass_env"))),
+            "sandbox": parse_sandbox(entry),
+        }
+
+    def warnings(self) -> tuple[str, ...]:
+        """A sandboxed hook on a machine without ``bwrap``."""
+        if self.sandbox is not None and shutil.which("bwrap") is None:
+            return (f"{MISSING}; this hook fails until it is",)
+        return ()
 
     async def run(self, call: HookCall) -> HookResult:
         """Run the command with the event JSON on stdin (see ``run_command``)."""
-        env = call.environment()
-        if self.skill_dir is not None:
-            env["SKILL_DIR"] = self.skill_dir
+        project = {"SKILL_DIR": self.skill_dir} if self.skill_dir is not None else {}
         if self.plugin_root is not None:
-            env["CLAUDE_PLUGIN_ROOT"] = self.plugin_root
+            project["CLAUDE_PLUGIN_ROOT"] = self.plugin_root
+        env = hook_environment(
+            event=call.event,
+            project_dir=call.project_dir,
+            env=self.env,
+            pass_env=self.pass_env,
+            project=project,
+        )
+        wrap: list[str] = []
+        if self.sandbox is not None:
+            try:
+                wrap = bwrap_command(
+                    self.sandbox, project_dir=call.project_dir, skill_dir=self.skill_dir
+                )
+            except FileNotFoundError as exc:
+                raise HookRunError(f"could not start: {exc}") from None
         return await run_command(
             command=self.command,
             args=self.args,
@@ -104,6 +147,7 @@ class CommandHook(HookSpec):
             timeout=self.timeout,
             strict_output=self.strict_output,
             plain_text=self.plain_text(),
+            wrap=wrap,
         )
 
     def plain_text(self) -> PlainText:

@@ -15,12 +15,26 @@ import attrs
 
 from orchestra._errors import did_you_mean
 from orchestra.skills._catalog import EventSpec
+from orchestra.skills._env import check_glob, check_name
 from orchestra.skills._yaml import Map, Problems, kind
 
-__all__ = ["Entry"]
+__all__ = ["Entry", "FileDefaults"]
 
 _C = TypeVar("_C", bound=str)
 _D = TypeVar("_D")
+
+
+@attrs.frozen
+class FileDefaults:
+    """Settings at a config file's top level that its hooks inherit.
+
+    Attributes:
+        env: variables set for its command hooks (``env:``).
+        pass_env: the parent's variables passed to its command hooks (``pass_env:``).
+    """
+
+    env: tuple[tuple[str, str], ...] = ()
+    pass_env: tuple[str, ...] = ()
 
 
 @attrs.define
@@ -33,8 +47,9 @@ class Entry:
         file: the config file.
         offset: lines before the YAML in the file (a SKILL.md's front matter line).
         problems: where problems go.
-        event: the event the hook is for.
+        event: the event the hook is for (None: not a hook's mapping).
         skill_dir: the folder of the SKILL.md the hook is in, None for a config file.
+        defaults: what the file's top level sets for its hooks.
     """
 
     data: Map
@@ -42,8 +57,20 @@ class Entry:
     file: str
     offset: int
     problems: Problems
-    event: EventSpec
+    event: EventSpec | None = None
     skill_dir: str | None = None
+    defaults: FileDefaults = attrs.field(factory=FileDefaults)
+
+    @property
+    def hook_event(self) -> EventSpec:
+        """The event of the hook being read.
+
+        Raises:
+            TypeError: the entry is not a hook's mapping.
+        """
+        if self.event is None:
+            raise TypeError(f"{self.where} is not a hook")
+        return self.event
 
     def __contains__(self, key: str) -> bool:
         return key in self.data
@@ -59,7 +86,7 @@ class Entry:
 
     def bad(self, key: str | None, message: str) -> None:
         """Record a problem with ``key`` (with the whole mapping when None)."""
-        field = f"{self.where}.{key}" if key is not None else self.where
+        field = self.where if key is None else f"{self.where}.{key}".lstrip(".")
         self.problems.add(self.file, self.line(key), field, message)
 
     def count(self) -> int:
@@ -116,6 +143,37 @@ class Entry:
         if any("\0" in v for v in value):
             self.bad(key, "contains a NUL character")
         return tuple(value)
+
+    def variables(self, key: str) -> tuple[tuple[str, str], ...]:
+        """A mapping of variable names to strings (``env:``), as pairs."""
+        value = self.data.get(key)
+        inner = self.nested(key)
+        if value is None:
+            return ()
+        if inner is None:
+            self.bad(key, f"expected a mapping of variable names to strings, got {kind(value)}")
+            return ()
+        pairs: list[tuple[str, str]] = []
+        for name, text in inner.data.items():
+            error = check_name(name)
+            if error is None and not isinstance(text, str):
+                error = f"expected a string, got {kind(text)}"
+            elif error is None and "\0" in text:
+                error = "contains a NUL character"
+            if error is not None:
+                inner.bad(name, error)
+            else:
+                pairs.append((name, text))
+        return tuple(pairs)
+
+    def globs(self, key: str) -> tuple[str, ...]:
+        """A list of variable names or globs (``pass_env:``)."""
+        patterns = self.strings(key)
+        for pattern in patterns:
+            error = check_glob(pattern)
+            if error is not None:
+                self.bad(key, error)
+        return patterns
 
     def string_map(self, key: str) -> tuple[tuple[str, str], ...]:
         """A mapping of strings to strings, as pairs (empty when absent)."""

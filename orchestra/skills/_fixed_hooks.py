@@ -50,6 +50,7 @@ class PromptHook(HookSpec):
     """
 
     type: ClassVar[str] = "prompt"
+    can_transform: ClassVar[bool] = False
 
     prompt: str
     model: str | None = None
@@ -59,6 +60,11 @@ class PromptHook(HookSpec):
     def asks_judge(self) -> bool:
         """Whether the hook asks a judge rather than adding its text."""
         return self.judged or self.model is not None
+
+    @property
+    def external(self) -> bool:
+        """A judged prompt hook makes a request; a plain one runs in-process."""
+        return self.asks_judge
 
     def describe(self) -> str:
         """The text, and the model it asks if any."""
@@ -95,6 +101,7 @@ class AgentHook(HookSpec):
     """
 
     type: ClassVar[str] = "agent"
+    can_transform: ClassVar[bool] = False
 
     prompt: str
     model: str | None = None
@@ -127,6 +134,12 @@ class PermissionHook(HookSpec):
     """
 
     type: ClassVar[str] = "permission"
+    can_transform: ClassVar[bool] = False
+
+    @property
+    def external(self) -> bool:
+        """A fixed answer, in-process."""
+        return False
 
     decision: Literal["allow", "deny", "ask"] = attrs.field(
         validator=attrs.validators.in_(_PERMISSIONS)
@@ -143,8 +156,8 @@ class PermissionHook(HookSpec):
         decision = entry.choice("decision", _PERMISSIONS, None)
         if decision is None and entry.get("decision") is None:
             entry.bad("decision", "expected allow, deny or ask, got nothing")
-        elif decision is not None and not entry.event.can_block:
-            name = entry.event.name
+        elif decision is not None and not entry.hook_event.can_block:
+            name = entry.hook_event.name
             entry.bad(None, f"permission hooks need an event that can block; {name} cannot")
         return {"decision": decision, "reason": entry.string("reason", required=False)}
 

@@ -19,17 +19,15 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
 
 import attrs
 
 from orchestra._errors import did_you_mean
-from orchestra.skills._catalog import EVENTS, OnError
+from orchestra.skills._catalog import EVENTS, EventSpec, OnError, Phase
 from orchestra.skills._matchers import Matcher, compile_matcher
 from orchestra.skills._yaml import kind
-from orchestra.tracing import inject_env
 
 if TYPE_CHECKING:
     from orchestra.skills._fields import Entry
@@ -40,8 +38,10 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "MAX_TIMEOUT",
     "NOT_CONFIG",
+    "PHASES",
     "HookCall",
     "HookSpec",
+    "check_phase",
     "check_timeout",
     "event_json",
     "key_by",
@@ -83,7 +83,44 @@ def _valid_timeout(hook: HookSpec, _field: object, timeout: float) -> None:
         raise ValueError(f"timeout: {error}")
 
 
+PHASES: Final[tuple[Phase, ...]] = ("transform", "guard")
+
+
+def check_phase(
+    cls: type[HookSpec], spec: EventSpec, phase: str | None, on_error: str | None
+) -> tuple[str, str] | None:
+    """What is wrong with a hook's phase, as (field, message), or None.
+
+    Args:
+        cls: the hook's type.
+        spec: its event.
+        phase: its ``phase`` (None: it has none).
+        on_error: the ``on_error`` it sets (None: it sets none).
+    """
+    if phase is None:
+        return None
+    if not spec.phases:
+        with_phases = " and ".join(name for name, event in EVENTS.items() if event.phases)
+        return "phase", f"{spec.name} has no phases (only {with_phases})"
+    if phase == "transform" and not cls.can_transform:
+        return "phase", f"a {cls.type} hook cannot rewrite the input; it cannot be a transform"
+    if phase == "guard" and on_error == "continue":
+        return "on_error", "a guard fails closed: on_error: continue is not allowed"
+    return None
+
+
+def _valid_phase(hook: HookSpec, _field: object, phase: Phase | None) -> None:
+    if phase is not None and phase not in PHASES:
+        raise ValueError(f"phase: expected transform or guard, got {phase!r}")
+    spec = EVENTS.get(hook.event)  # an unknown event is refused by its own validator
+    problem = check_phase(type(hook), spec, phase, hook.on_error) if spec else None
+    if problem is not None:
+        raise ValueError(f"{problem[0]}: {problem[1]}")
+
+
 def _default_on_error(hook: HookSpec) -> OnError:
+    if hook.phase == "guard":
+        return "block"
     spec = EVENTS.get(hook.event)  # an unknown event is refused by its validator
     return spec.default_on_error if spec is not None else "continue"
 
@@ -109,8 +146,13 @@ class HookSpec:
         event: the event it runs at, e.g. ``"PreToolUse"``.
         matcher: the matcher pattern, or None for every value.
         timeout: seconds the hook may take.
-        on_error: what a hook error means: ``"continue"`` or ``"block"`` (default: the
-            event's, see ``EventSpec.default_on_error``).
+        phase: on events with phases (``PreToolUse``, ``PermissionRequest``):
+            ``"transform"`` (runs before every other hook and may only rewrite the
+            input), ``"guard"`` (runs after the transforms, judges the final input: it
+            runs again when a later hook rewrites it, and fails closed), or None.
+        on_error: what a hook error means: ``"continue"`` or ``"block"`` (default:
+            ``"block"`` for a guard, else the event's, see
+            ``EventSpec.default_on_error``).
         file: the config file it comes from.
         line: the line its entry starts on in that file (1-based).
         skill_dir: the folder of the ``SKILL.md`` it comes from, None for a config file.
@@ -126,12 +168,15 @@ class HookSpec:
     """
 
     type: ClassVar[str] = ""
+    can_transform: ClassVar[bool] = True
+    """It can answer a ``modified_input``, so it may be a ``phase: transform`` hook."""
     exit_code_attribute: ClassVar[str | None] = None
     """The span attribute a record's ``exit_code`` goes to, if it means one."""
 
     event: str = attrs.field(validator=_known_event, metadata=NOT_CONFIG)
     matcher: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
     timeout: float = attrs.field(default=DEFAULT_TIMEOUT, validator=_valid_timeout)
+    phase: Phase | None = attrs.field(default=None, validator=_valid_phase)
     on_error: OnError = attrs.field(
         default=attrs.Factory(_default_on_error, takes_self=True),
         validator=attrs.validators.in_(("continue", "block")),
@@ -169,6 +214,25 @@ class HookSpec:
         """Whether the hook runs for an event whose matcher field is ``value``."""
         pattern = self.pattern
         return pattern is None or (value is not None and pattern.fullmatch(value))
+
+    @property
+    def external(self) -> bool:
+        """It runs a process or a request: it takes one of the ``max_parallel_hooks`` slots."""
+        return True
+
+    def phase_error(self, result: HookResult) -> str | None:
+        """Why a result breaks the hook's phase (a hook error), or None."""
+        if self.phase == "transform" and result.decision is not None:
+            return (
+                f"a transform may only rewrite the input; it answered decision: {result.decision}"
+            )
+        if self.phase == "guard" and result.modified_input is not None:
+            return "a guard may not rewrite the input"
+        return None
+
+    def warnings(self) -> tuple[str, ...]:
+        """What may keep the hook from running on this machine (``hooks validate``)."""
+        return ()
 
     def describe(self) -> str:
         """What the hook does, in one line (``orchestra hooks list``)."""
@@ -292,11 +356,3 @@ class HookCall:
         if self._body is None:
             self._body = event_json(self.data)
         return self._body
-
-    def environment(self) -> dict[str, str]:
-        """The environment of a hook process: the parent's, the event, the project."""
-        env = dict(os.environ)
-        env["ORCHESTRA_EVENT"] = self.event
-        env["ORCHESTRA_PROJECT_DIR"] = self.project_dir
-        env["CLAUDE_PROJECT_DIR"] = self.project_dir  # Claude Code's hook scripts read it
-        return inject_env(env)  # TRACEPARENT: the hook's own span, when traced

@@ -4,7 +4,9 @@ Needs ``httpx`` (the ``http`` extra), imported on first use. A 2xx answer whose 
 a result JSON object (or empty: no opinion) is the hook's result; anything else is a
 ``HookRunError``: a redirect (never followed; the error names the ``Location``), another
 status, a body that is not a result, a body over 1 MiB, no answer within ``timeout``,
-a connection that fails. Plain ``http://`` is refused unless ``tls`` is ``"off"``.
+a connection that fails. Plain ``http://`` is refused unless ``tls`` is ``"off"``, and so
+is a URL whose host is or resolves to an internal address unless
+``allow_private_network`` (see ``_network``): the request goes to the address checked.
 Proxy variables and ``.netrc`` of the environment are not used (``trust_env=False``).
 """
 
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 import anyio
 
+from orchestra.skills._network import checked_address
 from orchestra.skills._result import OUTPUT_LIMIT, HookResult, HookRunError, parse_result
 
 if TYPE_CHECKING:
@@ -84,6 +87,7 @@ async def post_http(
     timeout: float,  # noqa: ASYNC109 -- one deadline for connect, send and read together
     tls: TlsMode,
     strict_output: bool = False,
+    allow_private_network: bool = False,
 ) -> HookResult:
     """POST one event to an http hook and read its answer.
 
@@ -96,6 +100,8 @@ async def post_http(
         tls: ``"verify"`` (https, certificates checked), ``"no_verify"`` (https,
             not checked) or ``"off"`` (plain http allowed too).
         strict_output: refuse result fields that are not known (see ``parse_result``).
+        allow_private_network: let the URL reach loopback, private, link-local, CGNAT,
+            multicast and reserved addresses (see ``_network``).
 
     Returns:
         The hook's result.
@@ -123,7 +129,17 @@ async def post_http(
     }
     verify = _ssl_context(tls == "verify")
     try:
+        target = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise HookRunError(f"could not start: not a valid URL: {exc}") from None
+    host = target.host
+    try:
         with anyio.fail_after(timeout):
+            port = target.port or (443 if scheme == "https" else 80)
+            address = await checked_address(host, port, allow_private=allow_private_network)
+            # Connect to the address checked; the server still sees the name it serves.
+            request_headers.setdefault("Host", target.netloc.decode("ascii"))
+            extensions = {"sni_hostname": host} if scheme == "https" and address != host else {}
             async with (
                 httpx.AsyncClient(
                     verify=verify,
@@ -131,13 +147,21 @@ async def post_http(
                     follow_redirects=False,
                     trust_env=False,
                 ) as client,
-                client.stream("POST", url, content=body, headers=request_headers) as response,
+                client.stream(
+                    "POST",
+                    target.copy_with(host=address),
+                    content=body,
+                    headers=request_headers,
+                    extensions=extensions,
+                ) as response,
             ):
                 status = response.status_code
                 if response.is_redirect or 300 <= status < 400:
                     location = response.headers.get("location", "(no Location)")
                     raise HookRunError(
-                        f"http {status}: redirect to {location} not followed", exit_code=status
+                        f"http {status}: redirect to {location} not followed",
+                        exit_code=status,
+                        summary=f"http {status}: redirect not followed",
                     )
                 data = await _read_body(response)
     except (TimeoutError, httpx.TimeoutException):
@@ -146,8 +170,9 @@ async def post_http(
         raise HookRunError(f"http request failed: {_explain(exc)}") from exc
     if not 200 <= status < 300:
         excerpt = data[:_EXCERPT].decode("utf-8", "replace")
-        raise HookRunError(f"http {status}: {excerpt}".rstrip(": "), exit_code=status)
+        message = f"http {status}: {excerpt}".rstrip(": ")
+        raise HookRunError(message, exit_code=status, summary=f"http {status}")
     try:
         return parse_result(data, strict=strict_output)
     except HookRunError as exc:
-        raise HookRunError(str(exc), exit_code=status) from None
+        raise exc.again(exit_code=status) from None

@@ -46,6 +46,8 @@ class HttpHook(HookSpec):
         allowed_env_vars: the variables headers may use.
         tls: ``"verify"``, ``"no_verify"`` or ``"off"``.
         strict_output: unknown fields in the result are errors.
+        allow_private_network: the URL may reach loopback, private, link-local, CGNAT,
+            multicast and reserved addresses (refused by default, after DNS resolution).
     """
 
     type: ClassVar[str] = "http"
@@ -59,6 +61,7 @@ class HttpHook(HookSpec):
     )
     tls: TlsMode = "verify"
     strict_output: bool = False
+    allow_private_network: bool = False
 
     def describe(self) -> str:
         """``POST url``, and the TLS mode unless it verifies."""
@@ -98,6 +101,7 @@ class HttpHook(HookSpec):
             "allowed_env_vars": allowed,
             "tls": tls,
             "strict_output": entry.flag("strict_output"),
+            "allow_private_network": entry.flag("allow_private_network"),
         }
 
     async def run(self, call: HookCall) -> HookResult:
@@ -109,6 +113,7 @@ class HttpHook(HookSpec):
             timeout=self.timeout,
             tls=self.tls,
             strict_output=self.strict_output,
+            allow_private_network=self.allow_private_network,
         )
 
     def expand_headers(self) -> dict[str, str]:

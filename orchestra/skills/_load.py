@@ -11,35 +11,60 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, final
 
 import attrs
 
 from orchestra._errors import did_you_mean
-from orchestra.skills._catalog import EVENTS, EventSpec, OnError
-from orchestra.skills._fields import Entry
-from orchestra.skills._hook import DEFAULT_TIMEOUT, HookSpec, check_timeout
+from orchestra.skills._catalog import EVENTS, EventSpec, OnError, Phase
+from orchestra.skills._fields import Entry, FileDefaults
+from orchestra.skills._hook import DEFAULT_TIMEOUT, PHASES, HookSpec, check_phase, check_timeout
 from orchestra.skills._matchers import compile_matcher
 from orchestra.skills._sources import Source, sources
+from orchestra.skills._trust import TrustStore, digest
 from orchestra.skills._types import HOOK_CLASSES, HOOK_TYPES
 from orchestra.skills._yaml import (
     FRONT_MATTER_LINE,
     Map,
     Problems,
     Seq,
+    decode,
     front_matter,
     kind,
     parse_yaml,
-    read_text,
+    read_bytes,
 )
 
-__all__ = ["load_hooks"]
+__all__ = ["Loaded", "load_hooks", "read_sources"]
 
 _GROUP_FIELDS: Final = ("matcher", "hooks")
+_TOP_FIELDS: Final = ("hooks", "env", "pass_env")
 _ON_ERROR: Final[tuple[OnError, ...]] = ("continue", "block")
 
 
-def load_hooks(paths: Sequence[str | Path], notes: list[str] | None = None) -> tuple[HookSpec, ...]:
+@final
+@attrs.frozen
+class Loaded:
+    """One source file read: its content's digest and its hooks (before merging).
+
+    Attributes:
+        source: the file.
+        sha256: the SHA-256 of its bytes.
+        hooks: its hooks, in order.
+    """
+
+    source: Source
+    sha256: str
+    hooks: tuple[HookSpec, ...]
+
+
+def load_hooks(
+    paths: Sequence[str | Path],
+    notes: list[str] | None = None,
+    *,
+    require_trust: bool = False,
+    store: TrustStore | None = None,
+) -> tuple[HookSpec, ...]:
     """Read and validate config files, SKILL.md files and folders into merged hooks.
 
     Config files come first, in the order given (pass the global one before the
@@ -49,23 +74,42 @@ def load_hooks(paths: Sequence[str | Path], notes: list[str] | None = None) -> t
         paths: files and folders to read.
         notes: where what was ignored on purpose goes (a Claude Code file's other
             settings, events and hook types this version does not run).
+        require_trust: refuse a file that ``store`` does not trust as it is now.
+        store: the trust store (default: the user's).
 
     Raises:
         ConfigError: every problem found, each with file:line and field path.
     """
     problems = Problems()
     hooks: list[HookSpec] = []
-    for source in sources(paths, problems):
-        hooks.extend(_read_source(source, problems))
+    for loaded in read_sources(paths, problems):
+        if require_trust:
+            store = store or TrustStore()
+            refusal = store.refusal(loaded.source.path, loaded.sha256, loaded.hooks)
+            if refusal is not None:
+                problems.add(str(loaded.source.path), None, None, refusal)
+                continue
+        hooks.extend(loaded.hooks)
     problems.raise_if_any()
     if notes is not None:
         notes.extend(problems.notes)
     return tuple(_dedup(hooks))
 
 
-def _read_source(source: Source, problems: Problems) -> list[HookSpec]:
+def read_sources(paths: Sequence[str | Path], problems: Problems) -> list[Loaded]:
+    """Every source file of ``paths``, read and validated; problems go to ``problems``."""
+    loaded: list[Loaded] = []
+    for source in sources(paths, problems):
+        data = read_bytes(source.path, problems)
+        if data is not None:
+            hooks = _read_source(source, data, problems)
+            loaded.append(Loaded(source, digest(data), tuple(hooks)))
+    return loaded
+
+
+def _read_source(source: Source, raw: bytes, problems: Problems) -> list[HookSpec]:
     name = str(source.path)
-    text = read_text(source.path, problems)
+    text = decode(raw, name, problems)
     if text is None:
         return []
     if source.claude:
@@ -102,6 +146,7 @@ class _Checker:
     skill_dir: str | None
     problems: Problems
     hooks: list[HookSpec] = attrs.field(factory=list)
+    defaults: FileDefaults = attrs.field(factory=FileDefaults)
 
     def bad(self, line: int | None, field: str, message: str) -> None:
         self.problems.add(self.file, None if line is None else line + self.offset, field, message)
@@ -112,11 +157,13 @@ class _Checker:
         if not isinstance(data, Map):
             self.bad(1, "", f"expected a mapping with a 'hooks' key, got {kind(data)}")
             return
-        if not skill:
+        if not skill:  # a SKILL.md's front matter has its own fields (name, description...)
             for key in data:
-                if key != "hooks":
-                    hint = did_you_mean(key, ["hooks"])
+                if key not in _TOP_FIELDS:
+                    hint = did_you_mean(key, _TOP_FIELDS)
                     self.bad(data.lines[key], key, f"unknown top-level field{hint}")
+        top = Entry(data, "", self.file, self.offset, self.problems)
+        self.defaults = FileDefaults(env=top.variables("env"), pass_env=top.globs("pass_env"))
         if "hooks" in data:
             self.events(data["hooks"], data.lines["hooks"])
 
@@ -189,7 +236,9 @@ class _Checker:
         if not isinstance(hook, Map):
             self.bad(line, where, f"expected a mapping with a 'type', got {kind(hook)}")
             return None
-        entry = Entry(hook, where, self.file, self.offset, self.problems, spec, self.skill_dir)
+        entry = Entry(
+            hook, where, self.file, self.offset, self.problems, spec, self.skill_dir, self.defaults
+        )
         count = entry.count()
         name = hook.get("type")
         cls = HOOK_CLASSES.get(name) if isinstance(name, str) else None
@@ -211,7 +260,11 @@ class _Checker:
                 )
                 entry.bad(key, f"unknown field for a {name} hook{hint}")
         timeout = _timeout(entry)
-        on_error = _on_error(entry)
+        phase = entry.choice("phase", PHASES, None)
+        on_error = _on_error(entry, phase)
+        problem = check_phase(cls, spec, phase, entry.get("on_error"))
+        if problem is not None:
+            entry.bad(*problem)
         fields = cls.parse_fields(entry)
         if entry.count() > count:
             return None
@@ -219,6 +272,7 @@ class _Checker:
             event=spec.name,
             matcher=matcher,
             timeout=timeout,
+            phase=phase,
             on_error=on_error,
             file=self.file,
             line=entry.line(),
@@ -238,9 +292,10 @@ def _timeout(entry: Entry) -> float:
     return float(value)
 
 
-def _on_error(entry: Entry) -> OnError:
-    event = entry.event
-    value = entry.choice("on_error", _ON_ERROR, event.default_on_error)
+def _on_error(entry: Entry, phase: Phase | None) -> OnError:
+    event = entry.hook_event
+    default = "block" if phase == "guard" else event.default_on_error
+    value = entry.choice("on_error", _ON_ERROR, default)
     if value == "block" and entry.get("on_error") == "block" and not event.can_block:
         entry.bad("on_error", f"{event.name} cannot block; use on_error: continue")
     return value

@@ -84,7 +84,10 @@ def _read_tool_result(tool: str, result: Any, strict: bool) -> HookResult:
         structured = getattr(result, "structuredContent", None)
     text = _text_of(list(result.content or ()))
     if is_error:
-        raise HookRunError(f"mcp tool {tool!r} failed: {text[:_EXCERPT] or 'no message'}")
+        raise HookRunError(
+            f"mcp tool {tool!r} failed: {text[:_EXCERPT] or 'no message'}",
+            summary=f"mcp tool {tool!r} failed",
+        )
     if len(text) > OUTPUT_LIMIT:
         raise HookRunError("output over 1 MiB in the mcp tool result")
     if isinstance(structured, dict):
@@ -154,6 +157,6 @@ async def call_mcp_tool(
             cause = _flatten(error)
             if isinstance(cause, HookRunError):
                 raise cause from None
-            message = f"mcp server failed: {type(cause).__name__}: {cause}"
-            raise HookRunError(message, stderr=_tail(errlog)) from cause
+            kind = f"mcp server failed: {type(cause).__name__}"
+            raise HookRunError(f"{kind}: {cause}", stderr=_tail(errlog), summary=kind) from cause
     return _read_tool_result(tool, result, strict_output)

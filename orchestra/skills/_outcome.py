@@ -46,6 +46,8 @@ class HookRecord:
         duration: seconds the hook took.
         note: how the answer counted, when not plainly: e.g. ``"error ignored
             (on_error: continue)"`` or ``"deny ignored: PostToolUse cannot block"``.
+        error_summary: the error without anything the hook itself wrote (see
+            ``HookRunError.summary``), or None if it gave a result.
     """
 
     hook: HookSpec
@@ -55,6 +57,7 @@ class HookRecord:
     stderr: str
     duration: float
     note: str | None = None
+    error_summary: str | None = None
 
 
 @final

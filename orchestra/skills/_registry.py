@@ -24,17 +24,17 @@ messages, and a ``modified_input`` is ignored; both are noted in the hook's reco
 
 from __future__ import annotations
 
-import json
 import os
-import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
+from weakref import WeakKeyDictionary
 
 import anyio
 import attrs
-from opentelemetry.trace import Span, Tracer
+from anyio.lowlevel import RunVar
+from opentelemetry.trace import Tracer
 
 from orchestra._errors import ConfigError, did_you_mean
 from orchestra._hooks import SubagentHooks, TaskHooks
@@ -45,22 +45,23 @@ from orchestra.skills._adapters import (
     subagent_hooks,
     task_hooks,
 )
+from orchestra.skills._call import call_hook
 from orchestra.skills._catalog import EVENTS, EventSpec
 from orchestra.skills._fixed_hooks import AgentHook
-from orchestra.skills._hook import HookCall, HookSpec, event_data, event_json
+from orchestra.skills._hook import HookSpec, event_data, event_json
 from orchestra.skills._judge import Judge, supports_agent
 from orchestra.skills._load import load_hooks
 from orchestra.skills._outcome import EMPTY, Combiner, HookOutcome, HookRecord
-from orchestra.skills._result import HookRunError
-from orchestra.tracing import capture_content, get_tracer, traceparent
-from orchestra.tracing._engine import hook_span, record_decision, record_error
-from orchestra.tracing.names import ATTR_HOOK_OUTPUT
+from orchestra.tracing import get_tracer
 
-__all__ = ["HookRegistry", "load"]
+__all__ = ["DEFAULT_MAX_PARALLEL_HOOKS", "HookRegistry", "load"]
 
-# Extra seconds a runner gets past a hook's own timeout before it is cancelled from here
-# (the runners enforce the timeout themselves; this only guards against a runner bug).
-_RUNNER_GRACE: Final = 5.0
+_RERUN: Final = "re-run: the input was rewritten after the guards"
+DEFAULT_MAX_PARALLEL_HOOKS: Final = 32
+"""How many hook processes or requests a registry runs at once by default."""
+# A registry's slots, per event loop: anyio's primitives belong to the loop that made them,
+# and one registry may serve several loops (a guarded sync tool runs one per call).
+_SLOTS: RunVar[WeakKeyDictionary[HookRegistry, anyio.Semaphore]] = RunVar("orchestra_hook_slots")
 
 
 class HookRegistry:
@@ -78,6 +79,9 @@ class HookRegistry:
         judge: what prompt hooks with a ``model`` (and Claude Code's prompt and agent
             hooks) ask; see ``OpenAICompatibleJudge``.
         notes: what the load ignored on purpose (see ``load``).
+        max_parallel_hooks: how many hook processes or requests (command, http and
+            mcp_tool hooks) may run at once, over every ``fire`` of this registry; the
+            rest wait for a slot (the hook's timeout starts once it has one).
 
     Attributes:
         hooks: every hook, in the order they run.
@@ -85,6 +89,10 @@ class HookRegistry:
         session_id: the default session id.
         judge: the judge, or None.
         notes: what the load ignored on purpose, one line each (``file:line: ...``).
+        max_parallel_hooks: the limit on hook processes or requests at once.
+
+    Raises:
+        ValueError: ``max_parallel_hooks`` is less than 1.
     """
 
     def __init__(
@@ -95,7 +103,11 @@ class HookRegistry:
         session_id: str | None = None,
         judge: Judge | None = None,
         notes: Sequence[str] = (),
+        max_parallel_hooks: int = DEFAULT_MAX_PARALLEL_HOOKS,
     ) -> None:
+        if max_parallel_hooks < 1:
+            raise ValueError(f"max_parallel_hooks must be at least 1, got {max_parallel_hooks}")
+        self.max_parallel_hooks = max_parallel_hooks
         self.hooks: tuple[HookSpec, ...] = tuple(hooks)
         self.judge = judge
         self.notes: tuple[str, ...] = tuple(notes)
@@ -113,7 +125,8 @@ class HookRegistry:
         self.project_dir = os.path.abspath(project_dir if project_dir is not None else os.curdir)
         self.session_id = session_id or str(uuid.uuid4())
         self._by_event: dict[str, tuple[HookSpec, ...]] = {
-            name: tuple(hook for hook in self.hooks if hook.event == name) for name in EVENTS
+            name: _in_phase_order(hook for hook in self.hooks if hook.event == name)
+            for name in EVENTS
         }
 
     def __repr__(self) -> str:
@@ -232,11 +245,7 @@ class HookRegistry:
         combiner = Combiner(spec, current if isinstance(current, Mapping) else None)
         tracer = get_tracer()
         if spec.can_block or spec.can_modify or len(matching) == 1:
-            for hook in matching:
-                if combiner.modified and field is not None:
-                    data[field] = combiner.input
-                if combiner.add(await self._run(hook, data, tracer, subject)):
-                    break
+            await self._chain(matching, data, combiner, tracer, subject)
         else:
             records: list[HookRecord | None] = [None] * len(matching)
             try:
@@ -255,6 +264,38 @@ class HookRegistry:
                 combiner.add(record)
         return combiner.outcome()
 
+    async def _chain(
+        self,
+        hooks: Sequence[HookSpec],
+        data: dict[str, Any],
+        combiner: Combiner,
+        tracer: Tracer | None,
+        subject: str | None,
+    ) -> None:
+        """Run hooks one after the other, each on the input as rewritten before it.
+
+        Guards judge the final input: when a hook after them rewrote it, every guard
+        runs again on it (a guard cannot rewrite it, so once is enough).
+        """
+        field = combiner.spec.input_field
+        guards = [hook for hook in hooks if hook.phase == "guard"]
+        judged: Mapping[str, Any] | None = None
+        for hook in hooks:
+            if combiner.modified and field is not None:
+                data[field] = combiner.input
+            if hook.phase == "guard":
+                judged = combiner.input
+            if combiner.add(await self._run(hook, data, tracer, subject)):
+                return
+        if not guards or not combiner.modified or combiner.input == judged:
+            return
+        if field is not None:
+            data[field] = combiner.input
+        for hook in guards:
+            record = await self._run(hook, data, tracer, subject)
+            if combiner.add(attrs.evolve(record, note=_RERUN)):
+                return
+
     async def _run(
         self,
         hook: HookSpec,
@@ -263,26 +304,28 @@ class HookRegistry:
         subject: str | None,
         body: bytes | None = None,
     ) -> HookRecord:
-        if tracer is None:
-            call = HookCall(hook.event, data, self.project_dir, body, self.judge)
-            return _background(await _attempt(hook, call))
-        with hook_span(
-            tracer,
-            hook.event,
-            hook_type=hook.type,
-            name=f"{hook.type} {hook.source}",
-            source=hook.source,
-            subject=subject,
-            matcher=hook.matcher,
-        ) as span:
-            tp = traceparent()
-            if tp is not None:  # the hook's own span, for hooks that read only stdin
-                data = {**data, "traceparent": tp}
-                body = None
-            call = HookCall(hook.event, data, self.project_dir, body, self.judge)
-            record = await _attempt(hook, call)
-            _trace(span, record)
+        if hook.external:
+            async with self._slots():
+                record = await call_hook(
+                    hook, data, self.project_dir, tracer, subject, body, self.judge
+                )
+        else:
+            record = await call_hook(
+                hook, data, self.project_dir, tracer, subject, body, self.judge
+            )
         return _background(record)
+
+    def _slots(self) -> anyio.Semaphore:
+        """This registry's ``max_parallel_hooks`` slots on the running event loop."""
+        try:
+            slots = _SLOTS.get()
+        except LookupError:
+            slots = WeakKeyDictionary()
+            _SLOTS.set(slots)
+        semaphore = slots.get(self)
+        if semaphore is None:
+            semaphore = slots[self] = anyio.Semaphore(self.max_parallel_hooks)
+        return semaphore
 
 
 def _background(record: HookRecord) -> HookRecord:
@@ -299,47 +342,12 @@ def _background(record: HookRecord) -> HookRecord:
     )
 
 
-async def _attempt(hook: HookSpec, call: HookCall) -> HookRecord:
-    """Run one hook under its timeout (plus a grace), recording its answer or error."""
-    started = time.perf_counter()
-    try:
-        with anyio.fail_after(hook.timeout + _RUNNER_GRACE):
-            result = await hook.run(call)
-    except HookRunError as exc:
-        return HookRecord(
-            hook, None, str(exc), exc.exit_code, exc.stderr, time.perf_counter() - started
-        )
-    except TimeoutError:
-        error = f"timed out after {hook.timeout:g} s"
-        return HookRecord(hook, None, error, None, "", time.perf_counter() - started)
-    except Exception as exc:  # a hook never crashes the caller; its error is recorded
-        error = f"{type(exc).__name__}: {exc}"
-        return HookRecord(hook, None, error, None, "", time.perf_counter() - started)
-    return HookRecord(
-        hook, result, None, result.exit_code, result.stderr, time.perf_counter() - started
-    )
+_PHASE_RANK: Final = {"transform": 0, "guard": 1, None: 2}
 
 
-def _trace(span: Span, record: HookRecord) -> None:
-    """Put a hook's answer (or error) and a command's exit code on its span."""
-    attribute = record.hook.exit_code_attribute
-    if record.exit_code is not None and attribute is not None:
-        span.set_attribute(attribute, record.exit_code)
-    if record.error is not None:
-        record_error(span, HookRunError(record.error, exit_code=record.exit_code))
-    elif record.result is not None and record.result.decision is not None:
-        result = record.result
-        record_decision(span, result.decision, record.hook.source, reason=result.reason)
-    if record.result is not None and capture_content():  # content: only when opted in
-        result = record.result
-        output = {
-            "decision": result.decision,
-            "reason": result.reason,
-            "modified_input": result.modified_input,
-            "messages": list(result.messages),
-            "stderr": record.stderr,
-        }
-        span.set_attribute(ATTR_HOOK_OUTPUT, json.dumps(output, default=str))
+def _in_phase_order(hooks: Iterable[HookSpec]) -> tuple[HookSpec, ...]:
+    """Transforms first, then guards, then the other hooks, each in config order."""
+    return tuple(sorted(hooks, key=lambda hook: _PHASE_RANK[hook.phase]))
 
 
 def _subject(spec: EventSpec, payload: Mapping[str, Any]) -> str | None:
@@ -361,6 +369,8 @@ def load(
     project_dir: str | os.PathLike[str] | None = None,
     session_id: str | None = None,
     judge: Judge | None = None,
+    max_parallel_hooks: int = DEFAULT_MAX_PARALLEL_HOOKS,
+    require_trust: bool = False,
 ) -> HookRegistry:
     """Load hooks from config files, ``SKILL.md`` files and folders of skills.
 
@@ -374,6 +384,10 @@ def load(
         session_id: the default ``session_id`` of the event JSON.
         judge: what prompt hooks with a ``model`` and Claude Code's prompt and agent
             hooks ask (any async callable; see ``OpenAICompatibleJudge``).
+        max_parallel_hooks: how many hook processes or requests run at once (default 32).
+        require_trust: refuse every file that the user's trust store does not trust as
+            it is now (``orchestra hooks trust PATH``); files in the user's own
+            configuration folder (``$XDG_CONFIG_HOME/orchestra/``) are trusted.
 
     Returns:
         A registry of every hook, in the order they run.
@@ -382,7 +396,12 @@ def load(
         ConfigError: every problem found, each naming file:line and the field path.
     """
     notes: list[str] = []
-    hooks = load_hooks([Path(path) for path in paths], notes)
+    hooks = load_hooks([Path(path) for path in paths], notes, require_trust=require_trust)
     return HookRegistry(
-        hooks, project_dir=project_dir, session_id=session_id, judge=judge, notes=notes
+        hooks,
+        project_dir=project_dir,
+        session_id=session_id,
+        judge=judge,
+        notes=notes,
+        max_parallel_hooks=max_parallel_hooks,
     )

@@ -144,16 +144,31 @@ class HookRunError(OrchestraError, RuntimeError):
         exit_code: the exit status of a command hook (negative: the signal that killed
             it), or the HTTP status of an http hook, when there is one.
         stderr: what a command hook wrote on stderr (at most 1 MiB).
+        summary: the message without anything the hook itself wrote (a response body,
+            a tool's text, a value of its output): what spans show unless content
+            capture is on.
     """
 
-    def __init__(self, message: str, *, exit_code: int | None = None, stderr: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        exit_code: int | None = None,
+        stderr: str = "",
+        summary: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.exit_code = exit_code
         self.stderr = stderr
+        self.summary = summary if summary is not None else message
+
+    def again(self, *, exit_code: int | None = None, stderr: str = "") -> HookRunError:
+        """The same error, with the exit code and stderr of the hook that gave it."""
+        return HookRunError(str(self), exit_code=exit_code, stderr=stderr, summary=self.summary)
 
 
 def _invalid(detail: str) -> HookRunError:
-    return HookRunError(f"invalid JSON output: {detail}")
+    return HookRunError(f"invalid JSON output: {detail}", summary="invalid JSON output")
 
 
 def _kind(value: object) -> str:

@@ -29,11 +29,12 @@ __all__ = [
     "Map",
     "Problems",
     "Seq",
+    "decode",
     "front_matter",
     "kind",
     "parse_yaml",
     "plain",
-    "read_text",
+    "read_bytes",
 ]
 
 MAX_FILE_BYTES: Final = 1 << 20
@@ -190,8 +191,8 @@ def plain(value: Any) -> Any:
     return value
 
 
-def read_text(path: Path, problems: Problems) -> str | None:
-    """The text of a config file, or None (and a problem) if it cannot be read."""
+def read_bytes(path: Path, problems: Problems) -> bytes | None:
+    """The bytes of a config file, or None (and a problem) if it cannot be read."""
     name = str(path)
     try:
         with path.open("rb") as stream:
@@ -202,6 +203,11 @@ def read_text(path: Path, problems: Problems) -> str | None:
     if len(data) > MAX_FILE_BYTES:
         problems.add(name, None, None, "file is over 1 MiB; refused")
         return None
+    return data
+
+
+def decode(data: bytes, name: str, problems: Problems) -> str | None:
+    """A config file's text, or None (and a problem) if it is not UTF-8."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -7,7 +7,8 @@ that from a test and answers the base URL and the process, which the test stops.
 Paths: ``/allow``, ``/echo`` (answers the request body as ``modified_input`` and the
 ``X-Token`` header as ``message``), ``/claude``, ``/empty``, ``/redirect``, ``/500``,
 ``/text``, ``/array``, ``/big`` (2 MiB), ``/big-chunked`` (2 MiB, no Content-Length),
-``/hang`` (never answers).
+``/hang`` (never answers), ``/host`` (answers the ``Host`` header and the TLS server name
+the client sent as ``message``). ``GET /hits`` answers how many POSTs it got.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ import ssl
 import subprocess
 import sys
 import threading
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 _STOP = threading.Event()
+_HITS = [0]
+_SNI: dict[int, str | None] = {}  # by the client's port: the TLS server name it sent
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -37,7 +41,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def do_GET(self) -> None:
+        if self.path == "/hits":
+            self._send(200, str(_HITS[0]).encode())
+        else:
+            self._send(404, b"no such page")
+
     def do_POST(self) -> None:
+        _HITS[0] += 1
         length = int(self.headers.get("Content-Length", "0"))
         request = self.rfile.read(length)
         path = self.path
@@ -78,6 +89,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"0\r\n\r\n")
             except OSError:
                 pass  # the client hung up at its limit
+        elif path == "/host":
+            sni = _SNI.get(self.client_address[1])
+            answer = {"message": f"{self.headers['Host']} {sni}"}
+            self._send(200, json.dumps(answer).encode())
         elif path == "/hang":
             _STOP.wait(120)
         else:
@@ -90,6 +105,11 @@ def main() -> None:
     if len(sys.argv) == 3:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(sys.argv[1], sys.argv[2])
+
+        def remember_sni(sock: ssl.SSLSocket, name: str | None, _ctx: ssl.SSLContext) -> None:
+            _SNI[sock.getpeername()[1]] = name
+
+        context.sni_callback = remember_sni
         server.socket = context.wrap_socket(server.socket, server_side=True)
     print(server.server_address[1], flush=True)
     try:
@@ -108,6 +128,12 @@ def start(*tls_files: Path) -> tuple[str, subprocess.Popen[bytes]]:
     process.stdout.close()
     scheme = "https" if tls_files else "http"
     return f"{scheme}://127.0.0.1:{port}", process
+
+
+def hits(url: str) -> int:
+    """How many POSTs the server at ``url`` got so far."""
+    with urllib.request.urlopen(f"{url}/hits", timeout=10) as response:
+        return int(response.read())
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:

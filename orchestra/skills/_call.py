@@ -1,0 +1,133 @@
+"""One hook call: its timeout, its errors, its phase, its span.
+
+``call_hook`` runs one hook and always answers a ``HookRecord``: a hook never crashes the
+caller. A hook error (``HookRunError``, a timeout, any other exception, a result its
+phase forbids) is recorded with its message; what it means is its ``on_error``'s, decided
+by the ``Combiner``.
+
+Under tracing, the call is a ``hook {event}`` span, current while the hook runs (its
+``TRACEPARENT``). The span gets the decision and its reason cut to 256 characters, or
+the error as its summary: nothing the hook itself wrote (its stdout, stderr, a response
+body) goes on it unless content capture is on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any, Final
+
+import anyio
+from opentelemetry.trace import Span, Tracer
+
+from orchestra.skills._hook import HookCall, HookSpec
+from orchestra.skills._judge import Judge
+from orchestra.skills._outcome import HookRecord
+from orchestra.skills._result import HookRunError
+from orchestra.tracing import capture_content, traceparent
+from orchestra.tracing._engine import hook_span, record_decision, record_error
+from orchestra.tracing.names import ATTR_HOOK_OUTPUT
+
+__all__ = ["call_hook"]
+
+# Extra seconds a runner gets past a hook's own timeout before it is cancelled from here
+# (the runners enforce the timeout themselves; this only guards against a runner bug).
+_RUNNER_GRACE: Final = 5.0
+_REASON_CHARS: Final = 256
+
+
+async def call_hook(
+    hook: HookSpec,
+    data: Mapping[str, Any],
+    project_dir: str,
+    tracer: Tracer | None,
+    subject: str | None,
+    body: bytes | None = None,
+    judge: Judge | None = None,
+) -> HookRecord:
+    """Run ``hook`` once for the event ``data`` and record what it did.
+
+    Args:
+        hook: the hook.
+        data: the event JSON's fields.
+        project_dir: the hooks' working directory.
+        tracer: the tracer when tracing is on, else None.
+        subject: the value its matcher was matched against, for the span.
+        body: ``data`` already encoded, if the caller has it.
+        judge: the registry's judge, for hooks that ask a model.
+    """
+    if tracer is None:
+        return await _attempt(hook, HookCall(hook.event, data, project_dir, body, judge))
+    with hook_span(
+        tracer,
+        hook.event,
+        hook_type=hook.type,
+        name=f"{hook.type} {hook.source}",
+        source=hook.source,
+        subject=subject,
+        matcher=hook.matcher,
+    ) as span:
+        tp = traceparent()
+        if tp is not None:  # the hook's own span, for hooks that read only stdin
+            data = {**data, "traceparent": tp}
+            body = None
+        record = await _attempt(hook, HookCall(hook.event, data, project_dir, body, judge))
+        _trace(span, record)
+    return record
+
+
+async def _attempt(hook: HookSpec, call: HookCall) -> HookRecord:
+    """Run one hook under its timeout (plus a grace), recording its answer or error."""
+    started = time.perf_counter()
+    try:
+        with anyio.fail_after(hook.timeout + _RUNNER_GRACE):
+            result = await hook.run(call)
+    except HookRunError as exc:
+        error = exc
+    except TimeoutError:
+        error = HookRunError(f"timed out after {hook.timeout:g} s")
+    except Exception as exc:  # a hook never crashes the caller; its error is recorded
+        error = HookRunError(f"{type(exc).__name__}: {exc}", summary=type(exc).__name__)
+    else:
+        broken = hook.phase_error(result)
+        if broken is None:
+            duration = time.perf_counter() - started
+            return HookRecord(hook, result, None, result.exit_code, result.stderr, duration)
+        error = HookRunError(broken, exit_code=result.exit_code, stderr=result.stderr)
+    duration = time.perf_counter() - started
+    return HookRecord(
+        hook,
+        None,
+        str(error),
+        error.exit_code,
+        error.stderr,
+        duration,
+        error_summary=error.summary,
+    )
+
+
+def _trace(span: Span, record: HookRecord) -> None:
+    """Put a hook's answer (or error) and exit code on its span; output only if opted in."""
+    attribute = record.hook.exit_code_attribute
+    if record.exit_code is not None and attribute is not None:
+        span.set_attribute(attribute, record.exit_code)
+    content = capture_content()
+    result = record.result
+    if record.error is not None:
+        shown = record.error if content else (record.error_summary or record.error)
+        record_error(span, HookRunError(shown, exit_code=record.exit_code))
+    elif result is not None and result.decision is not None:
+        reason = result.reason[:_REASON_CHARS] if result.reason is not None else None
+        record_decision(span, result.decision, record.hook.source, reason=reason)
+    if content:
+        output: dict[str, Any] = {"error": record.error, "stderr": record.stderr}
+        if result is not None:
+            output = {
+                "decision": result.decision,
+                "reason": result.reason,
+                "modified_input": result.modified_input,
+                "messages": list(result.messages),
+                "stderr": record.stderr,
+            }
+        span.set_attribute(ATTR_HOOK_OUTPUT, json.dumps(output, default=str))

@@ -1,0 +1,102 @@
+"""The environment of a hook process: minimal by default, opened by the config.
+
+A command hook gets, from the parent's environment, only ``PATH``, ``HOME``, ``USER``,
+``LOGNAME``, ``SHELL``, ``LANG``, ``LC_*``, ``TZ``, ``TERM`` and ``TMPDIR`` (tox's
+``pass_env`` idea): a secret in the agent's environment (``AWS_SECRET_ACCESS_KEY``,
+``OPENAI_API_KEY``) never reaches a hook that was not given it. The config opens more:
+
+- ``pass_env: [NAME, GLOB, ...]``: the parent's variables by name or glob (``AWS_*``,
+  ``["*"]`` for all);
+- ``env: {NAME: value}``: variables set by the config; ``${VAR}`` in a value is the
+  parent's ``VAR`` (empty when unset).
+
+Then the project variables, which the config cannot override: ``ORCHESTRA_EVENT``,
+``ORCHESTRA_PROJECT_DIR`` and ``CLAUDE_PROJECT_DIR`` (the project folder), ``SKILL_DIR``
+for a skill's hooks, and ``TRACEPARENT`` when traced.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Mapping
+from typing import Final
+
+from orchestra.tracing import inject_env
+
+__all__ = ["MINIMAL_ENV", "check_glob", "check_name", "hook_environment"]
+
+MINIMAL_ENV: Final = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TERM", "TMPDIR"}
+)
+"""The parent's variables every hook process gets (and ``LC_*``)."""
+_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_GLOB: Final = re.compile(r"(?:[A-Za-z0-9_*?]|\[!?[A-Za-z0-9_-]+\])+")
+_GLOB_CHARS: Final = frozenset("*?[")
+_REFERENCE: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def check_name(name: str) -> str | None:
+    """What is wrong with a variable name, or None."""
+    return None if _NAME.fullmatch(name) else f"{name!r} is not a variable name"
+
+
+def check_glob(pattern: str) -> str | None:
+    """What is wrong with a ``pass_env`` entry (a name or a glob), or None."""
+    if _GLOB.fullmatch(pattern):
+        return None
+    return (
+        f"{pattern!r} is not a variable name or glob "
+        "(letters, digits, _, and the glob characters * ? [...])"
+    )
+
+
+def _passed(environ: Mapping[str, str], pass_env: tuple[str, ...]) -> dict[str, str]:
+    if "*" in pass_env:
+        return dict(environ)
+    passed = {
+        name: value
+        for name, value in environ.items()
+        if name in MINIMAL_ENV or name.startswith("LC_")
+    }
+    for pattern in pass_env:
+        if _GLOB_CHARS.isdisjoint(pattern):
+            if pattern in environ:
+                passed[pattern] = environ[pattern]
+        else:
+            passed.update(
+                (name, value)
+                for name, value in environ.items()
+                if fnmatch.fnmatchcase(name, pattern)
+            )
+    return passed
+
+
+def hook_environment(
+    *,
+    event: str,
+    project_dir: str,
+    env: tuple[tuple[str, str], ...] = (),
+    pass_env: tuple[str, ...] = (),
+    project: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The whole environment of one hook process.
+
+    Args:
+        event: the event's name (``ORCHESTRA_EVENT``).
+        project_dir: the project folder (``ORCHESTRA_PROJECT_DIR``, ``CLAUDE_PROJECT_DIR``).
+        env: variables the config sets; ``${VAR}`` in a value reads the parent's.
+        pass_env: names and globs of the parent's variables to pass on.
+        project: more project variables (``SKILL_DIR``), which nothing overrides.
+    """
+    environ = os.environ
+    result = _passed(environ, pass_env)
+    for name, value in env:
+        result[name] = _REFERENCE.sub(lambda match: environ.get(match.group(1), ""), value)
+    result["ORCHESTRA_EVENT"] = event
+    result["ORCHESTRA_PROJECT_DIR"] = project_dir
+    result["CLAUDE_PROJECT_DIR"] = project_dir
+    if project:
+        result.update(project)
+    return inject_env(result)  # TRACEPARENT: the hook's own span, when traced

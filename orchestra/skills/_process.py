@@ -1,0 +1,121 @@
+"""Hook processes without threads: spawned in the calling thread, watched through fds.
+
+``anyio.open_process`` on asyncio (Python 3.11) starts a thread per child to wait for
+it; when that thread cannot start (``can't start new thread`` under memory pressure),
+asyncio leaves the child running, unwatched, with its pipes open. Here a child is
+started with ``subprocess.Popen`` in the calling thread (as asyncio does too), its exit
+is awaited on a pidfd (Linux; elsewhere by polling), and its pipes are non-blocking fds
+read and written with ``anyio.wait_readable``/``wait_writable``: no thread at any point,
+and a failure after the fork kills the child's process group, reaps the child and closes
+every fd before the error goes up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import IO, Final, final
+
+import anyio
+
+__all__ = ["Child", "kill_group", "spawn"]
+
+_POLL: Final = 0.005  # seconds between exit checks where there is no pidfd
+_HAS_PIDFD: Final = hasattr(os, "pidfd_open")
+
+
+def kill_group(pgid: int, sig: signal.Signals) -> None:
+    """Send ``sig`` to a process group that may be gone already."""
+    # ProcessLookupError: the group is gone; PermissionError: macOS says so of zombies.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _pipe_fd(pipe: IO[bytes] | None) -> int:
+    assert pipe is not None  # every pipe is requested
+    os.set_blocking(pipe.fileno(), False)
+    return pipe.fileno()
+
+
+@final
+class Child:
+    """A running hook process, leader of its own process group, with three pipes.
+
+    Attributes:
+        pid: its process id (also its process group id).
+        stdin: the write end of its stdin, non-blocking.
+        stdout: the read end of its stdout, non-blocking.
+        stderr: the read end of its stderr, non-blocking.
+    """
+
+    __slots__ = ("_pidfd", "_popen", "pid", "stderr", "stdin", "stdout")
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+        self._pidfd: int | None = None
+        try:
+            if _HAS_PIDFD:
+                self._pidfd = os.pidfd_open(popen.pid)
+            self.stdin = _pipe_fd(popen.stdin)
+            self.stdout = _pipe_fd(popen.stdout)
+            self.stderr = _pipe_fd(popen.stderr)
+        except BaseException:
+            kill_group(self.pid, signal.SIGKILL)
+            popen.wait()
+            self.close()
+            raise
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once reaped (negative: the signal that killed it), else None."""
+        return self._popen.returncode
+
+    async def wait(self) -> int:
+        """Wait for the child to exit and reap it; answer its exit status."""
+        if self._popen.returncode is None:
+            if self._pidfd is not None:
+                await anyio.wait_readable(self._pidfd)
+            else:
+                while self._popen.poll() is None:  # noqa: ASYNC110 -- no pidfd: poll
+                    await anyio.sleep(_POLL)
+        return self._popen.wait()  # it has exited: this only reaps it
+
+    def close_stdin(self) -> None:
+        """Close the write end of the child's stdin (it reads end of file)."""
+        stdin = self._popen.stdin
+        if stdin is not None:
+            stdin.close()
+
+    def close(self) -> None:
+        """Close every fd held for the child (no task may still wait on one)."""
+        for pipe in (self._popen.stdin, self._popen.stdout, self._popen.stderr):
+            if pipe is not None:
+                pipe.close()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
+def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None) -> Child:
+    """Start ``argv`` in a new session (its own process group) with three pipes.
+
+    Raises:
+        OSError, subprocess.SubprocessError: it could not be started; nothing is left
+            behind (``Popen`` closes its pipes, and a child started before a later
+            step failed is killed and reaped).
+    """
+    popen = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=dict(env),
+        start_new_session=True,
+        bufsize=0,
+    )
+    return Child(popen)
