@@ -47,7 +47,7 @@ SAMPLES: dict[str, HookSpec] = {
         arguments={"a": 1},
         strict_output=True,
     ),
-    "agent": AgentHook(event="Stop", prompt="are the tests green?", model="judge-2"),
+    "agent": AgentHook(event="PreToolUse", prompt="are the tests green?", model="judge-2"),
 }
 # Fields that do not make a hook different: where it was written, the compiled matcher.
 WHERE = {"file", "line", "pattern"}
