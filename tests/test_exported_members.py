@@ -59,7 +59,7 @@ PINNED: dict[str, set[str]] = {
         "MAX_COMMAND_BYTES",
         "MAX_FILE_BYTES", "MAX_TIMEOUT", "McpServerSpec", "McpToolHook", "OnError",
         "OpenAICompatibleJudge",
-        "OutcomeCallback", "PermissionHook", "PromptHook", "RegistrySubagentHooks",
+        "OutcomeCallback", "PermissionHook", "PromptHook", "RegistrySubagentHooks", "Sandbox",
         "RegistryTaskHooks", "TlsMode", "ToolDenied", "load",
     },
 }  # fmt: skip
