@@ -140,5 +140,6 @@ def docs_project(
     no_rm.write_text(GUARD_SH)
     no_rm.chmod(0o755)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))  # importable, as for a script run from there
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(SAMPLE_EVENT)))
     yield tmp_path

@@ -18,6 +18,21 @@ On each anyio backend (asyncio, trio), prints figures and ratios of:
 ``fire`` runs the whole path: the RE2 matcher, the minimal environment, the
 ``max_parallel_hooks`` slot, the event JSON, the outcome.
 
+Hooks without a spawn per event (``persistent_section``), on each backend:
+
+(f) a persistent hook's ``fire`` round trip against a raw NDJSON round trip to the same
+    kind of process (a Python loop answering one JSON line per line): the event encoded,
+    written, the answer read and decoded, over bare non-blocking pipes or anyio's process
+    streams; target at most 1.5x the faster.
+    Then the same hook spawned per event (the same script, one event per process):
+    target at least 8x slower than the persistent one. An ``sh`` ``while read`` loop
+    against ``sh`` spawned per event, for scale.
+(g) a ``type: python`` no-op hook's ``fire``, in CPU time (the machine is shared):
+    target at most 5 µs; a fixed ``permission`` hook's ``fire`` beside it.
+(h) a 200-task DAG with a TaskCreated and a TaskCompleted hook: per-task overhead against
+    no hooks, spawned per event (``sh``, Python), persistent (1 and 8 in flight) and
+    in-process.
+
 Run: ``python bench/hooks.py [--quick]``.
 """
 
@@ -27,16 +42,29 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 
-from orchestra.skills import HookRegistry, Sandbox, load
+import orchestra
+from orchestra import DAG, Task
+from orchestra.skills import (
+    CommandHook,
+    HookRegistry,
+    HookSpec,
+    PermissionHook,
+    PythonHook,
+    Sandbox,
+    load,
+)
 from orchestra.skills._command import run_command
+from orchestra.skills._hook import event_data
 from orchestra.skills._sandbox import bwrap_command
 
 QUICK = "--quick" in sys.argv
@@ -196,10 +224,225 @@ async def main(registry: HookRegistry, empty: HookRegistry) -> None:
         print("  (e) sandboxed: not measured, no bwrap on this machine")
 
 
+# --- hooks without a spawn per event -------------------------------------------------
+
+# One script, both ways: persistent (a line per event, answered with its id) and spawned
+# per event (one event on stdin, without a newline or an id).
+WORKER = """\
+import json, sys
+for line in sys.stdin:
+    event = json.loads(line)
+    answer = {"decision": "allow"}
+    if "id" in event:
+        answer["id"] = event["id"]
+    sys.stdout.write(json.dumps(answer) + "\\n")
+    sys.stdout.flush()
+"""
+SH_LOOP = """while IFS= read -r line; do echo '{"decision": "allow"}'; done"""
+SH_ONCE = """cat >/dev/null; echo '{"decision": "allow"}'"""
+NOOP_MODULE = "def noop(event):\n    return None\n"
+PAYLOAD = {"tool_name": "Bash", "tool_input": {"command": "ls -la"}}
+PYTHON_FIRES = 20_000 if QUICK else 100_000
+DAG_TASKS = 200
+
+
+class RawPipes:
+    """A raw NDJSON round trip over non-blocking pipes: encode and write a line, read
+    and decode a line."""
+
+    def __init__(self, argv: list[str], event: dict[str, Any]) -> None:
+        self.event = event
+        self.popen = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
+        )
+        assert self.popen.stdin is not None
+        assert self.popen.stdout is not None
+        self.stdin, self.stdout = self.popen.stdin.fileno(), self.popen.stdout.fileno()
+        os.set_blocking(self.stdin, False)
+        os.set_blocking(self.stdout, False)
+
+    async def round_trip(self) -> None:
+        os.write(self.stdin, json.dumps(self.event).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            await anyio.wait_readable(self.stdout)
+            data += os.read(self.stdout, 65536)
+        json.loads(data)
+
+    def close(self) -> None:
+        assert self.popen.stdin is not None
+        assert self.popen.stdout is not None
+        self.popen.stdin.close()
+        self.popen.wait()
+        self.popen.stdout.close()
+
+
+class RawStreams:
+    """A raw NDJSON round trip over anyio's process streams."""
+
+    def __init__(self, process: anyio.abc.Process, event: dict[str, Any]) -> None:
+        self.process, self.event = process, event
+
+    async def round_trip(self) -> None:
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        await self.process.stdin.send(json.dumps(self.event).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            data += await self.process.stdout.receive()
+        json.loads(data)
+
+
+def ratio_row(label: str, figures: tuple[float, float], base: tuple[float, float]) -> str:
+    (best, median), (base_best, base_median) = figures, base
+    return (
+        f"  {label:<44} best {ms(best)}  {best / base_best:6.2f}x"
+        f"   median {ms(median)}  {median / base_median:6.2f}x"
+    )
+
+
+async def cpu_per_fire(registry: HookRegistry, n: int) -> float:
+    """CPU seconds per ``fire`` (best of 5 blocks): what the hook path costs, whatever
+    else the shared machine runs."""
+    best = float("inf")
+    for _ in range(5):
+        started = time.process_time()
+        for _ in range(n):
+            await registry.fire("PreToolUse", PAYLOAD)
+        best = min(best, (time.process_time() - started) / n)
+    return best
+
+
+def layered_dag(tasks: int = DAG_TASKS, width: int = 10) -> DAG:
+    """``tasks`` no-op tasks in layers of ``width``, each after 2 of the layer before."""
+
+    async def noop() -> None:
+        return None
+
+    dag = DAG("bench")
+    for i in range(tasks):
+        layer, j = divmod(i, width)
+        deps = [f"t{(layer - 1) * width + (j + k) % width}" for k in (0, 1)] if layer else []
+        dag.add(Task(id=f"t{i}", fn=noop, deps=deps))
+    return dag
+
+
+def task_hooks(make: type[HookSpec], **fields: object) -> HookRegistry:
+    return HookRegistry(
+        [make(event=event, **fields) for event in ("TaskCreated", "TaskCompleted")]  # type: ignore[arg-type]
+    )
+
+
+async def dag_seconds(registry: HookRegistry | None, repeat: int) -> float:
+    """Median seconds of a run of the DAG with ``registry``'s task hooks (or none)."""
+    hooks = [registry.as_task_hooks()] if registry is not None else []
+    times = []
+    for _ in range(repeat):
+        dag = layered_dag()
+        started = time.perf_counter()
+        result = await orchestra.run(dag, hooks=hooks, max_concurrency=64)
+        times.append(time.perf_counter() - started)
+        assert result.ok
+    return statistics.median(times)
+
+
+async def persistent_section(folder: Path) -> None:
+    worker = str(Path(folder) / "worker.py")
+    python = [sys.executable, worker]
+    # The event a persistent hook is sent, the same size.
+    event = {**event_data("PreToolUse", PAYLOAD, "bench", str(folder)), "id": 1}
+
+    def registry_of(hook: CommandHook) -> HookRegistry:
+        return HookRegistry([hook], project_dir=folder)
+
+    persistent = registry_of(
+        CommandHook(event="PreToolUse", args=tuple(python), persistent=True, on_error="continue")
+    )
+    spawned = registry_of(CommandHook(event="PreToolUse", args=tuple(python), on_error="continue"))
+    sh_persistent = registry_of(
+        CommandHook(event="PreToolUse", command=SH_LOOP, persistent=True, on_error="continue")
+    )
+    sh_spawned = registry_of(CommandHook(event="PreToolUse", command=SH_ONCE, on_error="continue"))
+    pipes = RawPipes(python, event)
+    async with await anyio.open_process(python) as process, persistent, sh_persistent:
+        streams = RawStreams(process, event)
+        fns = {
+            "pipes": pipes.round_trip,
+            "streams": streams.round_trip,
+            "persistent": firing(persistent, "Bash"),
+            "sh persistent": firing(sh_persistent, "Bash"),
+        }
+        for fn in fns.values():  # warm up: start the processes, fill the caches
+            await per_call(fn, 20)
+        latency = await latencies(fns)
+        slow = {"spawned": firing(spawned, "Bash"), "sh spawned": firing(sh_spawned, "Bash")}
+        for fn in slow.values():
+            await per_call(fn, 2)
+        rounds = 3 if QUICK else 10
+        for name, fn in slow.items():
+            values = [await per_call(fn, 3) for _ in range(rounds)]
+            latency[name] = (min(values), statistics.median(values))
+        assert process.stdin is not None
+        await process.stdin.aclose()
+    pipes.close()
+
+    base = min(latency["pipes"], latency["streams"])  # the stricter baseline
+    rows = (
+        ("(f) raw NDJSON, non-blocking pipes", "pipes", base),
+        ("    raw NDJSON, anyio process streams", "streams", base),
+        ("    fire, persistent hook (Python loop)", "persistent", base),
+        ("    fire, same script spawned per event", "spawned", latency["persistent"]),
+        ("    fire, sh while-read loop", "sh persistent", latency["sh persistent"]),
+        ("    fire, sh spawned per event", "sh spawned", latency["sh persistent"]),
+    )
+    print("  (f) ratios: rows 1-3 against the faster raw round trip; spawned against persistent")
+    for label, key, against in rows:
+        print(ratio_row(label, latency[key], against))
+    best_ratio = latency["persistent"][0] / base[0]
+    median_ratio = latency["persistent"][1] / base[1]
+    faster = latency["spawned"][1] / latency["persistent"][1]
+    print(
+        f"      persistent / raw: {best_ratio:.2f}x best, {median_ratio:.2f}x median"
+        f" (target <= 1.5x); spawned / persistent: {faster:.1f}x median (target >= 8x)"
+    )
+
+    sys.path.insert(0, str(folder))
+    python_hook = HookRegistry([PythonHook(event="PreToolUse", callable="noop_hook:noop")])
+    fixed = HookRegistry([PermissionHook(event="PreToolUse", decision="allow")])
+    await cpu_per_fire(python_hook, 1000)
+    noop = await cpu_per_fire(python_hook, PYTHON_FIRES)
+    permission = await cpu_per_fire(fixed, PYTHON_FIRES)
+    print(f"  (g) fire, python no-op hook      {noop * 1e6:6.2f} µs CPU per event (target <= 5 µs)")
+    print(f"      fire, permission hook        {permission * 1e6:6.2f} µs CPU per event")
+
+    repeat = 1 if QUICK else 3
+    none = await dag_seconds(None, repeat)
+    cases: dict[str, HookRegistry] = {
+        "spawned per event (sh)": task_hooks(CommandHook, command=SH_ONCE),
+        "spawned per event (Python)": task_hooks(CommandHook, args=tuple(python)),
+        "persistent, 1 in flight": task_hooks(CommandHook, args=tuple(python), persistent=True),
+        "persistent, 8 in flight": task_hooks(
+            CommandHook, args=tuple(python), persistent=True, max_in_flight=8
+        ),
+        "in-process (type: python)": task_hooks(PythonHook, callable="noop_hook:noop"),
+    }
+    print(f"  (h) {DAG_TASKS}-task DAG, TaskCreated + TaskCompleted: per-task overhead")
+    print(f"      no hooks                         {none / DAG_TASKS * 1e3:8.3f} ms per task")
+    for label, registry in cases.items():
+        if QUICK and "Python)" in label:
+            continue
+        async with registry:
+            await dag_seconds(registry, 1)  # warm up: processes started
+            took = await dag_seconds(registry, repeat)
+        print(f"      {label:<32} {(took - none) / DAG_TASKS * 1e3:8.3f} ms per task")
+
+
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "orchestra.yaml"
         config.write_text(CONFIG)
+        (Path(folder) / "worker.py").write_text(WORKER)
+        (Path(folder) / "noop_hook.py").write_text(NOOP_MODULE)
         registry = load(config, project_dir=folder)
         empty = HookRegistry()
         print(f"cpus: {os.cpu_count()}, python {sys.version.split()[0]}")
@@ -207,3 +450,4 @@ if __name__ == "__main__":
         for backend in ("asyncio", "trio"):
             print(f"{backend}:")
             anyio.run(main, registry, empty, backend=backend)
+            anyio.run(persistent_section, Path(folder), backend=backend)

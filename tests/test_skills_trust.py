@@ -199,3 +199,32 @@ def test_orchestra_run_requires_trust_unless_trust_all(tmp_path: Path) -> None:
     assert f"orchestra hooks trust {config}" in refusal.output
     trusted = runner.invoke(main, ["run", str(pipeline), "--hooks", str(config), "--trust-all"])
     assert trusted.exit_code == 0, trusted.output
+
+
+def test_a_python_hook_of_an_untrusted_file_imports_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Importing a module runs its code: the trust check comes first, and describing a
+    # changed file's hooks (for the message) imports nothing either.
+    marker = tmp_path / "imported"
+    write(
+        tmp_path / "pkg_untrusted_hook.py",
+        f"""\
+        import pathlib
+        pathlib.Path({str(marker)!r}).write_text("ran")
+        def check(event):
+            return None
+        """,
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    python = "hooks:\n  Stop:\n    - hooks: [{type: python, callable: 'pkg_untrusted_hook:check'}]\n"
+    config = write(tmp_path / "orchestra.yaml", GUARD)
+    hooks("trust", config)
+    write(tmp_path / "orchestra.yaml", python)
+    message = str(refused(config))
+    assert "+ Stop python: pkg_untrusted_hook:check" in message
+    other = write(tmp_path / "other" / "orchestra.yaml", python)
+    assert "not trusted" in str(refused(other))
+    assert not marker.exists()
+    assert load(config).hooks[0].type == "python"  # without require_trust it is imported
+    assert marker.read_text() == "ran"

@@ -21,6 +21,7 @@ from orchestra.skills import (
     PermissionHook,
     PromptHook,
     Sandbox,
+    PythonHook,
     load,
 )
 from orchestra.skills._types import HOOK_CLASSES
@@ -29,7 +30,9 @@ pytestmark = pytest.mark.anyio
 
 # One sample of each type, with every own field set to a non-default value.
 SAMPLES: dict[str, HookSpec] = {
-    "command": CommandHook(event="PreToolUse", command="true", strict_output=True),
+    "command": CommandHook(
+        event="PreToolUse", command="true", strict_output=True, persistent=True, max_in_flight=2
+    ),
     "prompt": PromptHook(event="PreToolUse", prompt="hello", model="judge-1", judged=True),
     "permission": PermissionHook(event="PreToolUse", decision="deny", reason="no"),
     "http": HttpHook(
@@ -48,6 +51,7 @@ SAMPLES: dict[str, HookSpec] = {
         strict_output=True,
     ),
     "agent": AgentHook(event="PreToolUse", prompt="are the tests green?", model="judge-2"),
+    "python": PythonHook(event="PreToolUse", callable="json:dumps"),
 }
 # Fields that do not make a hook different: where it was written, the compiled matcher.
 WHERE = {"file", "line", "pattern"}
@@ -102,9 +106,15 @@ def test_every_field_but_where_makes_a_hook_different(name: str) -> None:
             "pass_env": ("HOME",),
             "allow_private_network": True,
             "sandbox": Sandbox(),
+            "max_in_flight": 3,
+            "callable": "json:loads",
         }
         if field.name == "args":  # command and args go together
             other = attrs.evolve(hook, command=None, args=("true",))
+        elif field.name == "persistent":  # more than one in flight needs a persistent process
+            other = attrs.evolve(hook, persistent=False, max_in_flight=1)
+        elif field.name == "function":  # imported from callable: not a field of its own
+            continue
         else:
             assert field.name in changed, f"{type(hook).__name__}.{field.name}: add a change"
             other = attrs.evolve(hook, **{field.name: changed[field.name]})
@@ -175,10 +185,11 @@ async def test_hooks_built_in_python_fire_like_loaded_ones(tmp_path: Path) -> No
 
 def test_describe_says_what_each_type_does() -> None:
     assert [SAMPLES[name].describe() for name in HOOK_TYPES] == [
-        "true",
+        "true (persistent, 2 in flight)",
         "ask judge-1: hello",
         "deny: no",
         "POST https://hooks.example/h (tls: no_verify)",
         "guard on server --flag",
         "agent judge-2: are the tests green?",
+        "json:dumps",
     ]

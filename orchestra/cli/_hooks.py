@@ -4,8 +4,10 @@
   exit status 1 if there is any.
 - ``orchestra hooks list PATH...``: the merged hooks, in the order they run.
 - ``orchestra hooks test EVENT --payload JSON|@file PATH...``: fires the event for real
-  and shows what each hook answered, how long it took, its exit code and stderr, and the
-  final outcome. The files must be trusted (``--trust-all`` to skip the check).
+  and shows what each hook answered, its latency, its exit code and stderr, and the
+  final outcome; ``--repeat N`` fires it N times and shows each hook's latency once
+  warm (a persistent hook's process starts at the first event). The files must be
+  trusted (``--trust-all`` to skip the check).
 - ``orchestra hooks trust|untrust PATH...``: record or forget the files' content in the
   user's trust store; ``orchestra hooks trusted`` lists it.
 - ``orchestra hooks events``: the events catalog.
@@ -14,6 +16,8 @@
 from __future__ import annotations
 
 import json
+import os
+import statistics
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -48,6 +52,10 @@ def _console() -> Console:
 def _load(
     paths: Sequence[Path], project_dir: Path | None = None, *, require_trust: bool = False
 ) -> HookRegistry:
+    # ``type: python`` hooks import "module:function": from the current folder too, as
+    # ``python -m`` would.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         return load(*paths, project_dir=project_dir, require_trust=require_trust)
     except ConfigError as error:
@@ -200,11 +208,35 @@ def _result_text(record: HookRecord) -> str:
     return "\n".join(parts) or "[dim]no opinion[/dim]"
 
 
-def _record_json(record: HookRecord) -> dict[str, Any]:
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+def _warm(durations: Sequence[float]) -> float | None:
+    """The median latency after the first call (None with fewer than two calls)."""
+    return statistics.median(durations[1:]) if len(durations) > 1 else None
+
+
+def _time_text(seconds: float) -> str:
+    return f"{seconds * 1e6:.0f} µs" if seconds < 1e-3 else f"{seconds * 1000:.1f} ms"
+
+
+def _latency_text(durations: Sequence[float]) -> str:
+    first = _time_text(durations[0])
+    warm = _warm(durations)
+    if warm is None:
+        return first
+    return f"{first}, then {_time_text(warm)} (median of {len(durations) - 1})"
+
+
+def _record_json(record: HookRecord, durations: Sequence[float]) -> dict[str, Any]:
     result = record.result
+    warm = _warm(durations)
     return {
         **_spec_json(record.hook),
-        "duration_ms": round(record.duration * 1000, 3),
+        "duration_ms": _ms(record.duration),
+        "warm_ms": None if warm is None else _ms(warm),
+        "runs": len(durations),
         "exit_code": record.exit_code,
         "stderr": record.stderr,
         "error": record.error,
@@ -252,6 +284,14 @@ def _outcome_json(outcome: HookOutcome) -> dict[str, Any]:
     type=click.Path(path_type=Path, file_okay=False, exists=True),
     help="The hooks' working directory (default: the current one).",
 )
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Fire the event N times and show each hook's latency once warm (median of the "
+    "runs after the first); results shown are the first run's.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 @click.option(
     "--trust-all", is_flag=True, help="Run the hooks even if their files are not trusted."
@@ -261,13 +301,14 @@ def test(
     paths: tuple[Path, ...],
     payload: str,
     project_dir: Path | None,
+    repeat: int,
     as_json: bool,
     trust_all: bool,
 ) -> None:
     """Fire EVENT with a payload and show each hook's result and the final outcome.
 
-    The hooks really run (commands, http calls, MCP tools), so their files must be
-    trusted (orchestra hooks trust PATH) unless --trust-all. Example:
+    The hooks really run (commands, http calls, MCP tools, Python functions), so their
+    files must be trusted (orchestra hooks trust PATH) unless --trust-all. Example:
 
         orchestra hooks test PreToolUse --payload '{"tool_name": "Bash",
         "tool_input": {"command": "rm -rf /"}}' orchestra.yaml
@@ -278,11 +319,16 @@ def test(
     data = _payload(payload)
     registry = _load(paths, project_dir, require_trust=not trust_all)
     matching = registry.hooks_for(event, data)
-    outcome = anyio.run(registry.fire, event, data)
+    outcomes = anyio.run(_fire, registry, event, data, repeat)
+    outcome = outcomes[0]
+    latency: dict[int, list[float]] = {}
+    for fired in outcomes:
+        for record in fired.records:
+            latency.setdefault(id(record.hook), []).append(record.duration)
     if as_json:
         report = {
             "event": event,
-            "hooks": [_record_json(record) for record in outcome.records],
+            "hooks": [_record_json(r, latency[id(r.hook)]) for r in outcome.records],
             "not_run": [_spec_json(h) for h in matching[len(outcome.records) :]],
             "outcome": _outcome_json(outcome),
         }
@@ -296,7 +342,7 @@ def test(
     )
     if matching:
         table = Table()
-        for column in ("#", "source", "type", "result", "time", "exit", "stderr", "note"):
+        for column in ("#", "source", "type", "result", "latency", "exit", "stderr", "note"):
             table.add_column(column, overflow="fold")
         for i, record in enumerate(outcome.records, 1):
             stderr = record.stderr[-_STDERR_SHOWN:].rstrip()
@@ -305,7 +351,7 @@ def test(
                 escape(record.hook.source),
                 record.hook.type,
                 _result_text(record),
-                f"{record.duration * 1000:.1f} ms",
+                _latency_text(latency[id(record.hook)]),
                 "-" if record.exit_code is None else str(record.exit_code),
                 escape(stderr),
                 escape(record.note or ""),
@@ -316,6 +362,13 @@ def test(
     _print_outcome(console, outcome)
     if outcome.blocked:
         raise SystemExit(2)
+
+
+async def _fire(
+    registry: HookRegistry, event: str, data: dict[str, Any], repeat: int
+) -> list[HookOutcome]:
+    async with registry:  # stops persistent hooks' processes when done
+        return [await registry.fire(event, data) for _ in range(repeat)]
 
 
 def _print_outcome(console: Console, outcome: HookOutcome) -> None:

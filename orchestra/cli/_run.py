@@ -159,6 +159,8 @@ async def _run(
     dispatcher: Dispatcher | None = getattr(module, "dispatcher", None)
     agents: Iterable[Any] | None = getattr(module, "agents", None)
     async with AsyncExitStack() as stack:
+        if registry is not None:  # stops its persistent hooks' processes at the end
+            await stack.enter_async_context(registry)
         if dispatcher is None and agents is not None:
             dispatcher = await stack.enter_async_context(Dispatcher(agents, hooks=agent_hooks))
         elif dispatcher is not None and registry is not None:

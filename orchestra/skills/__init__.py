@@ -43,11 +43,13 @@ from orchestra.skills._mcp_hook import McpToolHook as McpToolHook
 from orchestra.skills._outcome import HookDecision as HookDecision
 from orchestra.skills._outcome import HookOutcome as HookOutcome
 from orchestra.skills._outcome import HookRecord as HookRecord
+from orchestra.skills._python_hook import PythonHook as PythonHook
 from orchestra.skills._registry import HookRegistry as HookRegistry
 from orchestra.skills._registry import load as load
 from orchestra.skills._result import HookResult as HookResult
 from orchestra.skills._result import HookRunError as HookRunError
 from orchestra.skills._sandbox import Sandbox as Sandbox
+from orchestra.skills._serve import serve as serve
 from orchestra.skills._types import HOOK_TYPES as HOOK_TYPES
 from orchestra.skills._types import HookType as HookType
 from orchestra.skills._yaml import MAX_FILE_BYTES as MAX_FILE_BYTES
@@ -83,12 +85,14 @@ __all__ = [
     "OutcomeCallback",
     "PermissionHook",
     "PromptHook",
+    "PythonHook",
     "RegistrySubagentHooks",
     "RegistryTaskHooks",
     "Sandbox",
     "TlsMode",
     "ToolDenied",
     "load",
+    "serve",
 ]
 
 _export(globals())

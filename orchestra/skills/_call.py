@@ -24,6 +24,7 @@ from opentelemetry.trace import Span, Tracer
 from orchestra.skills._hook import HookCall, HookSpec
 from orchestra.skills._judge import Judge
 from orchestra.skills._outcome import HookRecord
+from orchestra.skills._persistent import HookProcesses
 from orchestra.skills._result import HookRunError
 from orchestra.tracing import capture_content, traceparent
 from orchestra.tracing._engine import hook_span, record_decision, record_error
@@ -45,6 +46,7 @@ async def call_hook(
     subject: str | None,
     body: bytes | None = None,
     judge: Judge | None = None,
+    processes: HookProcesses | None = None,
 ) -> HookRecord:
     """Run ``hook`` once for the event ``data`` and record what it did.
 
@@ -56,9 +58,10 @@ async def call_hook(
         subject: the value its matcher was matched against, for the span.
         body: ``data`` already encoded, if the caller has it.
         judge: the registry's judge, for hooks that ask a model.
+        processes: the registry's persistent hook processes.
     """
     if tracer is None:
-        return await _attempt(hook, HookCall(hook.event, data, project_dir, body, judge))
+        return await _attempt(hook, HookCall(hook.event, data, project_dir, body, judge, processes))
     with hook_span(
         tracer,
         hook.event,
@@ -72,7 +75,7 @@ async def call_hook(
         if tp is not None:  # the hook's own span, for hooks that read only stdin
             data = {**data, "traceparent": tp}
             body = None
-        record = await _attempt(hook, HookCall(hook.event, data, project_dir, body, judge))
+        record = await _attempt(hook, HookCall(hook.event, data, project_dir, body, judge, processes))
         _trace(span, record)
     return record
 
@@ -81,8 +84,11 @@ async def _attempt(hook: HookSpec, call: HookCall) -> HookRecord:
     """Run one hook under its timeout (plus a grace), recording its answer or error."""
     started = time.perf_counter()
     try:
-        with anyio.fail_after(hook.timeout + _RUNNER_GRACE):
+        if hook.keeps_timeout():  # no guard timer needed (saves a cancel scope per call)
             result = await hook.run(call)
+        else:
+            with anyio.fail_after(hook.timeout + _RUNNER_GRACE):
+                result = await hook.run(call)
     except HookRunError as exc:
         error = exc
     except TimeoutError:

@@ -46,7 +46,7 @@ import attrs
 from orchestra.skills._process import Child, kill_group, spawn
 from orchestra.skills._result import OUTPUT_LIMIT, HookResult, HookRunError, parse_result
 
-__all__ = ["PlainText", "run_command"]
+__all__ = ["PlainText", "command_argv", "describe_exit", "run_command"]
 
 PlainText: TypeAlias = Literal["context", "ignore", "error"]
 """What plain text on a command hook's stdout (exit 0) is: context, nothing, or an error."""
@@ -128,7 +128,8 @@ async def _dispose(child: Child) -> None:
         child.close()
 
 
-def _describe(returncode: int, shell: bool) -> str:
+def describe_exit(returncode: int, shell: bool) -> str:
+    """How a hook process ended, in words: ``exited 1``, ``killed by SIGKILL``, ..."""
     if shell and returncode in _SHELL_CODES:
         return f"exited {returncode} ({_SHELL_CODES[returncode]})"
     if returncode >= 0:
@@ -138,6 +139,20 @@ def _describe(returncode: int, shell: bool) -> str:
     except ValueError:
         name = f"signal {-returncode}"
     return f"killed by {name}"
+
+
+def command_argv(command: str | None, args: Sequence[str] | None) -> list[str]:
+    """The argv of a command hook: ``sh -c COMMAND``, or ``args`` run without a shell.
+
+    Raises:
+        ValueError: both or neither of ``command`` and ``args``, or an empty ``args``.
+    """
+    if (command is None) == (args is None):
+        raise ValueError("give exactly one of command and args")
+    argv = ["/bin/sh", "-c", command] if command is not None else list(args or ())
+    if not argv:
+        raise ValueError("args is empty")
+    return argv
 
 
 async def run_command(
@@ -177,11 +192,7 @@ async def run_command(
         ValueError: both or neither of ``command`` and ``args``, or an empty ``args``,
             or a timeout that is not positive.
     """
-    if (command is None) == (args is None):
-        raise ValueError("give exactly one of command and args")
-    argv = ["/bin/sh", "-c", command] if command is not None else list(args or ())
-    if not argv:
-        raise ValueError("args is empty")
+    argv = command_argv(command, args)
     if not timeout > 0:
         raise ValueError(f"timeout must be > 0, got {timeout!r}")
     try:
@@ -229,5 +240,5 @@ async def run_command(
             decision="block", reason=stderr.strip() or None, exit_code=2, stderr=stderr
         )
     raise HookRunError(
-        _describe(returncode, command is not None), exit_code=returncode, stderr=stderr
+        describe_exit(returncode, command is not None), exit_code=returncode, stderr=stderr
     )

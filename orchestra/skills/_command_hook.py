@@ -12,8 +12,10 @@ import attrs
 from orchestra.skills._command import PlainText, run_command
 from orchestra.skills._env import hook_environment
 from orchestra.skills._hook import HookCall, HookSpec, key_by
+from orchestra.skills._persistent import MAX_IN_FLIGHT, run_persistent
 from orchestra.skills._result import HookRunError
 from orchestra.skills._sandbox import MISSING, Sandbox, bwrap_command, parse_sandbox
+from orchestra.skills._yaml import kind
 from orchestra.tracing.names import ATTR_PROCESS_EXIT_CODE
 
 if TYPE_CHECKING:
@@ -37,6 +39,23 @@ def _one_of_command_and_args(
         raise ValueError("a command hook needs 'command' or 'args' (exactly one)")
 
 
+def _in_flight_problem(value: object, persistent: bool) -> str | None:
+    """What is wrong with a ``max_in_flight``, or None."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"expected a whole number, got {kind(value)}"
+    if not 1 <= value <= MAX_IN_FLIGHT:
+        return f"must be from 1 to {MAX_IN_FLIGHT}, got {value}"
+    if value > 1 and not persistent:
+        return "needs persistent: true (a hook run per event has one event in flight)"
+    return None
+
+
+def _valid_in_flight(hook: CommandHook, _field: object, value: int) -> None:
+    problem = _in_flight_problem(value, hook.persistent)
+    if problem is not None:
+        raise ValueError(f"max_in_flight: {problem}")
+
+
 @final
 @attrs.frozen(kw_only=True, repr=False)
 class CommandHook(HookSpec):
@@ -54,6 +73,10 @@ class CommandHook(HookSpec):
         pass_env: names or globs of the parent's variables the process gets beyond the
             minimal ones (with the file's own ``pass_env:``); ``["*"]`` passes all.
         sandbox: run it under bubblewrap (see ``Sandbox``), or None.
+        persistent: keep one process for every event, each event one JSON line on its
+            stdin, answered by one line on its stdout (see ``orchestra.skills.serve``).
+        max_in_flight: how many events a persistent process gets at once (each line
+            with an ``id`` the answer echoes); 1 unless ``persistent``.
     """
 
     type: ClassVar[str] = "command"
@@ -69,10 +92,15 @@ class CommandHook(HookSpec):
         default=(), metadata=key_by(lambda names: tuple(sorted(set(names))))
     )
     sandbox: Sandbox | None = None
+    persistent: bool = False
+    max_in_flight: int = attrs.field(default=1, validator=_valid_in_flight)
 
     def describe(self) -> str:
-        """The command, or the argv as JSON."""
-        return self.command if self.command is not None else json.dumps(list(self.args or ()))
+        """The command, or the argv as JSON (and whether it is persistent)."""
+        what = self.command if self.command is not None else json.dumps(list(self.args or ()))
+        if self.persistent:
+            what += f" (persistent, {self.max_in_flight} in flight)"
+        return what
 
     @classmethod
     def parse_fields(cls, entry: Entry) -> dict[str, Any]:
@@ -103,6 +131,11 @@ class CommandHook(HookSpec):
             if args:
                 args = tuple(_SKILL_DIR_REF.sub(lambda _m: skill_dir, a) for a in args)
         defaults = entry.defaults
+        persistent = entry.flag("persistent")
+        max_in_flight = entry.get("max_in_flight", 1)
+        problem = _in_flight_problem(max_in_flight, persistent)
+        if problem is not None:
+            entry.bad("max_in_flight", problem)
         return {
             "command": command,
             "args": args,
@@ -110,6 +143,8 @@ class CommandHook(HookSpec):
             "env": tuple({**dict(defaults.env), **dict(entry.variables("env"))}.items()),
             "pass_env": tuple(dict.fromkeys(defaults.pass_env + entry.globs("pass_env"))),
             "sandbox": parse_sandbox(entry),
+            "persistent": persistent,
+            "max_in_flight": max_in_flight,
         }
 
     def warnings(self) -> tuple[str, ...]:
@@ -118,36 +153,56 @@ class CommandHook(HookSpec):
             return (f"{MISSING}; this hook fails until it is",)
         return ()
 
-    async def run(self, call: HookCall) -> HookResult:
-        """Run the command with the event JSON on stdin (see ``run_command``)."""
+    def keeps_timeout(self) -> bool:
+        """A persistent hook times each event itself (and kills its process on timeout)."""
+        return self.persistent
+
+    def environment(self, call: HookCall) -> dict[str, str]:
+        """The environment of the hook's process (see ``hook_environment``).
+
+        A persistent process gets the same, taken when it starts.
+        """
         project = {"SKILL_DIR": self.skill_dir} if self.skill_dir is not None else {}
         if self.plugin_root is not None:
             project["CLAUDE_PLUGIN_ROOT"] = self.plugin_root
-        env = hook_environment(
+        return hook_environment(
             event=call.event,
             project_dir=call.project_dir,
             env=self.env,
             pass_env=self.pass_env,
             project=project,
         )
-        wrap: list[str] = []
-        if self.sandbox is not None:
-            try:
-                wrap = bwrap_command(
-                    self.sandbox, project_dir=call.project_dir, skill_dir=self.skill_dir
-                )
-            except FileNotFoundError as exc:
-                raise HookRunError(f"could not start: {exc}") from None
+
+    def wrap(self, call: HookCall) -> list[str]:
+        """The program and arguments that run the hook's argv (bubblewrap), or nothing.
+
+        Raises:
+            HookRunError: the sandbox cannot be set up (no ``bwrap``).
+        """
+        if self.sandbox is None:
+            return []
+        try:
+            return bwrap_command(self.sandbox, project_dir=call.project_dir, skill_dir=self.skill_dir)
+        except FileNotFoundError as exc:
+            raise HookRunError(f"could not start: {exc}") from None
+
+    async def run(self, call: HookCall) -> HookResult:
+        """Run the command with the event JSON on stdin (see ``run_command``).
+
+        A persistent hook sends the event to its process instead (see ``HookProcesses``).
+        """
+        if self.persistent:
+            return await run_persistent(self, call)
         return await run_command(
             command=self.command,
             args=self.args,
             stdin=call.body(),
-            env=env,
+            env=self.environment(call),
             cwd=call.project_dir,
             timeout=self.timeout,
             strict_output=self.strict_output,
             plain_text=self.plain_text(),
-            wrap=wrap,
+            wrap=self.wrap(call),
         )
 
     def plain_text(self) -> PlainText:

@@ -51,6 +51,7 @@ class PromptHook(HookSpec):
 
     type: ClassVar[str] = "prompt"
     can_transform: ClassVar[bool] = False
+    in_process: ClassVar[bool] = True
 
     prompt: str
     model: str | None = None
@@ -135,11 +136,7 @@ class PermissionHook(HookSpec):
 
     type: ClassVar[str] = "permission"
     can_transform: ClassVar[bool] = False
-
-    @property
-    def external(self) -> bool:
-        """A fixed answer, in-process."""
-        return False
+    in_process: ClassVar[bool] = True
 
     decision: Literal["allow", "deny", "ask"] = attrs.field(
         validator=attrs.validators.in_(_PERMISSIONS)

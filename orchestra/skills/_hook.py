@@ -32,6 +32,7 @@ from orchestra.skills._yaml import kind
 if TYPE_CHECKING:
     from orchestra.skills._fields import Entry
     from orchestra.skills._judge import Judge
+    from orchestra.skills._persistent import HookProcesses
     from orchestra.skills._result import HookResult
 
 __all__ = [
@@ -172,6 +173,8 @@ class HookSpec:
     """It can answer a ``modified_input``, so it may be a ``phase: transform`` hook."""
     exit_code_attribute: ClassVar[str | None] = None
     """The span attribute a record's ``exit_code`` goes to, if it means one."""
+    in_process: ClassVar[bool] = False
+    """The hook answers in-process (a function call, a fixed answer)."""
 
     event: str = attrs.field(validator=_known_event, metadata=NOT_CONFIG)
     matcher: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
@@ -218,7 +221,7 @@ class HookSpec:
     @property
     def external(self) -> bool:
         """It runs a process or a request: it takes one of the ``max_parallel_hooks`` slots."""
-        return True
+        return not self.in_process
 
     def phase_error(self, result: HookResult) -> str | None:
         """Why a result breaks the hook's phase (a hook error), or None."""
@@ -237,6 +240,13 @@ class HookSpec:
     def describe(self) -> str:
         """What the hook does, in one line (``orchestra hooks list``)."""
         raise NotImplementedError
+
+    def keeps_timeout(self) -> bool:
+        """Whether ``run`` keeps the hook's timeout itself (then no guard timer is set).
+
+        True for hooks that answer in-process, and for those that time themselves.
+        """
+        return self.in_process
 
     @classmethod
     def config_fields(cls) -> tuple[str, ...]:
@@ -329,9 +339,10 @@ class HookCall:
         project_dir: the hooks' working directory.
         body: the event JSON already encoded, if the caller has it.
         judge: the registry's judge, for hooks that ask a model.
+        processes: the registry's persistent hook processes (None: none to use).
     """
 
-    __slots__ = ("_body", "data", "event", "judge", "project_dir")
+    __slots__ = ("_body", "data", "event", "judge", "processes", "project_dir")
 
     def __init__(
         self,
@@ -340,12 +351,14 @@ class HookCall:
         project_dir: str,
         body: bytes | None = None,
         judge: Judge | None = None,
+        processes: HookProcesses | None = None,
     ) -> None:
         self.event = event
         self.data = data
         self.project_dir = project_dir
         self._body = body
         self.judge = judge
+        self.processes = processes
 
     def body(self) -> bytes:
         """The event JSON, encoded once.

@@ -20,6 +20,7 @@ from orchestra.skills._catalog import EVENTS, EventSpec, OnError, Phase
 from orchestra.skills._fields import Entry, FileDefaults
 from orchestra.skills._hook import DEFAULT_TIMEOUT, PHASES, HookSpec, check_phase, check_timeout
 from orchestra.skills._matchers import compile_matcher
+from orchestra.skills._python_hook import without_imports
 from orchestra.skills._sources import Source, sources
 from orchestra.skills._trust import TrustStore, digest
 from orchestra.skills._types import HOOK_CLASSES, HOOK_TYPES
@@ -82,14 +83,17 @@ def load_hooks(
     """
     problems = Problems()
     hooks: list[HookSpec] = []
-    for loaded in read_sources(paths, problems):
+    for source in sources(paths, problems):
+        data = read_bytes(source.path, problems)
+        if data is None:
+            continue
         if require_trust:
             store = store or TrustStore()
-            refusal = store.refusal(loaded.source.path, loaded.sha256, loaded.hooks)
-            if refusal is not None:
-                problems.add(str(loaded.source.path), None, None, refusal)
+            refusal = store.refusal(source.path, digest(data), lambda: _described(source, data))
+            if refusal is not None:  # read nothing of it: a python hook imports its module
+                problems.add(str(source.path), None, None, refusal)
                 continue
-        hooks.extend(loaded.hooks)
+        hooks.extend(_read_source(source, data, problems))
     problems.raise_if_any()
     if notes is not None:
         notes.extend(problems.notes)
@@ -105,6 +109,12 @@ def read_sources(paths: Sequence[str | Path], problems: Problems) -> list[Loaded
             hooks = _read_source(source, data, problems)
             loaded.append(Loaded(source, digest(data), tuple(hooks)))
     return loaded
+
+
+def _described(source: Source, raw: bytes) -> list[HookSpec]:
+    """A file's hooks, read only to describe them: nothing imported, problems dropped."""
+    with without_imports():
+        return _read_source(source, raw, Problems())
 
 
 def _read_source(source: Source, raw: bytes, problems: Problems) -> list[HookSpec]:

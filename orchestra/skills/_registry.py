@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import os
 import uuid
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Final
 from weakref import WeakKeyDictionary
 
@@ -52,6 +54,7 @@ from orchestra.skills._hook import HookSpec, event_data, event_json
 from orchestra.skills._judge import Judge, supports_agent
 from orchestra.skills._load import load_hooks
 from orchestra.skills._outcome import EMPTY, Combiner, HookOutcome, HookRecord
+from orchestra.skills._persistent import HookProcesses
 from orchestra.tracing import get_tracer
 
 __all__ = ["DEFAULT_MAX_PARALLEL_HOOKS", "HookRegistry", "load"]
@@ -68,6 +71,14 @@ class HookRegistry:
     """Loaded hooks, ready to fire at events.
 
     Build one with ``load(...)``; an empty ``HookRegistry()`` fires nothing.
+
+    A registry with persistent hooks (``persistent: true``) keeps their processes
+    running between events: whoever made the registry closes it, with
+    ``async with registry as r:`` or ``await registry.aclose()`` (the scheduler and the
+    dispatcher never close a registry they are handed). A registry garbage-collected
+    with processes still running kills them and warns (``ResourceWarning``). After
+    ``aclose()`` the registry can fire again: processes start anew, and hooks that
+    were broken by repeated failures get a new chance.
 
     Args:
         hooks: the hooks, in the order they run.
@@ -128,9 +139,41 @@ class HookRegistry:
             name: _in_phase_order(hook for hook in self.hooks if hook.event == name)
             for name in EVENTS
         }
+        self._processes = HookProcesses()
 
     def __repr__(self) -> str:
         return f"<HookRegistry {len(self.hooks)} hooks>"
+
+    async def __aenter__(self) -> HookRegistry:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop the processes of persistent hooks (each gets EOF, then its group is killed).
+
+        Events still waiting for one of them fail (``on_error`` applies). Never
+        cancelled part-way; closing a registry with nothing running does nothing.
+        """
+        await self._processes.aclose()
+
+    def __del__(self) -> None:
+        processes = getattr(self, "_processes", None)  # __init__ may not have run
+        if processes is not None and len(processes):
+            count = processes.kill()
+            warnings.warn(
+                f"{self!r} was not closed: {count} persistent hook process(es) killed; "
+                "use 'async with registry:' or 'await registry.aclose()'",
+                ResourceWarning,
+                source=self,
+                stacklevel=2,
+            )
 
     def has_hooks(self, event: str) -> bool:
         """Whether any hook is registered for ``event`` (whatever its matcher)."""
@@ -307,11 +350,11 @@ class HookRegistry:
         if hook.external:
             async with self._slots():
                 record = await call_hook(
-                    hook, data, self.project_dir, tracer, subject, body, self.judge
+                    hook, data, self.project_dir, tracer, subject, body, self.judge, self._processes
                 )
         else:
             record = await call_hook(
-                hook, data, self.project_dir, tracer, subject, body, self.judge
+                hook, data, self.project_dir, tracer, subject, body, self.judge, self._processes
             )
         return _background(record)
 

@@ -299,36 +299,37 @@ def result_from_json(data: object, *, strict: bool = False) -> HookResult:
 
     where = "hookSpecificOutput."
     specific = _object(data, "hookSpecificOutput", "") or {}
-    if strict:
-        _check_fields(specific, _SPECIFIC_FIELDS, where)
-    _text(specific, "hookEventName", where)
-    decision = _choice(specific, "permissionDecision", where, _PERMISSION_DECISIONS)
-    if decision is not None:
-        decisions.append(decision)
-    reason = _text(specific, "permissionDecisionReason", where)
-    if reason is not None:
-        reasons.insert(0, reason)
-    updated = _object(specific, "updatedInput", where)
-    if updated is not None:
-        inputs.append(updated)
-    context = _text(specific, "additionalContext", where)
-    if context is not None:
-        messages.append(context)
-    # PermissionRequest: {"decision": {"behavior": "allow" | "deny", "message": ..., ...}}
-    behavior = _object(specific, "decision", where) or {}
-    where = "hookSpecificOutput.decision."
-    if strict:
-        _check_fields(behavior, _BEHAVIOR_FIELDS, where)
-    decision = _choice(behavior, "behavior", where, _BEHAVIORS)
-    if decision is not None:
-        decisions.append(decision)
-    reason = _text(behavior, "message", where)
-    if reason is not None:
-        reasons.insert(0, reason)
-    updated = _object(behavior, "updatedInput", where)
-    if updated is not None:
-        inputs.append(updated)
-    _flag(behavior, "interrupt", where, False)
+    if specific:  # Claude Code's shape (most answers have none: spare the reading)
+        if strict:
+            _check_fields(specific, _SPECIFIC_FIELDS, where)
+        _text(specific, "hookEventName", where)
+        decision = _choice(specific, "permissionDecision", where, _PERMISSION_DECISIONS)
+        if decision is not None:
+            decisions.append(decision)
+        reason = _text(specific, "permissionDecisionReason", where)
+        if reason is not None:
+            reasons.insert(0, reason)
+        updated = _object(specific, "updatedInput", where)
+        if updated is not None:
+            inputs.append(updated)
+        context = _text(specific, "additionalContext", where)
+        if context is not None:
+            messages.append(context)
+        # PermissionRequest: {"decision": {"behavior": "allow" | "deny", "message": ..., ...}}
+        behavior = _object(specific, "decision", where) or {}
+        where = "hookSpecificOutput.decision."
+        if strict:
+            _check_fields(behavior, _BEHAVIOR_FIELDS, where)
+        decision = _choice(behavior, "behavior", where, _BEHAVIORS)
+        if decision is not None:
+            decisions.append(decision)
+        reason = _text(behavior, "message", where)
+        if reason is not None:
+            reasons.insert(0, reason)
+        updated = _object(behavior, "updatedInput", where)
+        if updated is not None:
+            inputs.append(updated)
+        _flag(behavior, "interrupt", where, False)
 
     system_message = _text(data, "systemMessage", "") or _text(data, "system_message", "")
     output = data.get("output")

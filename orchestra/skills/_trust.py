@@ -22,7 +22,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, final
 
@@ -169,8 +169,14 @@ class TrustStore:
                 os.unlink(temporary)
             raise
 
-    def refusal(self, path: Path, sha256: str, hooks: Sequence[Any]) -> str | None:
-        """Why ``path`` (with this content and these hooks) is not trusted, or None."""
+    def refusal(
+        self, path: Path, sha256: str, hooks: Callable[[], Sequence[Any]]
+    ) -> str | None:
+        """Why ``path`` (with this content) is not trusted, or None.
+
+        ``hooks`` reads its hooks, without importing anything, when it changed since
+        it was trusted (to say what changed).
+        """
         resolved = path.resolve()
         if resolved.is_relative_to(config_dir().resolve()):
             return None  # the user's own configuration
@@ -180,7 +186,7 @@ class TrustStore:
             return f"not trusted: review its hooks, then run `{command}`"
         if known.sha256 == sha256:
             return None
-        now = summary(hooks)
+        now = summary(hooks())
         changes = [f"+ {line}" for line in now if line not in known.hooks]
         changes += [f"- {line}" for line in known.hooks if line not in now]
         what = "; ".join(changes) if changes else "its hooks are the same, its text is not"

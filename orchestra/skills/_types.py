@@ -15,18 +15,29 @@ from orchestra.skills._fixed_hooks import AgentHook, PermissionHook, PromptHook
 from orchestra.skills._hook import HookSpec
 from orchestra.skills._http_hook import HttpHook
 from orchestra.skills._mcp_hook import McpToolHook
+from orchestra.skills._python_hook import PythonHook
 
 __all__ = ["HOOK_CLASSES", "HOOK_TYPES", "HookType"]
 
 HOOK_CLASSES: Final[Mapping[str, type[HookSpec]]] = MappingProxyType(
     {
         cls.type: cls
-        for cls in (CommandHook, PromptHook, PermissionHook, HttpHook, McpToolHook, AgentHook)
+        for cls in (
+            CommandHook,
+            PromptHook,
+            PermissionHook,
+            HttpHook,
+            McpToolHook,
+            AgentHook,
+            PythonHook,
+        )
     }
 )
 """The class of each hook type, by its name in a config."""
 
-HookType: TypeAlias = Literal["command", "prompt", "permission", "http", "mcp_tool", "agent"]
+HookType: TypeAlias = Literal[
+    "command", "prompt", "permission", "http", "mcp_tool", "agent", "python"
+]
 """The names of the hook types (the keys of ``HOOK_CLASSES``)."""
 HOOK_TYPES: Final[tuple[str, ...]] = tuple(HOOK_CLASSES)
 """The names of the hook types, in documentation order."""
