@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -171,3 +172,74 @@ def test_validate_checks_the_callable(project: Path) -> None:
         "bad.yaml:4: hooks.Stop[0].hooks[0].callable: "
         "policy has no attribute 'chek' (did you mean 'check'?)\n"
     )
+
+
+# --- nothing outlives the program ------------------------------------------------------
+
+LINGERING = """\
+import json, os, sys, time
+from pathlib import Path
+Path(sys.argv[1]).write_text(str(os.getpid()))
+for line in sys.stdin:
+    print(json.dumps({"id": json.loads(line)["id"]}), flush=True)
+Path(sys.argv[1] + ".eof").write_text("stdin ended")
+if len(sys.argv) > 2:
+    time.sleep(60)  # deaf to the end of its input
+"""
+
+
+def gone(pid: int) -> bool:
+    """Whether ``pid`` is gone (or a zombie), waiting up to 5 s."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            return True
+        if state in "ZX":
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_orchestra_run_closes_its_registry(tmp_path: Path) -> None:
+    (tmp_path / "worker.py").write_text(LINGERING)
+    (tmp_path / "flow.py").write_text(
+        "from orchestra import DAG, Task\n\nasync def one() -> None:\n    return None\n\n"
+        "dag = DAG('flow')\ndag.add(Task(id='one', fn=one))\n"
+    )
+    (tmp_path / "orchestra.yaml").write_text(
+        "hooks:\n  TaskCreated:\n    - hooks:\n        - type: command\n"
+        f"          args: [{sys.executable!r}, worker.py, pid]\n          persistent: true\n"
+    )
+    proc = orchestra("run", "flow.py", "--hooks", "orchestra.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # Closed the polite way: the end of its input first, which it saw.
+    assert (tmp_path / "pid.eof").read_text() == "stdin ended"
+    assert gone(int((tmp_path / "pid").read_text()))
+
+
+def test_a_program_that_forgets_to_close_leaves_nothing(tmp_path: Path) -> None:
+    (tmp_path / "worker.py").write_text(LINGERING)
+    (tmp_path / "program.py").write_text(
+        textwrap.dedent(
+            f"""
+            import sys
+            import anyio
+            from orchestra.skills import CommandHook, HookRegistry
+
+            worker = CommandHook(
+                event="Stop",
+                args=({sys.executable!r}, "worker.py", "pid", "linger"),
+                persistent=True,
+            )
+            registry = HookRegistry([worker])  # never closed, still referenced at exit
+            anyio.run(registry.fire, "Stop", {{}})
+            """
+        )
+    )
+    proc = subprocess.run(
+        [sys.executable, "program.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert gone(int((tmp_path / "pid").read_text()))  # killed as the interpreter exited

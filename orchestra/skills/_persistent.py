@@ -45,6 +45,7 @@ reader, which fails the events that ran out and kills the process. Waiting for a
 
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
 import enum
@@ -53,6 +54,7 @@ import json
 import math
 import os
 import time
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
@@ -442,11 +444,17 @@ class PersistentHook:
             await self._dying.pop().reap()
 
     def _close_wake_pipe(self) -> None:
-        with DEADLINES.lock:  # the thread never writes on a closed (or reused) descriptor
+        # Under the lock: the thread never writes on a closed (or reused) descriptor. As
+        # the interpreter exits, the thread may have died holding it: then leave the pipe.
+        if not DEADLINES.lock.acquire(timeout=1.0):
+            return
+        try:
             for fd in (self._wake_read, self._wake_write):
                 if fd >= 0:
                     os.close(fd)
             self._wake_read, self._wake_write = -1, -1
+        finally:
+            DEADLINES.lock.release()
 
     async def aclose(self) -> None:
         """Stop the process: end of its input, a grace to exit, then kill its group."""
@@ -479,7 +487,11 @@ class PersistentHook:
 
 
 class HookProcesses:
-    """The processes of a registry's persistent hooks: one per hook, started on demand."""
+    """The processes of a registry's persistent hooks: one per hook, started on demand.
+
+    Those of a registry still open when the interpreter exits are killed then (a
+    process in a session of its own would outlive it otherwise).
+    """
 
     def __init__(self) -> None:
         self._hooks: dict[int, PersistentHook] = {}
@@ -493,11 +505,13 @@ class HookProcesses:
         found = self._hooks.get(id(hook))
         if found is None or found.hook is not hook:
             found = self._hooks[id(hook)] = PersistentHook(hook, _spawner(hook, call))
+            _OPEN.add(self)
         return found
 
     async def aclose(self) -> None:
         """Stop every process (concurrently) and forget every failure."""
         hooks, self._hooks = list(self._hooks.values()), {}
+        _OPEN.discard(self)
         with anyio.CancelScope(shield=True):
             async with anyio.create_task_group() as group:
                 for hook in hooks:
@@ -506,7 +520,19 @@ class HookProcesses:
     def kill(self) -> int:
         """Kill every process at once, outside any event loop; how many were running."""
         hooks, self._hooks = list(self._hooks.values()), {}
+        _OPEN.discard(self)
         return sum(hook.kill() for hook in hooks)
+
+
+_OPEN: Final[weakref.WeakSet[HookProcesses]] = weakref.WeakSet()
+"""The ``HookProcesses`` that may have processes running."""
+
+
+@atexit.register
+def _kill_at_exit() -> None:
+    """Kill the processes of registries nobody closed, as the interpreter exits."""
+    for processes in list(_OPEN):
+        processes.kill()
 
 
 def _spawner(hook: CommandHook, call: HookCall) -> Callable[[int], HookProcess]:
