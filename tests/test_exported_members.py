@@ -59,8 +59,9 @@ PINNED: dict[str, set[str]] = {
         "MAX_COMMAND_BYTES",
         "MAX_FILE_BYTES", "MAX_TIMEOUT", "McpServerSpec", "McpToolHook", "OnError",
         "OpenAICompatibleJudge",
-        "OutcomeCallback", "PermissionHook", "PromptHook", "RegistrySubagentHooks", "Sandbox",
-        "RegistryTaskHooks", "TlsMode", "ToolDenied", "load",
+        "OutcomeCallback", "PermissionHook", "PromptHook", "PythonHook",
+        "RegistrySubagentHooks", "RegistryTaskHooks", "Sandbox", "TlsMode", "ToolDenied",
+        "load", "serve",
     },
 }  # fmt: skip
 
