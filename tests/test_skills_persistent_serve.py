@@ -76,37 +76,29 @@ def test_serve_refuses_an_async_handler() -> None:
         serve(handler)  # type: ignore[arg-type]
 
 
-SCRIPT = textwrap.dedent(
-    """
-    from orchestra.skills import serve
-
-    def check(event):
-        if "rm -rf" in event.get("tool_input", {}).get("command", ""):
-            return {"decision": "deny", "reason": "no recursive deletes"}
-        return None
-
-    serve(check)
-    """
-)
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "hooks" / "push_policy.py"
 
 
-async def test_a_serve_script_is_a_persistent_hook(tmp_path: Path) -> None:
-    (tmp_path / "guard.py").write_text(SCRIPT)
+async def test_the_serve_example_is_a_persistent_hook(tmp_path: Path) -> None:
     (tmp_path / "orchestra.yaml").write_text(
         "hooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n"
-        f"        - type: command\n          args: [{sys.executable!r}, guard.py]\n"
+        f"        - type: command\n          args: [{sys.executable!r}, {str(EXAMPLE)!r}]\n"
         "          persistent: true\n          timeout: 60\n"
     )
     from orchestra.skills import load
 
     registry: HookRegistry = load(tmp_path / "orchestra.yaml", project_dir=tmp_path)
     async with registry:
-        for command, blocked in (("rm -rf /", True), ("ls", False), ("rm -rf ~", True)):
+        for command, blocked in (
+            ("git push --force origin main", True),
+            ("git push origin main", False),
+            ("git push -f", True),
+        ):
             outcome = await registry.fire(
                 "PreToolUse", {"tool_name": "Bash", "tool_input": {"command": command}}
             )
             assert outcome.blocked is blocked, outcome.records
-    assert outcome.reason == "no recursive deletes"
+    assert outcome.reason == "force pushes are not allowed here"
 
 
 # --- the orchestra command --------------------------------------------------------------
