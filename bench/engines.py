@@ -97,7 +97,8 @@ def bench_hamilton() -> None:
     n = LAYERS * WIDTH
     base = best["plain"]
     print(
-        f"hamilton, {n} no-op nodes: plain cpu {base[0] * 1e3:.1f} ms ({base[0] / n * 1e6:.1f} us/node)"
+        f"hamilton, {n} no-op nodes: plain cpu {base[0] * 1e3:.1f} ms"
+        f" ({base[0] / n * 1e6:.1f} us/node)"
     )
     report("HookAdapter(), no hooks", best["bare"], base, 1.15)
     report("HookAdapter(5 no-op hooks)", best["hooked"], base, 1.5)
