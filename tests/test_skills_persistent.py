@@ -111,6 +111,7 @@ async def leaks(anyio_backend: str, monkeypatch: pytest.MonkeyPatch) -> LeakChec
 
 def hook(worker: Path, **fields: Any) -> CommandHook:
     fields.setdefault("on_error", "continue")
+    fields.setdefault("pass_env", (MARK_VAR, "WORKER_LINGER"))  # the rest is not passed on
     return CommandHook(
         event="PreToolUse", args=(sys.executable, str(worker)), persistent=True, **fields
     )

@@ -137,7 +137,7 @@ def project(tmp_path: Path) -> Path:
 
 def test_hooks_test_shows_each_hooks_latency_cold_and_warm(project: Path) -> None:
     args = ("hooks", "test", "PreToolUse", "--payload", '{"tool_name": "Bash"}', "--json")
-    proc = orchestra(*args, "--repeat", "5", "orchestra.yaml", cwd=project)
+    proc = orchestra(*args, "--repeat", "5", "--trust-all", "orchestra.yaml", cwd=project)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     persistent, python = report["hooks"]
@@ -148,7 +148,9 @@ def test_hooks_test_shows_each_hooks_latency_cold_and_warm(project: Path) -> Non
         assert hook["duration_ms"] > 0  # the first run: for the process, its start
         assert hook["warm_ms"] > 0  # the median of the other 4
     assert report["outcome"]["decision"] == "allow"
-    table = orchestra("hooks", "test", "PreToolUse", "--repeat", "3", "orchestra.yaml", cwd=project)
+    table = orchestra(
+        "hooks", "test", "PreToolUse", "--repeat", "3", "--trust-all", "orchestra.yaml", cwd=project
+    )
     assert table.returncode == 0, table.stderr
     assert "latency" in table.stdout
     assert "(median of 2)" in table.stdout
@@ -204,7 +206,7 @@ def test_orchestra_run_closes_its_registry(tmp_path: Path) -> None:
         "hooks:\n  TaskCreated:\n    - hooks:\n        - type: command\n"
         f"          args: [{sys.executable!r}, worker.py, pid]\n          persistent: true\n"
     )
-    proc = orchestra("run", "flow.py", "--hooks", "orchestra.yaml", cwd=tmp_path)
+    proc = orchestra("run", "flow.py", "--hooks", "orchestra.yaml", "--trust-all", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # Closed the polite way: the end of its input first, which it saw.
     assert (tmp_path / "pid.eof").read_text() == "stdin ended"

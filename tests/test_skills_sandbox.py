@@ -217,3 +217,29 @@ def test_bad_sandbox_settings_are_refused(tmp_path: Path, hook: str, message: st
     with pytest.raises(ConfigError) as info:
         load(config)
     assert str(info.value) == f"{config}:4: hooks.Stop[0].hooks[0].{message}"
+
+
+async def test_a_persistent_hook_runs_in_the_sandbox_and_closes_clean(
+    tmp_path: Path, leaks: LeakCheck
+) -> None:
+    # One sandboxed process answers every event; closing the registry ends the sandbox
+    # and everything in it.
+    loop = (
+        "while IFS= read -r line; do "
+        "if touch /usr/x 2>/dev/null; then w=usr-writable; else w=usr-ro; fi; "
+        'printf \'{"message": "%s %s"}\\n\' "$$" "$w"; done'
+    )
+    hook = CommandHook(
+        event="Stop",
+        command=loop,
+        persistent=True,
+        sandbox=Sandbox(),
+        env=((MARK_VAR, leaks.mark),),
+    )
+    async with HookRegistry([hook], project_dir=tmp_path) as registry:
+        first = said(await registry.fire("Stop", {}))
+        second = said(await registry.fire("Stop", {}))
+        assert first == second  # the same process: the same pid inside the sandbox
+        assert first.split()[1] == "usr-ro"
+        assert marked(leaks.mark)  # bwrap and the loop are running
+    await leaks.check()

@@ -217,7 +217,9 @@ def test_a_python_hook_of_an_untrusted_file_imports_nothing(
         """,
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    python = "hooks:\n  Stop:\n    - hooks: [{type: python, callable: 'pkg_untrusted_hook:check'}]\n"
+    python = (
+        "hooks:\n  Stop:\n    - hooks: [{type: python, callable: 'pkg_untrusted_hook:check'}]\n"
+    )
     config = write(tmp_path / "orchestra.yaml", GUARD)
     hooks("trust", config)
     write(tmp_path / "orchestra.yaml", python)

@@ -20,8 +20,8 @@ from orchestra.skills import (
     McpToolHook,
     PermissionHook,
     PromptHook,
-    Sandbox,
     PythonHook,
+    Sandbox,
     load,
 )
 from orchestra.skills._types import HOOK_CLASSES

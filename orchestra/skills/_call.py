@@ -75,7 +75,9 @@ async def call_hook(
         if tp is not None:  # the hook's own span, for hooks that read only stdin
             data = {**data, "traceparent": tp}
             body = None
-        record = await _attempt(hook, HookCall(hook.event, data, project_dir, body, judge, processes))
+        record = await _attempt(
+            hook, HookCall(hook.event, data, project_dir, body, judge, processes)
+        )
         _trace(span, record)
     return record
 

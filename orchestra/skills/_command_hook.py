@@ -182,7 +182,9 @@ class CommandHook(HookSpec):
         if self.sandbox is None:
             return []
         try:
-            return bwrap_command(self.sandbox, project_dir=call.project_dir, skill_dir=self.skill_dir)
+            return bwrap_command(
+                self.sandbox, project_dir=call.project_dir, skill_dir=self.skill_dir
+            )
         except FileNotFoundError as exc:
             raise HookRunError(f"could not start: {exc}") from None
 

@@ -10,6 +10,7 @@ matcher groups -> hooks; each hook's own fields are read by its type's class
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, final
 
@@ -89,7 +90,7 @@ def load_hooks(
             continue
         if require_trust:
             store = store or TrustStore()
-            refusal = store.refusal(source.path, digest(data), lambda: _described(source, data))
+            refusal = store.refusal(source.path, digest(data), partial(_described, source, data))
             if refusal is not None:  # read nothing of it: a python hook imports its module
                 problems.add(str(source.path), None, None, refusal)
                 continue

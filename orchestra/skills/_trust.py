@@ -169,9 +169,7 @@ class TrustStore:
                 os.unlink(temporary)
             raise
 
-    def refusal(
-        self, path: Path, sha256: str, hooks: Callable[[], Sequence[Any]]
-    ) -> str | None:
+    def refusal(self, path: Path, sha256: str, hooks: Callable[[], Sequence[Any]]) -> str | None:
         """Why ``path`` (with this content) is not trusted, or None.
 
         ``hooks`` reads its hooks, without importing anything, when it changed since
