@@ -50,6 +50,17 @@ def marked(mark: str) -> list[int]:
     return live
 
 
+async def marked_as(mark: str, expected: set[int]) -> set[int]:
+    """The processes carrying ``mark``, once they are ``expected`` (waiting up to 5 s).
+
+    A process that was just started shows no environment while it execs.
+    """
+    with anyio.move_on_after(5):
+        while set(marked(mark)) != expected:  # noqa: ASYNC110 -- polling /proc
+            await anyio.sleep(0.01)
+    return set(marked(mark))
+
+
 def group_alive(pgid: int) -> bool:
     """Whether a process of group ``pgid`` is still running (zombies do not count)."""
     return any(pgrp == pgid and state not in "ZX" for _, state, _, pgrp in _processes())
