@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Final, Literal, TypeAlias
 
@@ -195,10 +194,7 @@ async def run_command(
     argv = command_argv(command, args)
     if not timeout > 0:
         raise ValueError(f"timeout must be > 0, got {timeout!r}")
-    try:
-        child = spawn([*wrap, *argv], env=env, cwd=cwd)
-    except (OSError, ValueError, subprocess.SubprocessError) as exc:
-        raise HookRunError(f"could not start: {exc}") from exc
+    child = spawn([*wrap, *argv], env=env, cwd=cwd)
 
     out, err = _Output("stdout"), _Output("stderr")
     try:

@@ -1,7 +1,8 @@
 """``HookProcess``: one long-lived hook process, its pipes read and written without a task.
 
-The process is started in a process group of its own, with a pipe for each of stdin,
-stdout and stderr, all non-blocking on orchestra's side. Reading waits on one
+The process is started as every hook process is (``_process.spawn``): in a process group
+of its own, with a pipe for each of stdin, stdout and stderr, all non-blocking on
+orchestra's side, its exit awaited on a pidfd. Reading waits on one
 descriptor (an epoll or kqueue selector) that is readable when stdout, stderr or a
 wake-up pipe is, so one waiting caller reads everything: stdout into complete lines,
 stderr into a tail of its last 64 KiB (it never fills up and blocks the process).
@@ -13,16 +14,13 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
-import signal
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from typing import Final
 
 import anyio
-import anyio.to_thread
 
-from orchestra.skills._process import kill_group
+from orchestra.skills._process import Child, spawn
 from orchestra.skills._result import OUTPUT_LIMIT, HookRunError
 
 __all__ = ["STDERR_KEPT", "HookProcess", "OutputEnded"]
@@ -31,7 +29,6 @@ STDERR_KEPT: Final = 64 * 1024
 """How much of a persistent process's stderr is kept: its last 64 KiB."""
 
 _CHUNK: Final = 65536
-_PIPE: Final = subprocess.PIPE
 
 
 class OutputEnded(Exception):
@@ -42,23 +39,19 @@ class HookProcess:
     """One started hook process: its non-blocking pipes and what it printed so far.
 
     Args:
-        popen: the process, started with three pipes.
+        child: the process, started by ``_process.spawn`` (three non-blocking pipes, a
+            process group of its own).
         shell: it runs ``sh -c`` (for how its exit codes read).
         wake: the read end of a pipe that wakes its reader (or -1).
     """
 
-    def __init__(self, popen: subprocess.Popen[bytes], shell: bool, wake: int) -> None:
-        assert popen.stdin is not None
-        assert popen.stdout is not None
-        assert popen.stderr is not None
-        self.popen = popen
+    def __init__(self, child: Child, shell: bool, wake: int) -> None:
+        self.child = child
         self.shell = shell
-        self.stdin = popen.stdin.fileno()
-        self.stdout = popen.stdout.fileno()
-        self.stderr = popen.stderr.fileno()
+        self.stdin = child.stdin
+        self.stdout = child.stdout
+        self.stderr = child.stderr
         self.wake = wake
-        for fd in (self.stdin, self.stdout, self.stderr):
-            os.set_blocking(fd, False)
         self.selector = selectors.DefaultSelector()
         for fd in (self.stdout, self.stderr, wake):
             if fd >= 0:
@@ -79,30 +72,19 @@ class HookProcess:
         Raises:
             HookRunError: it could not be started.
         """
+        child = spawn(argv, env=env, cwd=cwd)
         try:
-            popen = subprocess.Popen(
-                argv,
-                stdin=_PIPE,
-                stdout=_PIPE,
-                stderr=_PIPE,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
-                bufsize=0,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise HookRunError(f"could not start: {exc}") from exc
-        try:
-            return cls(popen, list(argv[:2]) == ["/bin/sh", "-c"], wake)
+            return cls(child, list(argv[:2]) == ["/bin/sh", "-c"], wake)
         except BaseException:
-            kill_group(popen.pid, signal.SIGKILL)
-            popen.wait()
+            child.kill()
+            child.wait_now(None)
+            child.close()
             raise
 
     @property
     def pid(self) -> int:
         """Its process id, also its process group's."""
-        return self.popen.pid
+        return self.child.pid
 
     def stderr_text(self) -> str:
         """What it wrote on stderr and nobody took yet (its last 64 KiB)."""
@@ -204,12 +186,7 @@ class HookProcess:
 
     async def exited(self, seconds: float) -> int | None:
         """Wait up to ``seconds`` for the process to exit: its exit status, or None."""
-        delay = 0.0005
-        deadline = time.monotonic() + seconds
-        while (code := self.popen.poll()) is None and time.monotonic() < deadline:
-            await anyio.sleep(delay)
-            delay = min(delay * 2, 0.05)
-        return code
+        return await self.child.exited(seconds)
 
     def close_stdin(self, *, in_loop: bool = True) -> None:
         """Close the process's stdin: the end of its input, its cue to exit."""
@@ -217,9 +194,8 @@ class HookProcess:
             self.stdin_open = False
             if in_loop:  # wake a writer waiting on it
                 anyio.notify_closing(self.stdin)
-            assert self.popen.stdin is not None
             with contextlib.suppress(OSError):
-                self.popen.stdin.close()
+                self.child.close_stdin()
 
     def kill(self, *, in_loop: bool = True) -> None:
         """Kill the process group and close the pipes (the child is left to reap).
@@ -230,22 +206,20 @@ class HookProcess:
         if self.killed:
             return
         self.killed = True
-        kill_group(self.pid, signal.SIGKILL)
+        self.child.kill()
         self.close_stdin(in_loop=in_loop)
         if in_loop:  # wake a reader waiting on them
             anyio.notify_closing(self.selector)
         self.selector.close()
-        for pipe in (self.popen.stdout, self.popen.stderr):
-            assert pipe is not None
-            pipe.close()
+        self.child.close_pipes()
 
     async def reap(self) -> None:
         """Wait until the killed child is reaped; never cancelled."""
         with anyio.CancelScope(shield=True):
-            if await self.exited(5.0) is None:
-                await anyio.to_thread.run_sync(self.popen.wait)
+            await self.child.wait()
+            self.child.close()
 
     def reap_now(self) -> None:
         """Reap the killed child, outside any event loop (waiting at most a second)."""
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=1.0)
+        self.child.wait_now(1.0)
+        self.child.close()

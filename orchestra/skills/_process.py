@@ -7,7 +7,8 @@ started with ``subprocess.Popen`` in the calling thread (as asyncio does too), i
 is awaited on a pidfd (Linux; elsewhere by polling), and its pipes are non-blocking fds
 read and written with ``anyio.wait_readable``/``wait_writable``: no thread at any point,
 and a failure after the fork kills the child's process group, reaps the child and closes
-every fd before the error goes up.
+every fd before the error goes up. The command runner (a process per event) and
+``HookProcess`` (a persistent hook's process) both start theirs here.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Final, final
 
 import anyio
+
+from orchestra.skills._result import HookRunError
 
 __all__ = ["Child", "kill_group", "spawn"]
 
@@ -84,17 +87,38 @@ class Child:
                     await anyio.sleep(_POLL)
         return self._popen.wait()  # it has exited: this only reaps it
 
+    async def exited(self, seconds: float) -> int | None:
+        """Wait up to ``seconds`` for the child to exit: its exit status, or None."""
+        with anyio.move_on_after(seconds):
+            return await self.wait()
+        return None
+
+    def wait_now(self, seconds: float | None) -> int | None:
+        """Wait for the child outside any event loop, at most ``seconds``; None if it lives."""
+        try:
+            return self._popen.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        """Kill the child's process group at once (SIGKILL); the child is left to reap."""
+        kill_group(self.pid, signal.SIGKILL)
+
     def close_stdin(self) -> None:
         """Close the write end of the child's stdin (it reads end of file)."""
         stdin = self._popen.stdin
         if stdin is not None:
             stdin.close()
 
-    def close(self) -> None:
-        """Close every fd held for the child (no task may still wait on one)."""
+    def close_pipes(self) -> None:
+        """Close the child's three pipes (no task may still wait on one)."""
         for pipe in (self._popen.stdin, self._popen.stdout, self._popen.stderr):
             if pipe is not None:
                 pipe.close()
+
+    def close(self) -> None:
+        """Close every fd held for the child (no task may still wait on one)."""
+        self.close_pipes()
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
@@ -104,18 +128,21 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None) -> Ch
     """Start ``argv`` in a new session (its own process group) with three pipes.
 
     Raises:
-        OSError, subprocess.SubprocessError: it could not be started; nothing is left
-            behind (``Popen`` closes its pipes, and a child started before a later
+        HookRunError: it could not be started (``could not start: ...``); nothing is
+            left behind (``Popen`` closes its pipes, and a child started before a later
             step failed is killed and reaped).
     """
-    popen = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,
-        bufsize=0,
-    )
-    return Child(popen)
+    try:
+        popen = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+            bufsize=0,
+        )
+        return Child(popen)
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        raise HookRunError(f"could not start: {exc}") from exc
