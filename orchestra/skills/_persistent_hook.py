@@ -1,0 +1,388 @@
+"""``PersistentHook``: one persistent hook's process, and the events in flight to it.
+
+What the process may do and what follows is in ``_persistent`` (the table); here is how.
+
+No task of its own reads the process: whichever caller waits for an answer while
+nobody reads becomes the reader. It reads lines and hands each answer to its caller by
+id, until its own answer came, then wakes another waiting caller to read on. An event
+costs one write and one read, and no state tied to an event loop outlives a call, so a
+registry can serve one event loop after another (a sync guarded tool fires each call in
+an event loop of its own). Two event loops at once (two threads) are not supported.
+
+The events in flight are timed by one thread (``Deadlines``), not by a cancel scope
+each, which would cost more than the rest of the round trip: at a deadline it wakes the
+reader, which fails the events that ran out and kills the process. Waiting for a turn
+(a slot, the writer, a restart) is timed on the event loop.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import itertools
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+import anyio
+import attrs
+import tenacity
+
+from orchestra.skills._command import describe_exit
+from orchestra.skills._deadlines import DEADLINES
+from orchestra.skills._hook import HookCall, event_json
+from orchestra.skills._hook_process import HookProcess, OutputEnded
+from orchestra.skills._result import HookResult, HookRunError, result_from_json
+from orchestra.skills._waiters import Gate, Stage, Waiter, left
+
+if TYPE_CHECKING:
+    from orchestra.skills._command_hook import CommandHook
+
+__all__ = ["FAULT_WINDOW", "MAX_FAULTS", "PersistentHook"]
+
+MAX_FAULTS: Final = 5
+"""Failures within ``FAULT_WINDOW`` seconds after which a persistent hook is broken."""
+FAULT_WINDOW: Final = 60.0
+"""The window, in seconds, in which ``MAX_FAULTS`` failures break a persistent hook."""
+
+# How long a process gets to exit by itself (after it closed its stdout, or after its
+# stdin was closed on aclose) before its group is killed.
+_GRACE: Final = 0.5
+# The wait before a restart, by the number of recent failures: 50 ms, 100 ms, ... 2 s.
+_BACKOFF: Final = tenacity.wait_exponential(multiplier=0.05, max=2.0)
+_RETRYING: Final = tenacity.Retrying(wait=_BACKOFF)
+_NONE: Final = HookResult()  # no opinion: ``{}``, the most common answer
+_CLOSED: Final = "stopped: the registry was closed"
+
+
+def _backoff(failures: int) -> float:
+    state = tenacity.RetryCallState(_RETRYING, None, (), {})
+    state.attempt_number = failures
+    return float(_BACKOFF(state))
+
+
+class PersistentHook:
+    """The process of one persistent hook, and the events in flight to it.
+
+    Args:
+        hook: the hook.
+        spawn: starts its process, given the read end of its wake-up pipe (called at the
+            first event, and after a failure).
+
+    Attributes:
+        broken: why the hook is broken, or None.
+        oldest_deadline: when the oldest event in flight must be answered
+            (``time.monotonic()``; ``math.inf`` when none is in flight).
+        watched: ``DEADLINES`` times it now.
+        closed: stopped for good (its registry forgot it): it starts no process.
+    """
+
+    def __init__(self, hook: CommandHook, spawn: Callable[[int], HookProcess]) -> None:
+        self.hook = hook
+        self.broken: str | None = None
+        self.oldest_deadline = math.inf
+        self.watched = False
+        self.closed = False
+        self._spawn = spawn
+        self._child: HookProcess | None = None
+        self._slots = Gate(hook.max_in_flight)
+        self._writer = Gate(1)
+        self._ids = itertools.count(1)
+        self._in_flight: dict[int, Waiter] = {}  # written, not answered; oldest first
+        self._reading = False
+        self._failures: collections.deque[float] = collections.deque()
+        self._restart_at = 0.0
+        self._dying: list[HookProcess] = []
+        self._wake_read, self._wake_write = -1, -1
+
+    @property
+    def pid(self) -> int | None:
+        """The process id (also its group's), None when it is not running."""
+        return self._child.pid if self._child is not None else None
+
+    def wake(self) -> None:
+        """Wake the reader: an event ran out of time (``DEADLINES`` calls it)."""
+        if self._wake_write >= 0:
+            with contextlib.suppress(OSError):  # full: a wake-up is pending already
+                os.write(self._wake_write, b"!")
+
+    async def run(self, call: HookCall) -> HookResult:
+        """Send one event and wait for its answer, under the hook's timeout.
+
+        Raises:
+            HookRunError: the process failed (see the module's table), or is broken.
+        """
+        if self.broken is not None:
+            raise HookRunError(self.broken)
+        waiter = Waiter(time.monotonic() + self.hook.timeout)
+        slots = self._slots
+        if slots.free and not slots.waiters:
+            slots.free -= 1
+        else:
+            await self._turn(slots, waiter)
+        try:
+            await self._exchange(waiter, call)
+        finally:
+            slots.release()
+            if waiter.stage is not Stage.DONE:
+                self._leave(waiter)
+            if self._dying:
+                await self._bury()
+        if waiter.error is not None:
+            raise waiter.error
+        assert waiter.result is not None
+        return waiter.result
+
+    async def _turn(self, gate: Gate, waiter: Waiter) -> None:
+        """Wait for a slot of ``gate`` until the event's deadline."""
+        with anyio.move_on_after(left(waiter)) as scope:
+            await gate.wait()
+        if scope.cancelled_caught:
+            raise self._timed_out(waiting=True)
+
+    def _timed_out(self, *, waiting: bool = False) -> HookRunError:
+        message = f"timed out after {self.hook.timeout:g} s"
+        return HookRunError(message + " waiting for the process" if waiting else message)
+
+    async def _exchange(self, waiter: Waiter, call: HookCall) -> None:
+        child = self._child
+        if child is None:
+            child = await self._started(waiter)
+        waiter.id = next(self._ids)
+        line = event_json({**call.data, "id": waiter.id}) + b"\n"
+        writer = self._writer
+        if writer.free and not writer.waiters:
+            writer.free -= 1
+        else:
+            await self._turn(writer, waiter)
+        try:
+            if child is not self._child:  # it failed while this event waited its turn
+                waiter.answer(None, HookRunError("the process failed before the event was sent"))
+                return
+            waiter.stage = Stage.WRITING
+            self._in_flight[waiter.id] = waiter
+            if len(self._in_flight) == 1:
+                self.oldest_deadline = waiter.deadline
+            DEADLINES.watch(self)
+            try:
+                rest = child.write_now(line)
+                if rest is not None:
+                    await child.write_rest(rest, waiter.deadline)
+            except (BrokenPipeError, anyio.ClosedResourceError):
+                pass  # it is gone: the reader finds out how
+            except TimeoutError:  # it does not read its stdin
+                self._fail(child, str(self._timed_out()))
+            if waiter.stage is Stage.WRITING:
+                waiter.stage = Stage.SENT
+        finally:
+            writer.release()
+        while waiter.stage is not Stage.DONE:
+            if self._reading:
+                await self._follow(child, waiter)
+                continue
+            self._reading = True
+            try:
+                await self._read(child, waiter)
+            finally:
+                self._reading = False
+                self._pass_reading()
+
+    async def _follow(self, child: HookProcess, waiter: Waiter) -> None:
+        """Wait while another caller reads: for the answer, or a turn to read."""
+        with anyio.move_on_after(left(waiter)):
+            await waiter.wait()
+        if waiter.stage is not Stage.DONE and waiter.deadline <= time.monotonic():
+            self._fail(child, str(self._timed_out()))  # the reader did not see to it
+
+    def _leave(self, waiter: Waiter) -> None:
+        """Settle an event whose caller went away (cancelled, or timed out waiting)."""
+        if waiter.stage is Stage.WRITING:  # half a line is out: the stream is lost
+            child = self._child
+            if child is not None:
+                self._fail(child, "an event was cancelled while being written", count=False)
+        elif waiter.stage is Stage.SENT:
+            waiter.abandoned = True  # its answer is dropped when it comes
+            if not self._reading:  # it may have been woken to read on
+                self._pass_reading()
+
+    def _pass_reading(self) -> None:
+        """Wake a caller still waiting for its answer to read on."""
+        for waiter in self._in_flight.values():
+            if not waiter.abandoned and waiter.stage is Stage.SENT:
+                waiter.nudge()
+                return
+
+    async def _started(self, waiter: Waiter) -> HookProcess:
+        while self._child is None:
+            if self.broken is not None:
+                raise HookRunError(self.broken)
+            if self.closed:  # a late event of a registry being closed
+                raise HookRunError(_CLOSED)
+            now = time.monotonic()
+            if self._restart_at > now:
+                if self._restart_at > waiter.deadline:
+                    await anyio.sleep(left(waiter))
+                    raise self._timed_out(waiting=True)
+                await anyio.sleep(self._restart_at - now)
+                continue
+            if self._wake_read < 0:
+                self._wake_read, self._wake_write = os.pipe()
+                os.set_blocking(self._wake_write, False)
+            try:
+                self._child = self._spawn(self._wake_read)
+            except HookRunError as exc:
+                self._count_failure(str(exc))
+                raise
+        return self._child
+
+    async def _read(self, child: HookProcess, waiter: Waiter) -> None:
+        """Read answers and hand them out, until ``waiter`` has its own."""
+        while waiter.stage is not Stage.DONE and child is self._child:
+            try:
+                lines = await child.lines()
+            except OutputEnded:
+                code = await child.exited(_GRACE)
+                reason = "closed its stdout" if code is None else describe_exit(code, child.shell)
+                self._fail(child, reason, exit_code=code)
+                return
+            except HookRunError as exc:
+                self._fail(child, str(exc))
+                return
+            except anyio.ClosedResourceError:
+                return  # killed meanwhile: the failure answered every event in flight
+            for line in lines:
+                self._deliver(child, line)
+            if self.oldest_deadline <= time.monotonic():
+                self._fail(child, str(self._timed_out()))
+
+    def _deliver(self, child: HookProcess, line: bytes) -> None:
+        """Hand one answer to its caller; a line that breaks the protocol kills."""
+        if child is not self._child:
+            return
+        try:
+            data = json.loads(line) if line.strip() else {}
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            self._fail(child, f"invalid JSON output: {_why(exc)}: {_clip(line)}")
+            return
+        if not isinstance(data, dict):
+            self._fail(child, f"invalid JSON output: expected an object: {_clip(line)}")
+            return
+        key = data.pop("id", None)
+        in_flight = self._in_flight
+        if key is None:
+            if self.hook.max_in_flight > 1 or not in_flight:
+                self._fail(child, f"answered without an id: {_clip(line)}")
+                return
+            key = next(iter(in_flight))  # one at a time: answers come in order
+        waiter = in_flight.pop(key, None)
+        if waiter is None:
+            self._fail(child, f"answered unknown id {json.dumps(key)}")
+            return
+        self.oldest_deadline = next(iter(in_flight.values())).deadline if in_flight else math.inf
+        stderr = child.take_stderr()
+        if waiter.abandoned:
+            return
+        error = data.pop("error", None)
+        if error is not None:
+            text = error if isinstance(error, str) else json.dumps(error)
+            waiter.answer(None, HookRunError(f"answered an error: {text}", stderr=stderr))
+            return
+        try:
+            result = result_from_json(data, strict=self.hook.strict_output) if data else _NONE
+        except HookRunError as exc:
+            waiter.answer(None, HookRunError(str(exc), stderr=stderr))
+            return
+        waiter.answer(attrs.evolve(result, stderr=stderr) if stderr else result)
+
+    def _fail(
+        self, child: HookProcess, reason: str, *, count: bool = True, exit_code: int | None = None
+    ) -> None:
+        """Kill the process and fail every event in flight with ``reason``."""
+        if child is not self._child:
+            return
+        self._child = None
+        stderr = child.last_words()
+        child.kill()
+        self._dying.append(child)
+        in_flight, self._in_flight = self._in_flight, {}
+        self.oldest_deadline = math.inf
+        for waiter in in_flight.values():
+            waiter.answer(None, HookRunError(reason, exit_code=exit_code, stderr=stderr))
+        if count:
+            self._count_failure(reason)
+
+    def _count_failure(self, reason: str) -> None:
+        now = time.monotonic()
+        self._failures.append(now)
+        while self._failures[0] < now - FAULT_WINDOW:
+            self._failures.popleft()
+        count = len(self._failures)
+        if count >= MAX_FAULTS:
+            self.broken = (
+                f"broken: failed {count} times in {FAULT_WINDOW:g} s (last: {reason}); "
+                "not restarted until the registry is closed"
+            )
+        self._restart_at = now + _backoff(count)
+
+    async def _bury(self) -> None:
+        """Reap the processes killed so far."""
+        while self._dying:
+            await self._dying.pop().reap()
+
+    def _close_wake_pipe(self) -> None:
+        # Under the lock: the thread never writes on a closed (or reused) descriptor. As
+        # the interpreter exits, the thread may have died holding it: then leave the pipe.
+        if not DEADLINES.lock.acquire(timeout=1.0):
+            return
+        try:
+            for fd in (self._wake_read, self._wake_write):
+                if fd >= 0:
+                    os.close(fd)
+            self._wake_read, self._wake_write = -1, -1
+        finally:
+            DEADLINES.lock.release()
+
+    async def aclose(self) -> None:
+        """Stop the process: end of its input, a grace to exit, then kill its group."""
+        self.closed = True
+        with anyio.CancelScope(shield=True):
+            child, self._child = self._child, None
+            if child is not None:
+                in_flight, self._in_flight = self._in_flight, {}
+                self.oldest_deadline = math.inf
+                for waiter in in_flight.values():
+                    waiter.answer(None, HookRunError(_CLOSED))
+                child.close_stdin()
+                await child.exited(_GRACE)
+                child.kill()  # what it left behind in its group goes with it
+                self._dying.append(child)
+            await self._bury()
+            self._close_wake_pipe()
+
+    def kill(self) -> bool:
+        """Kill the process at once, outside any event loop; whether one was running."""
+        self.closed = True
+        child, self._child = self._child, None
+        self.oldest_deadline = math.inf
+        for dead in [*self._dying, *([child] if child is not None else [])]:
+            dead.kill(in_loop=False)
+            dead.reap_now()
+        self._dying.clear()
+        self._close_wake_pipe()
+        return child is not None
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at column {exc.colno}"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8"
+    return "nested too deeply"
+
+
+def _clip(line: bytes, size: int = 200) -> str:
+    text = line.decode("utf-8", "replace")
+    return text if len(text) <= size else text[:size] + "..."
