@@ -17,9 +17,6 @@ Adapters plug a registry into orchestra's engines: ``registry.as_task_hooks()``,
 from orchestra._errors import ConfigError as ConfigError
 from orchestra._errors import ToolDenied as ToolDenied
 from orchestra._exports import export as _export
-from orchestra.skills._adapters import AskCallback as AskCallback
-from orchestra.skills._adapters import Guard as Guard
-from orchestra.skills._adapters import OutcomeCallback as OutcomeCallback
 from orchestra.skills._adapters import RegistrySubagentHooks as RegistrySubagentHooks
 from orchestra.skills._adapters import RegistryTaskHooks as RegistryTaskHooks
 from orchestra.skills._catalog import EVENTS as EVENTS
@@ -30,6 +27,9 @@ from orchestra.skills._command_hook import CommandHook as CommandHook
 from orchestra.skills._fixed_hooks import AgentHook as AgentHook
 from orchestra.skills._fixed_hooks import PermissionHook as PermissionHook
 from orchestra.skills._fixed_hooks import PromptHook as PromptHook
+from orchestra.skills._guard import AskCallback as AskCallback
+from orchestra.skills._guard import Guard as Guard
+from orchestra.skills._guard import OutcomeCallback as OutcomeCallback
 from orchestra.skills._hook import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from orchestra.skills._hook import MAX_TIMEOUT as MAX_TIMEOUT
 from orchestra.skills._hook import HookSpec as HookSpec

@@ -40,16 +40,11 @@ from opentelemetry.trace import Tracer
 
 from orchestra._errors import ConfigError, did_you_mean
 from orchestra._hooks import SubagentHooks, TaskHooks
-from orchestra.skills._adapters import (
-    AskCallback,
-    Guard,
-    OutcomeCallback,
-    subagent_hooks,
-    task_hooks,
-)
+from orchestra.skills._adapters import subagent_hooks, task_hooks
 from orchestra.skills._call import call_hook
 from orchestra.skills._catalog import EVENTS, EventSpec
 from orchestra.skills._fixed_hooks import AgentHook
+from orchestra.skills._guard import AskCallback, Guard, OutcomeCallback
 from orchestra.skills._hook import HookSpec, event_data, event_json
 from orchestra.skills._judge import Judge, supports_agent
 from orchestra.skills._load import load_hooks
