@@ -34,7 +34,6 @@ from typing import Any, Final
 from weakref import WeakKeyDictionary
 
 import anyio
-import attrs
 from anyio.lowlevel import RunVar
 from opentelemetry.trace import Tracer
 
@@ -43,18 +42,23 @@ from orchestra._hooks import SubagentHooks, TaskHooks
 from orchestra.skills._adapters import subagent_hooks, task_hooks
 from orchestra.skills._call import call_hook
 from orchestra.skills._catalog import EVENTS, EventSpec
+from orchestra.skills._firing import (
+    background,
+    in_phase_order,
+    matching_hooks,
+    run_hooks,
+    subject_of,
+)
 from orchestra.skills._fixed_hooks import AgentHook
 from orchestra.skills._guard import AskCallback, Guard, OutcomeCallback
-from orchestra.skills._hook import HookSpec, event_data, event_json
+from orchestra.skills._hook import HookSpec, event_data
 from orchestra.skills._judge import Judge, supports_agent
 from orchestra.skills._load import load_hooks
-from orchestra.skills._outcome import EMPTY, Combiner, HookOutcome, HookRecord
+from orchestra.skills._outcome import EMPTY, HookOutcome, HookRecord
 from orchestra.skills._persistent import HookProcesses
-from orchestra.tracing import get_tracer
 
 __all__ = ["DEFAULT_MAX_PARALLEL_HOOKS", "HookRegistry", "load"]
 
-_RERUN: Final = "re-run: the input was rewritten after the guards"
 DEFAULT_MAX_PARALLEL_HOOKS: Final = 32
 """How many hook processes or requests a registry runs at once by default."""
 # A registry's slots, per event loop: anyio's primitives belong to the loop that made them,
@@ -131,7 +135,7 @@ class HookRegistry:
         self.project_dir = os.path.abspath(project_dir if project_dir is not None else os.curdir)
         self.session_id = session_id or str(uuid.uuid4())
         self._by_event: dict[str, tuple[HookSpec, ...]] = {
-            name: _in_phase_order(hook for hook in self.hooks if hook.event == name)
+            name: in_phase_order(hook for hook in self.hooks if hook.event == name)
             for name in EVENTS
         }
         self._processes = HookProcesses()
@@ -185,7 +189,7 @@ class HookRegistry:
         hooks = self._hooks(event)
         if not hooks:
             return ()
-        return _matching(hooks, _subject(EVENTS[event], payload or {}))
+        return matching_hooks(hooks, subject_of(EVENTS[event], payload or {}))
 
     def _hooks(self, event: str) -> tuple[HookSpec, ...]:
         try:
@@ -270,69 +274,15 @@ class HookRegistry:
     async def _fire(
         self, spec: EventSpec, hooks: Sequence[HookSpec], payload: Mapping[str, Any]
     ) -> HookOutcome:
-        subject = _subject(spec, payload)
-        matching = _matching(hooks, subject)
+        subject = subject_of(spec, payload)
+        matching = matching_hooks(hooks, subject)
         if any(hook.once for hook in matching):
             matching = tuple(h for h in matching if not (h.once and id(h) in self._ran_once))
             self._ran_once.update(id(h) for h in matching if h.once)
         if not matching:
             return EMPTY
         data = event_data(spec.name, payload, self.session_id, self.project_dir)
-        field = spec.input_field
-        current = payload.get(field) if field else None
-        combiner = Combiner(spec, current if isinstance(current, Mapping) else None)
-        tracer = get_tracer()
-        if spec.can_block or spec.can_modify or len(matching) == 1:
-            await self._chain(matching, data, combiner, tracer, subject)
-        else:
-            records: list[HookRecord | None] = [None] * len(matching)
-            try:
-                body: bytes | None = event_json(data)
-            except (TypeError, ValueError):  # each hook records the error itself
-                body = None
-
-            async def run(i: int, hook: HookSpec) -> None:
-                records[i] = await self._run(hook, data, tracer, subject, body)
-
-            async with anyio.create_task_group() as group:
-                for i, hook in enumerate(matching):
-                    group.start_soon(run, i, hook)
-            for record in records:
-                assert record is not None
-                combiner.add(record)
-        return combiner.outcome()
-
-    async def _chain(
-        self,
-        hooks: Sequence[HookSpec],
-        data: dict[str, Any],
-        combiner: Combiner,
-        tracer: Tracer | None,
-        subject: str | None,
-    ) -> None:
-        """Run hooks one after the other, each on the input as rewritten before it.
-
-        Guards judge the final input: when a hook after them rewrote it, every guard
-        runs again on it (a guard cannot rewrite it, so once is enough).
-        """
-        field = combiner.spec.input_field
-        guards = [hook for hook in hooks if hook.phase == "guard"]
-        judged: Mapping[str, Any] | None = None
-        for hook in hooks:
-            if combiner.modified and field is not None:
-                data[field] = combiner.input
-            if hook.phase == "guard":
-                judged = combiner.input
-            if combiner.add(await self._run(hook, data, tracer, subject)):
-                return
-        if not guards or not combiner.modified or combiner.input == judged:
-            return
-        if field is not None:
-            data[field] = combiner.input
-        for hook in guards:
-            record = await self._run(hook, data, tracer, subject)
-            if combiner.add(attrs.evolve(record, note=_RERUN)):
-                return
+        return await run_hooks(spec, matching, payload, data, subject, self._run)
 
     async def _run(
         self,
@@ -351,7 +301,7 @@ class HookRegistry:
             record = await call_hook(
                 hook, data, self.project_dir, tracer, subject, body, self.judge, self._processes
             )
-        return _background(record)
+        return background(record)
 
     def _slots(self) -> anyio.Semaphore:
         """This registry's ``max_parallel_hooks`` slots on the running event loop."""
@@ -364,38 +314,6 @@ class HookRegistry:
         if semaphore is None:
             semaphore = slots[self] = anyio.Semaphore(self.max_parallel_hooks)
         return semaphore
-
-
-def _background(record: HookRecord) -> HookRecord:
-    """A background (``async``) hook's record: its answer may not block nor modify."""
-    result = record.result
-    if not record.hook.background or result is None:
-        return record
-    if result.decision is None and result.modified_input is None:
-        return record
-    return attrs.evolve(
-        record,
-        result=attrs.evolve(result, decision=None, modified_input=None),
-        note="async hook: its decision and input change count as none",
-    )
-
-
-_PHASE_RANK: Final = {"transform": 0, "guard": 1, None: 2}
-
-
-def _in_phase_order(hooks: Iterable[HookSpec]) -> tuple[HookSpec, ...]:
-    """Transforms first, then guards, then the other hooks, each in config order."""
-    return tuple(sorted(hooks, key=lambda hook: _PHASE_RANK[hook.phase]))
-
-
-def _subject(spec: EventSpec, payload: Mapping[str, Any]) -> str | None:
-    """What the event's matchers are matched against: its matcher field, as a string."""
-    raw = payload.get(spec.matcher_field) if spec.matcher_field else None
-    return None if raw is None else str(raw)
-
-
-def _matching(hooks: Sequence[HookSpec], subject: str | None) -> tuple[HookSpec, ...]:
-    return tuple(hook for hook in hooks if hook.matches(subject))
 
 
 def _unknown_event(event: str) -> ValueError:
