@@ -22,12 +22,12 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from orchestra.cli._facts import facts
 from orchestra.cli._tracefile import (
     Run,
     SpanNode,
     Task,
     build_traces,
-    facts,
     find_runs,
     select_run,
 )

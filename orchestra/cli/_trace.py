@@ -14,15 +14,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from orchestra.cli._facts import Fact, facts, folded_facts
 from orchestra.cli._tracefile import (
     NOT_OK,
-    Fact,
     Run,
     SpanNode,
     build_traces,
-    facts,
     find_runs,
-    folded_facts,
     select_run,
 )
 from orchestra.tracing import names as n

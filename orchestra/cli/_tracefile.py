@@ -3,8 +3,7 @@
 What ``orchestra trace show`` prints and ``orchestra trace report`` draws, from the spans
 of an OTLP JSON file: span trees, the runs in them (a run span carries
 ``orchestra.run.id``), each run's tasks in the DAG's order with their attempts and final
-state, and what each span says (state, attempt, decisions and who took them, errors) as
-styled text segments.
+state. What each span says, as styled text, is in ``_facts``.
 """
 
 from __future__ import annotations
@@ -19,26 +18,18 @@ from orchestra.tracing._otlp_json import decode_attributes
 
 __all__ = [
     "NOT_OK",
-    "Fact",
     "Run",
     "SpanNode",
     "Task",
     "build_traces",
-    "facts",
     "failed_upstreams",
     "find_runs",
-    "folded_facts",
     "select_run",
 ]
 
 NOT_OK: Final = ("failed", "upstream_failed", "cancelled")
 """The final task states that make a run not ok."""
 _ERROR: Final = 2
-_QUIET_DECISIONS: Final = frozenset({"allow"})
-
-Fact = list[tuple[str, str]]
-"""One thing a span says, as (text, role) segments; roles: ``state-<state>``, ``ok``,
-``bad``, ``decision``, ``decision-bad``, ``who``, ``dim``, ``error`` or ``""``."""
 
 
 @final
@@ -299,109 +290,3 @@ def select_run(runs: Sequence[Run], run_id: str | None) -> Run:
     listed = ", ".join(f"{r.run_id} ({r.dag})" for r in runs)
     what = "several runs start with" if matches else "no run"
     raise LookupError(f"{what} {run_id!r}; the runs in the file: {listed}")
-
-
-def _decision(attributes: Mapping[str, Any]) -> Fact | None:
-    kind = attributes.get(n.ATTR_DECISION)
-    if kind is None:
-        return None
-    fact: Fact = [(str(kind), "decision-bad" if kind in ("fail", "deny", "block") else "decision")]
-    delay = attributes.get(n.ATTR_DECISION_DELAY)
-    if delay:
-        fact.append((f" after {delay:g} s", ""))
-    agent = attributes.get(n.ATTR_DECISION_AGENT)
-    if agent:
-        fact.append((f" to {agent}", ""))
-    by = attributes.get(n.ATTR_DECISION_BY)
-    if by:
-        fact += [(" by ", ""), (str(by), "who")]
-    reason = attributes.get(n.ATTR_DECISION_REASON)
-    if reason:
-        fact.append((f": {reason}", ""))
-    return fact
-
-
-def facts(node: SpanNode, attempts: Mapping[str, int]) -> list[Fact]:
-    """What one span says: state, attempt, hook, agent, tool, decision, errors.
-
-    ``attempts`` maps task-attempt span ids to their attempt number, to say which
-    attempt a retry follows.
-    """
-    a = node.attributes
-    out: list[Fact] = []
-    state = a.get(n.ATTR_TASK_STATE)
-    if state is not None:
-        out.append([(str(state), f"state-{state}")])
-    if n.ATTR_RUN_OK in a:
-        ok = bool(a[n.ATTR_RUN_OK])
-        out.append([("ok" if ok else "failed", "ok" if ok else "bad")])
-        if a.get(n.ATTR_RUN_FAILED):
-            out.append([(f"{a[n.ATTR_RUN_FAILED]} task(s) not ok", "error")])
-    attempt = a.get(n.ATTR_TASK_ATTEMPT, a.get(n.ATTR_AGENT_ATTEMPT))
-    if attempt is not None:
-        fact: Fact = [(f"attempt {attempt}", "")]
-        previous = [attempts[s] for s in node.links if s in attempts]
-        if previous:
-            fact.append((f" (after {previous[0]})", "dim"))
-        out.append(fact)
-    if n.ATTR_HOOK_TYPE in a:
-        fact = [(str(a[n.ATTR_HOOK_TYPE]), "dim")]
-        name = a.get(n.ATTR_HOOK_NAME)
-        if name and a[n.ATTR_HOOK_TYPE] == "python":
-            fact.append((f" {name}", "who"))
-        source = a.get(n.ATTR_HOOK_SOURCE)
-        if source:
-            fact.append((f" {source}", "who"))
-        out.append(fact)
-    if n.ATTR_PROCESS_EXIT_CODE in a:
-        out.append([(f"exit {a[n.ATTR_PROCESS_EXIT_CODE]}", "")])
-    mode = a.get(n.ATTR_AGENT_MODE)
-    if mode is not None:
-        out.append([(str(mode), "dim")])
-    delegated = a.get(n.ATTR_AGENT_DELEGATED_FROM)
-    if delegated:
-        out.append([("delegated from " + ", ".join(map(str, delegated)), "dim")])
-    tool_decision = a.get(n.ATTR_TOOL_DECISION)
-    if tool_decision is not None:
-        out.append([(str(tool_decision), "ok" if tool_decision == "allow" else "bad")])
-    decision = _decision(a)
-    if decision is not None:
-        out.append(decision)
-    for name, event in node.events:
-        if name == n.EVENT_HOOK_ERROR:
-            out.append(
-                [
-                    (
-                        f"hook error in {event.get(n.ATTR_HOOK_NAME)}: "
-                        f"{event.get('exception.message', '')}",
-                        "error",
-                    )
-                ]
-            )
-    error = node.error
-    if error is not None and n.ATTR_RUN_OK not in a:
-        out.append([(error, "error")])
-    return out
-
-
-def folded_facts(node: SpanNode, hooks: Sequence[SpanNode]) -> list[Fact]:
-    """What the hook calls folded into ``node``'s line add to it.
-
-    Their count, the decisions they took that ``node`` does not already show (an
-    ``allow`` is not news), and their errors.
-    """
-    if not hooks:
-        return []
-    out: list[Fact] = [[(f"+{len(hooks)} hook call{'s' if len(hooks) > 1 else ''}", "dim")]]
-    shown = {(node.attributes.get(n.ATTR_DECISION), node.attributes.get(n.ATTR_DECISION_BY))}
-    for hook in hooks:
-        a = hook.attributes
-        key = (a.get(n.ATTR_DECISION), a.get(n.ATTR_DECISION_BY))
-        if key[0] is not None and key[0] not in _QUIET_DECISIONS and key not in shown:
-            shown.add(key)
-            decision = _decision(a)
-            if decision is not None:
-                out.append(decision)
-        if hook.error is not None:
-            out.append([(f"{hook.name} failed: {hook.error}", "error")])
-    return out
