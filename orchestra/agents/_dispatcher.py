@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import inspect
 import logging
 import math
 from collections.abc import Iterable, Mapping
@@ -17,6 +16,7 @@ from orchestra._attempts import DEFAULT_MAX_ATTEMPTS
 from orchestra._chain import DEFAULT_HOOK_TIMEOUT, HookChain
 from orchestra._errors import DispatchError
 from orchestra._hooks import ExecutionMode, SubagentHooks
+from orchestra.agents._checks import check_agents, check_count, check_timeout
 from orchestra.agents._dispatch import _Dispatch
 from orchestra.agents._fork import Fork
 from orchestra.agents._types import Subagent, SubagentResult, _Session
@@ -42,47 +42,6 @@ class _Lifecycle(enum.Enum):
 _NEW: Final = _Lifecycle.NEW
 _OPEN: Final = _Lifecycle.OPEN
 _CLOSED: Final = _Lifecycle.CLOSED
-
-
-def _check_agents(agents: Iterable[Subagent]) -> dict[str, Subagent]:
-    if isinstance(agents, str | bytes | Mapping):
-        raise TypeError(
-            f"Dispatcher takes an iterable of agents (objects with name and run), got {agents!r}"
-        )
-    registry: dict[str, Subagent] = {}
-    for agent in agents:
-        name = getattr(agent, "name", None)
-        if name is None:
-            raise TypeError(
-                f"{agent!r} is not a subagent: it has no 'name' "
-                "(a subagent needs name: str and async run(task, ctx))"
-            )
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"agent {agent!r} needs a non-empty str name, got {name!r}")
-        run = getattr(agent, "run", None)
-        if not callable(run):
-            raise TypeError(
-                f"agent {name!r} ({agent!r}) is not a subagent: it has no callable 'run' "
-                "(a subagent needs name: str and async run(task, ctx))"
-            )
-        if inspect.isroutine(run) and not inspect.iscoroutinefunction(run):
-            raise TypeError(
-                f"agent {name!r}: run must be a coroutine function (async def run(self, task, "
-                f"ctx)), got {run!r}"
-            )
-        if name in registry:
-            raise ValueError(
-                f"duplicate agent name {name!r}: {registry[name]!r} and {agent!r}; "
-                "agent names must be unique"
-            )
-        registry[name] = agent
-    return registry
-
-
-def _check_count(what: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{what} must be an int >= {minimum}, got {value!r}")
-    return value
 
 
 class Dispatcher:
@@ -149,9 +108,9 @@ class Dispatcher:
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         hook_timeout: float | None = DEFAULT_HOOK_TIMEOUT,
     ) -> None:
-        self._agents = _check_agents(agents)
-        self._max_delegations = _check_count("max_delegations", max_delegations, 0)
-        self._max_attempts = _check_count("max_attempts", max_attempts, 1)
+        self._agents = check_agents(agents)
+        self._max_delegations = check_count("max_delegations", max_delegations, 0)
+        self._max_attempts = check_count("max_attempts", max_attempts, 1)
         chain = self._chain = HookChain(hooks, SubagentHooks, timeout=hook_timeout)
         # One boolean per hook point: with no hooks, a dispatch does nothing more.
         self._has_before = chain.has("before_dispatch")
@@ -294,16 +253,7 @@ class Dispatcher:
             )
         deadline = math.inf
         if timeout is not None:
-            if (
-                isinstance(timeout, bool)
-                or not isinstance(timeout, int | float)
-                or not timeout > 0  # NaN too
-            ):
-                raise ValueError(
-                    f"dispatch to agent {name!r}: timeout must be a number > 0 or None, "
-                    f"got {timeout!r}"
-                )
-            deadline = anyio.current_time() + timeout
+            deadline = anyio.current_time() + check_timeout(name, timeout)
         if mode is not _SYNC and self._lifecycle is not _OPEN:
             raise DispatchError(
                 f"cannot dispatch to agent {name!r} as {mode.name}: open the dispatcher "
