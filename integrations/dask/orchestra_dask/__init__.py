@@ -51,7 +51,7 @@ What to know:
 
 from orchestra_dask._executor import SUBMIT_OPTIONS as SUBMIT_OPTIONS
 from orchestra_dask._executor import DaskExecutor as DaskExecutor
-from orchestra_dask._executor import RemoteOutput as RemoteOutput
+from orchestra_dask._output import RemoteOutput as RemoteOutput
 
 __version__ = "0.1.0"
 
