@@ -29,7 +29,7 @@ What to know:
   they set ``needs_outputs = False``) and for ``RunResult.outputs`` (``outputs=``:
   ``"leaves"`` by default); each is released once its dependents have ended.
 - ``timeout=`` is the body's running time on the worker, not time in dask's queues.
-- Each attempt is a fresh dask task (key ``"{task id}-{uuid}"``): a ``Retry`` runs the
+- Each attempt is a fresh dask task (key ``"{task id}-{32 hex digits}"``): a ``Retry`` runs the
   body again, even after a worker died (dask raises ``KilledWorker`` once
   ``distributed.scheduler.allowed-failures`` is spent; your ``on_failure`` sees it).
 - Cancelling the run (an outer cancel scope, ``fail_fast``, a task ``timeout``) cancels

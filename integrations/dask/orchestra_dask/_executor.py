@@ -47,7 +47,7 @@ class DaskExecutor:
     """Runs task bodies on a dask.distributed cluster; their outputs stay there.
 
     The scheduler, ``TaskHooks``, YAML hooks and decisions stay in the driver; each task
-    attempt becomes one dask task under a key of its own (``"{task id}-{uuid}"``), so the
+    attempt becomes one dask task under a key of its own (``"{task id}-{32 hex digits}"``), so the
     dashboard groups attempts by task id and a ``Retry`` really runs the body again.
 
     Outputs stay on the workers: a task gets its upstream outputs as dask futures, which

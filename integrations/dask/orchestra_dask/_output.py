@@ -30,7 +30,7 @@ class RemoteOutput:
 
     @property
     def key(self) -> str:
-        """The dask key of the attempt that computed it: ``"{task id}-{uuid}"``."""
+        """The dask key of the attempt that computed it: ``"{task id}-{32 hex digits}"``."""
         return str(self.future.key)
 
     def __repr__(self) -> str:
