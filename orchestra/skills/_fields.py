@@ -8,7 +8,7 @@ answers a harmless default so that reading goes on and every problem is found at
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -99,6 +99,20 @@ class Entry:
         if not isinstance(value, Map):
             return None
         return attrs.evolve(self, data=value, where=f"{self.where}.{key}")
+
+    def options(self, key: str, fields: Collection[str], expected: str) -> Entry | None:
+        """The mapping under ``key`` as an ``Entry``, each unknown field in it reported.
+
+        None, with a problem saying what was ``expected``, when it is not a mapping.
+        """
+        options = self.nested(key)
+        if options is None:
+            self.bad(key, f"expected {expected}, got {kind(self.data.get(key))}")
+            return None
+        for name in options.data:
+            if name not in fields:
+                options.bad(name, "unknown field" + did_you_mean(name, fields))
+        return options
 
     def string(self, key: str, *, required: bool) -> str | None:
         """A non-empty string; an empty optional one counts as absent."""

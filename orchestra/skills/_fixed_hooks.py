@@ -36,6 +36,14 @@ async def _judged(hook: PromptHook | AgentHook, call: HookCall, *, agent: bool) 
     return await ask_judge(call.judge, request)
 
 
+def _prompt_fields(entry: Entry) -> dict[str, Any]:
+    """``prompt`` and ``model``, as prompt and agent hooks read them."""
+    return {
+        "prompt": entry.string("prompt", required=True),
+        "model": entry.string("model", required=False),
+    }
+
+
 @final
 @attrs.frozen(kw_only=True, repr=False)
 class PromptHook(HookSpec):
@@ -76,10 +84,7 @@ class PromptHook(HookSpec):
     @classmethod
     def parse_fields(cls, entry: Entry) -> dict[str, Any]:
         """Read ``prompt`` and ``model``."""
-        return {
-            "prompt": entry.string("prompt", required=True),
-            "model": entry.string("model", required=False),
-        }
+        return _prompt_fields(entry)
 
     async def run(self, call: HookCall) -> HookResult:
         """Answer the text as a message, or the judge's ``{ok, reason}`` as a decision."""
@@ -114,10 +119,7 @@ class AgentHook(HookSpec):
     @classmethod
     def parse_fields(cls, entry: Entry) -> dict[str, Any]:
         """Read ``prompt`` and ``model``."""
-        return {
-            "prompt": entry.string("prompt", required=True),
-            "model": entry.string("model", required=False),
-        }
+        return _prompt_fields(entry)
 
     async def run(self, call: HookCall) -> HookResult:
         """Ask the judge, in agent mode."""

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 import attrs
 
-from orchestra._errors import did_you_mean
 from orchestra.skills._hook import HookCall, HookSpec
 from orchestra.skills._mcp import McpServer, call_mcp_tool
 from orchestra.skills._yaml import kind, plain
@@ -111,13 +110,9 @@ def _server(entry: Entry) -> McpServerSpec | None:
             entry.bad("server", f"cannot split the command line: {exc}")
             return None
         return McpServerSpec(command=argv[0], args=tuple(argv[1:]))
-    server = entry.nested("server")
+    server = entry.options("server", _SERVER_FIELDS, "a command line or a mapping")
     if server is None:
-        entry.bad("server", f"expected a command line or a mapping, got {kind(raw)}")
         return None
-    for key in server.data:
-        if key not in _SERVER_FIELDS:
-            server.bad(key, "unknown field" + did_you_mean(key, _SERVER_FIELDS))
     command = server.string("command", required=True)
     cwd = server.string("cwd", required=False)
     args = server.strings("args")

@@ -233,6 +233,25 @@ _PERMISSION_DECISIONS: Final[dict[str, HookVerdict | None]] = {
     "defer": None,  # Claude Code: let the normal permission flow decide
 }
 _BEHAVIORS: Final[dict[str, HookVerdict | None]] = {"allow": "allow", "deny": "deny"}
+# Where each shape puts its decision, its reason and its input change.
+_OUR_KEYS: Final = ("decision", "reason", "modified_input")
+_PERMISSION_KEYS: Final = ("permissionDecision", "permissionDecisionReason", "updatedInput")
+_BEHAVIOR_KEYS: Final = ("behavior", "message", "updatedInput")
+
+
+def _verdict(
+    obj: Mapping[str, Any],
+    where: str,
+    keys: tuple[str, str, str],
+    allowed: Mapping[str, HookVerdict | None],
+) -> tuple[HookVerdict | None, str | None, dict[str, Any] | None]:
+    """A decision, its reason and an input change, read from ``obj`` at ``keys``."""
+    decision, reason, changed = keys
+    return (
+        _choice(obj, decision, where, allowed),
+        _text(obj, reason, where),
+        _object(obj, changed, where),
+    )
 
 
 def parse_result(stdout: bytes, *, strict: bool = False) -> HookResult:
@@ -279,20 +298,9 @@ def result_from_json(data: object, *, strict: bool = False) -> HookResult:
     if strict:
         _check_fields(data, _TOP_FIELDS, "")
 
-    decisions: list[HookVerdict] = []
-    reasons: list[str] = []
-    inputs: list[dict[str, Any]] = []
+    # (decision, reason, input change) of each shape present: ours, then Claude Code's
+    verdicts = [_verdict(data, "", _OUR_KEYS, _OUR_DECISIONS)]
     messages: list[str] = []
-
-    decision = _choice(data, "decision", "", _OUR_DECISIONS)
-    if decision is not None:
-        decisions.append(decision)
-    reason = _text(data, "reason", "")
-    if reason is not None:
-        reasons.append(reason)
-    modified = _object(data, "modified_input", "")
-    if modified is not None:
-        inputs.append(modified)
     message = _text(data, "message", "")
     if message is not None:
         messages.append(message)
@@ -303,15 +311,7 @@ def result_from_json(data: object, *, strict: bool = False) -> HookResult:
         if strict:
             _check_fields(specific, _SPECIFIC_FIELDS, where)
         _text(specific, "hookEventName", where)
-        decision = _choice(specific, "permissionDecision", where, _PERMISSION_DECISIONS)
-        if decision is not None:
-            decisions.append(decision)
-        reason = _text(specific, "permissionDecisionReason", where)
-        if reason is not None:
-            reasons.insert(0, reason)
-        updated = _object(specific, "updatedInput", where)
-        if updated is not None:
-            inputs.append(updated)
+        verdicts.append(_verdict(specific, where, _PERMISSION_KEYS, _PERMISSION_DECISIONS))
         context = _text(specific, "additionalContext", where)
         if context is not None:
             messages.append(context)
@@ -320,15 +320,7 @@ def result_from_json(data: object, *, strict: bool = False) -> HookResult:
         where = "hookSpecificOutput.decision."
         if strict:
             _check_fields(behavior, _BEHAVIOR_FIELDS, where)
-        decision = _choice(behavior, "behavior", where, _BEHAVIORS)
-        if decision is not None:
-            decisions.append(decision)
-        reason = _text(behavior, "message", where)
-        if reason is not None:
-            reasons.insert(0, reason)
-        updated = _object(behavior, "updatedInput", where)
-        if updated is not None:
-            inputs.append(updated)
+        verdicts.append(_verdict(behavior, where, _BEHAVIOR_KEYS, _BEHAVIORS))
         _flag(behavior, "interrupt", where, False)
 
     system_message = _text(data, "systemMessage", "") or _text(data, "system_message", "")
@@ -342,12 +334,17 @@ def result_from_json(data: object, *, strict: bool = False) -> HookResult:
     stop = not _flag(data, "continue", "", True)
     stop_reason = _text(data, "stopReason", "")
 
+    decisions = [decision for decision, _, _ in verdicts if decision is not None]
+    # The reason of the most specific shape wins: PermissionRequest's, then
+    # hookSpecificOutput's, then ours.
+    reason = next((reason for _, reason, _ in reversed(verdicts) if reason is not None), None)
+    inputs = [changed for _, _, changed in verdicts if changed is not None]
     if any(other != inputs[0] for other in inputs[1:]):
         raise _invalid("modified_input and updatedInput disagree")
     strictest = max(decisions, key=_STRICTNESS.__getitem__, default=None)
     return HookResult(
         decision=strictest,
-        reason=reasons[0] if reasons else None,
+        reason=reason,
         modified_input=inputs[0] if inputs else None,
         messages=tuple(messages),
         stop=stop,

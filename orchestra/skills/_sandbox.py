@@ -15,9 +15,6 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 
-from orchestra._errors import did_you_mean
-from orchestra.skills._yaml import kind
-
 if TYPE_CHECKING:
     from orchestra.skills._fields import Entry
 
@@ -66,11 +63,7 @@ def parse_sandbox(entry: Entry) -> Sandbox | None:
         return None
     if value is True:
         return Sandbox()
-    options = entry.nested("sandbox")
+    options = entry.options("sandbox", _FIELDS, "true, false or a mapping")
     if options is None:
-        entry.bad("sandbox", f"expected true, false or a mapping, got {kind(value)}")
         return None
-    for key in options.data:
-        if key not in _FIELDS:
-            options.bad(key, "unknown field" + did_you_mean(key, _FIELDS))
     return Sandbox(network=options.flag("network"))

@@ -10,7 +10,8 @@ Engines then skip all span work for that run behind one boolean.
 from __future__ import annotations
 
 import os
-from typing import Final, final
+from collections.abc import Callable
+from typing import Final, Generic, TypeVar, final
 
 from opentelemetry import metrics, trace
 
@@ -41,27 +42,59 @@ _NOOP_TRACER_PROVIDERS: Final = (trace.ProxyTracerProvider, trace.NoOpTracerProv
 _NOOP_METER_PROVIDERS: Final = frozenset({"_ProxyMeterProvider", "NoOpMeterProvider"})
 _SCOPE: Final = "orchestra"
 _VERSION: Final = "0.1.0"
+_P = TypeVar("_P")
+_T = TypeVar("_T")
+
+
+@final
+class _Made(Generic[_P, _T]):
+    """What was made from a provider (a tracer, the instruments), cached per provider.
+
+    The provider is the one set for orchestra, else the global one; nothing is made from
+    a provider that records nothing.
+    """
+
+    __slots__ = ("_global", "_idle", "_make", "cached", "provider")
+
+    def __init__(
+        self,
+        global_provider: Callable[[], _P],
+        idle: Callable[[_P], bool],
+        make: Callable[[_P], _T],
+    ) -> None:
+        self._global = global_provider
+        self._idle = idle
+        self._make = make
+        self.provider: _P | None = None  # set for orchestra (None: the global one)
+        self.cached: tuple[_P, _T] | None = None
+
+    def set(self, provider: _P | None) -> None:
+        """Use ``provider`` from now on (None: the global one); forget what was made."""
+        self.provider = provider
+        self.cached = None
+
+    def get(self) -> _T | None:
+        """What the provider in use gives, made once; None if it records nothing."""
+        provider = self.provider
+        if provider is None:
+            provider = self._global()
+        cached = self.cached
+        if cached is not None and cached[0] is provider:
+            return cached[1]
+        if self._idle(provider):
+            return None
+        made = self._make(provider)
+        self.cached = (provider, made)
+        return made
 
 
 @final
 class _Settings:
-    __slots__ = (
-        "capture",
-        "enabled",
-        "instruments",
-        "meter_provider",
-        "tracer",
-        "tracer_provider",
-    )
+    __slots__ = ("capture", "enabled")
 
     def __init__(self) -> None:
         self.enabled: bool | None = None
         self.capture: bool | None = None
-        self.tracer_provider: trace.TracerProvider | None = None
-        self.meter_provider: metrics.MeterProvider | None = None
-        # caches, keyed by the provider they came from
-        self.tracer: tuple[trace.TracerProvider, trace.Tracer] | None = None
-        self.instruments: tuple[metrics.MeterProvider, Instruments] | None = None
 
 
 _settings: Final = _Settings()
@@ -114,8 +147,7 @@ def set_tracer_provider(provider: trace.TracerProvider | None) -> None:
     This does not touch OpenTelemetry's global provider; it is how a script, a test or a
     benchmark gives orchestra a provider of its own. None goes back to the global one.
     """
-    _settings.tracer_provider = provider
-    _settings.tracer = None
+    _tracer.set(provider)
 
 
 def set_meter_provider(provider: metrics.MeterProvider | None) -> None:
@@ -123,8 +155,7 @@ def set_meter_provider(provider: metrics.MeterProvider | None) -> None:
 
     None goes back to the global one.
     """
-    _settings.meter_provider = provider
-    _settings.instruments = None
+    _instruments.set(provider)
 
 
 def get_tracer() -> trace.Tracer | None:
@@ -133,19 +164,7 @@ def get_tracer() -> trace.Tracer | None:
     None when tracing is switched off, or when the provider in use is the API's
     proxy or no-op provider (no SDK configured yet). Cheap: engines call it once per run.
     """
-    if not is_enabled():
-        return None
-    provider = _settings.tracer_provider
-    if provider is None:
-        provider = trace.get_tracer_provider()
-    cached = _settings.tracer
-    if cached is not None and cached[0] is provider:
-        return cached[1]
-    if isinstance(provider, _NOOP_TRACER_PROVIDERS):
-        return None
-    tracer = provider.get_tracer(_SCOPE, _VERSION)
-    _settings.tracer = (provider, tracer)
-    return tracer
+    return _tracer.get() if is_enabled() else None
 
 
 @final
@@ -178,16 +197,16 @@ class Instruments:
 
 def get_instruments() -> Instruments | None:
     """The metric instruments of orchestra, or None when nothing would record them."""
-    if not is_enabled():
-        return None
-    provider = _settings.meter_provider
-    if provider is None:
-        provider = metrics.get_meter_provider()
-    cached = _settings.instruments
-    if cached is not None and cached[0] is provider:
-        return cached[1]
-    if type(provider).__name__ in _NOOP_METER_PROVIDERS:
-        return None
-    instruments = Instruments(provider.get_meter(_SCOPE, _VERSION))
-    _settings.instruments = (provider, instruments)
-    return instruments
+    return _instruments.get() if is_enabled() else None
+
+
+_tracer: Final[_Made[trace.TracerProvider, trace.Tracer]] = _Made(
+    trace.get_tracer_provider,
+    lambda provider: isinstance(provider, _NOOP_TRACER_PROVIDERS),
+    lambda provider: provider.get_tracer(_SCOPE, _VERSION),
+)
+_instruments: Final[_Made[metrics.MeterProvider, Instruments]] = _Made(
+    metrics.get_meter_provider,
+    lambda provider: type(provider).__name__ in _NOOP_METER_PROVIDERS,
+    lambda provider: Instruments(provider.get_meter(_SCOPE, _VERSION)),
+)
