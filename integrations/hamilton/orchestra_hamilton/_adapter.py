@@ -47,6 +47,7 @@ from orchestra import (
     TaskHooks,
     TaskState,
 )
+from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra_hamilton._calls import run_now
 from orchestra_hamilton._run import Run, Trace, record_decision, record_error
 
@@ -55,7 +56,6 @@ __all__ = ["HookAdapter"]
 _NODE_MOMENTS: Final = ("before_execute", "after_execute", "on_failure", "on_end")
 _RUN_MOMENTS: Final = ("before_run", "after_run")
 _ENGINE: Final = "Hamilton"
-DEFAULT_MAX_ATTEMPTS: Final = 100
 
 
 @final

@@ -51,4 +51,5 @@ __all__ = [
     "is_guarded",
 ]
 
-OrchestraRunHooks.__module__ = __name__
+for _public in (OrchestraRunHooks, guard_agent, guard_tool, is_guarded):
+    _public.__module__ = __name__
