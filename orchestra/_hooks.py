@@ -56,12 +56,15 @@ class RunContext:
         run_id: the run's unique id (as in ``RunResult.run_id``).
         task_ids: the ids of the run's tasks, in a topological order.
         started_at: ``time.monotonic()`` when the run started.
+        resumed_from: the id of the journaled run this one resumes (``run(...,
+            resume=...)``), or None.
     """
 
     dag: str
     run_id: str
     task_ids: tuple[str, ...]
     started_at: float
+    resumed_from: str | None = None
 
 
 class _TaskHookContextSlots:

@@ -23,6 +23,7 @@ def run_context(run: _Run) -> RunContext:
         run_id=run.run_id,
         task_ids=tuple(task.id for task in run.order),
         started_at=run.started,
+        resumed_from=run.journal.resumed_from if run.journal is not None else None,
     )
 
 
