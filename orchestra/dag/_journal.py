@@ -6,7 +6,8 @@ SUCCEEDED with a kept payload, its function's code digest is unchanged, its inpu
 digest (each upstream's id and output digest) is unchanged, and every upstream of it is
 reused too (so a task that re-runs re-runs everything downstream). ``settled`` and
 ``reused`` are called on the event loop as tasks end: a serialization and a deque append;
-digests, records and store transactions happen in the journal's writer thread.
+digests, records and store transactions happen in the journal's writer thread
+(``BatchRecorder``, in ``_journal_batch``).
 ``finish`` records the tasks that ended without running and waits for the writer.
 """
 
@@ -14,17 +15,22 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
-from hashlib import blake2b
-from itertools import repeat
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 
 import anyio
 import anyio.to_thread
 
 from orchestra._errors import JournalError
+from orchestra.dag._journal_batch import (
+    NO_INPUTS,
+    REUSED,
+    SUCCEEDED,
+    BatchRecorder,
+    Settled,
+    plan_digests,
+)
 from orchestra.dag._model import TaskState
 from orchestra.journal import (
     DEFAULT_MAX_BYTES,
@@ -34,13 +40,14 @@ from orchestra.journal import (
     RunInfo,
     Serializer,
     SQLiteJournal,
-    TaskRecord,
 )
-from orchestra.journal._codec import code_digest, digest
+from orchestra.journal._codec import digest
 from orchestra.journal._sqlite import acquire_shared, release_shared
 from orchestra.journal._writer import BatchWriter
 
 if TYPE_CHECKING:
+    from hashlib import blake2b
+
     from orchestra.dag._model import DAG, Task
 
 __all__ = ["JournalArg", "RunJournal"]
@@ -50,19 +57,13 @@ logger: Final = logging.getLogger("orchestra.journal")
 JournalArg: TypeAlias = "str | os.PathLike[str] | Journal"
 """What ``run(journal=...)`` takes: a path (the embedded SQLite journal) or a ``Journal``."""
 
-_SUCCEEDED: Final = "succeeded"
 _ATOMS: Final = frozenset({type(None), bool, int, float, complex, str, bytes})
 _TASK_SUCCEEDED: Final = TaskState.SUCCEEDED
-_REUSED: Final = object()  # in place of a payload: the resumed run's record holds it
 _LIST_IDS: Final = 5  # run ids an unknown-run error lists
-
-# One settled task on its way to the writer: index, state, attempts, duration, error,
-# payload (bytes, None or _REUSED), note. Text and digests are made in the writer thread.
-_Settled: TypeAlias = tuple[int, TaskState, int, float, "BaseException | None", Any, "str | None"]
 
 
 @final
-class RunJournal:
+class RunJournal(BatchRecorder):
     """One journaled run: the scheduler's seam to a ``Journal`` (internal)."""
 
     @classmethod
@@ -101,15 +102,15 @@ class RunJournal:
         self.reused_index: set[int] = set()
         self.run_id = ""
         self.ids: list[str] = []
-        self.prefixes: list[bytes] = []  # per task: its upstreams' ids, digested first
+        self.seeds: list[blake2b | None] = []
         self.upstreams: Sequence[tuple[int, ...]] = ()
         self.codes: list[str] = []
         self.out_digests: list[bytes] = []  # what each task's dependents' inputs digest
         self.previous: dict[int, tuple[str, bytes]] = {}  # reused: output digest, payload
         self.reused_inputs: dict[int, str] = {}  # reused: input digest
         self.small: dict[bytes, str] = {}  # digests of small payloads (None, True, 0...)
-        self.writer: BatchWriter[_Settled] | None = None
-        self.put: Callable[[_Settled], None] = _not_started
+        self.writer: BatchWriter[Settled] | None = None
+        self.put: Callable[[Settled], None] = _not_started
         # None, the most common output (tasks run for their effects), serialized once
         try:
             none_payload: bytes | None = serializer.dumps(None)
@@ -155,7 +156,7 @@ class RunJournal:
         assert journal is not None
         try:
             self.run_id = run_id
-            self.ids, self.prefixes, self.codes = _plan_digests(order, upstreams)
+            self.ids, self.seeds, self.codes = plan_digests(order, upstreams)
             self.upstreams = upstreams
             self.any_deps = any(upstreams)
             self.out_digests = [b""] * len(order)
@@ -179,7 +180,7 @@ class RunJournal:
                 release_shared(shared)
             raise
         self.shared = shared
-        self.writer = BatchWriter(self._write, name=f"orchestra-journal-{run_id[:8]}")
+        self.writer = BatchWriter(self.write, name=f"orchestra-journal-{run_id[:8]}")
         self.put = self.writer.put
         return reuse
 
@@ -222,16 +223,16 @@ class RunJournal:
         atoms: dict[str, Any] = {}  # outputs that are immutable atoms, loaded once by digest
         for i, tid in enumerate(self.ids):
             rec = records.get(tid)
-            if rec is None or rec.state != _SUCCEEDED or rec.code_digest != codes[i]:
+            if rec is None or rec.state != SUCCEEDED or rec.code_digest != codes[i]:
                 continue
             digest_ = rec.output_digest
             if digest_ is None or (payload := payloads.get(digest_)) is None:
                 continue
             ups = upstreams[i]
             if ups:
-                if not all(map(reused, ups)) or rec.input_digest != self._input_digest(i):
+                if not all(map(reused, ups)) or rec.input_digest != self.input_digest(i):
                     continue
-            elif rec.input_digest != _NO_INPUTS:
+            elif rec.input_digest != NO_INPUTS:
                 continue
             if digest_ in atoms:
                 reuse[i] = atoms[digest_]
@@ -255,14 +256,6 @@ class RunJournal:
             self.reused_inputs[i] = rec.input_digest
             out[i] = digest_.encode()
         return reuse
-
-    def _input_digest(self, i: int) -> str:
-        """Digest of task ``i``'s inputs: its upstreams' ids, then their output digests."""
-        out = self.out_digests
-        h = blake2b(self.prefixes[i], digest_size=16)
-        for u in self.upstreams[i]:
-            h.update(out[u])
-        return h.hexdigest()
 
     # -- during the run (on the event loop) -----------------------------------------------
 
@@ -306,7 +299,7 @@ class RunJournal:
         """Task ``i`` was reused from the resumed run: record it as such."""
         self.reused_ids.append(self.ids[i])
         self.reused_index.add(i)
-        self.put((i, _TASK_SUCCEEDED, 0, 0.0, None, _REUSED, None))
+        self.put((i, _TASK_SUCCEEDED, 0, 0.0, None, REUSED, None))
 
     # -- after the run --------------------------------------------------------------------
 
@@ -335,145 +328,9 @@ class RunJournal:
         if self.shared is not None:
             release_shared(self.shared)
 
-    # -- in the writer thread -------------------------------------------------------------
 
-    def _write(self, batch: list[_Settled]) -> None:
-        """Turn settled tasks into records (digests, error text) and write them as one batch.
-
-        Column by column, with C-level maps where it can: this runs for every task, in a
-        thread that shares the interpreter lock with the event loop.
-        """
-        n = len(batch)
-        index, states, attempts, durations, errors, payloads_in, notes = zip(*batch, strict=True)
-        ids = self.ids
-        task_ids = list(map(ids.__getitem__, index))
-        if states.count(_TASK_SUCCEEDED) == n:
-            values: Sequence[str] = [_SUCCEEDED] * n
-        else:
-            values = [s._value_ for s in states]
-        if errors.count(None) != n:
-            errors = tuple(None if e is None else f"{type(e).__name__}: {e}" for e in errors)
-        payloads: dict[str, bytes] = {}
-        none_payload = self.none_payload
-        if none_payload is not None and payloads_in.count(none_payload) == n:  # all None
-            out_digests: Sequence[str | None] = [self.none_digest] * n
-            payloads[self.none_digest] = none_payload
-            reused: Sequence[bool] = [False] * n
-        else:
-            out_digests, reused = self._digests(index, payloads_in, payloads)
-        if self.any_deps:
-            inputs: Sequence[str] = self._inputs(index, values, out_digests)
-        else:
-            inputs = [_NO_INPUTS] * n
-        columns = (
-            task_ids,
-            values,
-            attempts,
-            durations,
-            errors,
-            list(map(self.codes.__getitem__, index)),
-            inputs,
-            out_digests,
-            reused,
-            notes,
-        )
-        journal = self.journal
-        if type(journal) is SQLiteJournal:  # stores batches as columns
-            journal.record_columns(self.run_id, columns, payloads)
-        else:
-            assert journal is not None
-            records = list(map(tuple.__new__, repeat(TaskRecord), zip(*columns, strict=True)))
-            journal.record(self.run_id, records, payloads)
-
-    def _inputs(
-        self, index: Sequence[int], values: Sequence[str], out_digests: Sequence[str | None]
-    ) -> list[str]:
-        """Input digests of a batch, in settle order (an upstream may be in the same batch)."""
-        out = self.out_digests
-        prefixes = self.prefixes
-        upstreams = self.upstreams
-        run_id = self.run_id
-        known = self.reused_inputs  # checked at planning: no need to digest them again
-        inputs: list[str] = []
-        for i, value, out_digest in zip(index, values, out_digests, strict=True):
-            if known and i in known:
-                inputs.append(known[i])  # its output digest is in out[] since planning
-                continue
-            ups = upstreams[i]
-            if ups:  # as _input_digest, inlined: this runs for every task
-                h = blake2b(prefixes[i], digest_size=16)
-                for u in ups:
-                    h.update(out[u])
-                inputs.append(h.hexdigest())
-            else:
-                inputs.append(_NO_INPUTS)
-            # what the inputs of its dependents are made of (no payload: matches nothing)
-            out[i] = (out_digest or f"{value}:{run_id}").encode()
-        return inputs
-
-    def _digests(
-        self, index: Sequence[int], payloads_in: Sequence[Any], payloads: dict[str, bytes]
-    ) -> tuple[list[str | None], list[bool]]:
-        """Output digests and reused flags of a batch; its payloads go into ``payloads``."""
-        small = self.small
-        none_payload = self.none_payload
-        none_digest = self.none_digest
-        out_digests: list[str | None] = []
-        reused: list[bool] = []
-        for i, payload in zip(index, payloads_in, strict=True):
-            was_reused = False
-            if payload is None:
-                out_digest: str | None = None
-            elif payload is none_payload:
-                out_digest = none_digest
-            elif payload is _REUSED:
-                out_digest, payload = self.previous[i]
-                was_reused = True
-            elif len(payload) <= 64:
-                out_digest = small.get(payload)
-                if out_digest is None:
-                    out_digest = small[payload] = digest(payload)
-            else:
-                out_digest = digest(payload)
-            if out_digest is not None:
-                payloads[out_digest] = payload
-            out_digests.append(out_digest)
-            reused.append(was_reused)
-        return out_digests, reused
-
-
-_NO_INPUTS: Final = digest(b"")
 _REMOTE: Final = "output not kept (it stays on the executor, which keeps outputs remote)"
 
 
-_PlanDigests: TypeAlias = tuple[list[str], list[bytes], list[str]]  # ids, prefixes, codes
-_plan_lock = threading.Lock()
-_plans: dict[int, tuple[Sequence[Task], _PlanDigests]] = {}  # id(order) -> digests, a few
-_PLANS_KEPT: Final = 8
-
-
-def _plan_digests(order: Sequence[Task], upstreams: Sequence[tuple[int, ...]]) -> _PlanDigests:
-    """Task ids, input digest prefixes and code digests of a plan (kept for its next runs).
-
-    A DAG keeps its plan (and so its ``order``) until it changes, and tasks are frozen,
-    so these are computed once per DAG, not once per run.
-    """
-    with _plan_lock:
-        found = _plans.get(id(order))
-        if found is not None and found[0] is order:
-            return found[1]
-    ids = [t.id for t in order]
-    keys = [f"{t.id}\0".encode() for t in order]
-    prefixes = [b"".join([keys[u] for u in ups]) + b"\0" for ups in upstreams]
-    fns = [t.fn for t in order]
-    by_fn = {id(fn): code_digest(fn) for fn in {id(fn): fn for fn in fns}.values()}
-    digests = (ids, prefixes, [by_fn[id(fn)] for fn in fns])
-    with _plan_lock:
-        _plans[id(order)] = (order, digests)
-        while len(_plans) > _PLANS_KEPT:
-            del _plans[next(iter(_plans))]
-    return digests
-
-
-def _not_started(item: _Settled) -> None:
+def _not_started(item: Settled) -> None:
     raise RuntimeError("the run journal was not started")
