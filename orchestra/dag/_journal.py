@@ -2,9 +2,10 @@
 
 ``RunJournal.start`` (before any task runs, in a thread) opens the journal, finds the run
 to resume and decides which tasks it reuses: a task is reused when the resumed run has it
-SUCCEEDED with a kept payload, its function's code digest is unchanged, its inputs'
-digest (each upstream's id and output digest) is unchanged, and every upstream of it is
-reused too (so a task that re-runs re-runs everything downstream). ``settled`` and
+SUCCEEDED with a kept payload, its function's code digest is unchanged, its input
+digest (its upstreams' ids) is unchanged, and every upstream of it is reused too, so
+each hands it the output it ran with (and a task that re-runs re-runs everything
+downstream). ``settled`` and
 ``reused`` are called on the event loop as tasks end: a serialization and a deque append;
 digests, records and store transactions happen in the journal's writer thread
 (``BatchRecorder``, in ``_journal_batch``).
@@ -24,7 +25,6 @@ import anyio.to_thread
 
 from orchestra._errors import JournalError
 from orchestra.dag._journal_batch import (
-    NO_INPUTS,
     REUSED,
     SUCCEEDED,
     BatchRecorder,
@@ -46,8 +46,6 @@ from orchestra.journal._sqlite import acquire_shared, release_shared
 from orchestra.journal._writer import BatchWriter
 
 if TYPE_CHECKING:
-    from hashlib import blake2b
-
     from orchestra.dag._model import DAG, Task
 
 __all__ = ["JournalArg", "RunJournal"]
@@ -102,12 +100,9 @@ class RunJournal(BatchRecorder):
         self.reused_index: set[int] = set()
         self.run_id = ""
         self.ids: list[str] = []
-        self.seeds: list[blake2b | None] = []
         self.upstreams: Sequence[tuple[int, ...]] = ()
         self.codes: list[str] = []
-        self.out_digests: list[bytes] = []  # what each task's dependents' inputs digest
         self.previous: dict[int, tuple[str, bytes]] = {}  # reused: output digest, payload
-        self.reused_inputs: dict[int, str] = {}  # reused: input digest
         self.small: dict[bytes, str] = {}  # digests of small payloads (None, True, 0...)
         self.writer: BatchWriter[Settled] | None = None
         self.put: Callable[[Settled], None] = _not_started
@@ -119,7 +114,6 @@ class RunJournal(BatchRecorder):
         self.none_payload = none_payload
         self.none_digest = digest(none_payload) if none_payload is not None else ""
         self.keeps_outputs = True
-        self.any_deps = False
         self.shared: SQLiteJournal | None = None  # borrowed for a path given as journal=
 
     # -- before the run -------------------------------------------------------------------
@@ -156,10 +150,8 @@ class RunJournal(BatchRecorder):
         assert journal is not None
         try:
             self.run_id = run_id
-            self.ids, self.seeds, self.codes = plan_digests(order, upstreams)
+            self.ids, self.inputs, self.codes = plan_digests(order, upstreams)
             self.upstreams = upstreams
-            self.any_deps = any(upstreams)
-            self.out_digests = [b""] * len(order)
             reuse: dict[int, Any] = {}
             if self.resume is not None:
                 previous = self._find(journal, name)
@@ -217,7 +209,7 @@ class RunJournal(BatchRecorder):
         loads = self.serializer.loads
         codes = self.codes
         upstreams = self.upstreams
-        out = self.out_digests
+        inputs = self.inputs
         reuse: dict[int, Any] = {}
         reused = reuse.__contains__
         atoms: dict[str, Any] = {}  # outputs that are immutable atoms, loaded once by digest
@@ -228,11 +220,7 @@ class RunJournal(BatchRecorder):
             digest_ = rec.output_digest
             if digest_ is None or (payload := payloads.get(digest_)) is None:
                 continue
-            ups = upstreams[i]
-            if ups:
-                if not all(map(reused, ups)) or rec.input_digest != self.input_digest(i):
-                    continue
-            elif rec.input_digest != NO_INPUTS:
+            if rec.input_digest != inputs[i] or not all(map(reused, upstreams[i])):
                 continue
             if digest_ in atoms:
                 reuse[i] = atoms[digest_]
@@ -253,8 +241,6 @@ class RunJournal(BatchRecorder):
                     atoms[digest_] = value
                 reuse[i] = value
             self.previous[i] = (digest_, payload)
-            self.reused_inputs[i] = rec.input_digest
-            out[i] = digest_.encode()
         return reuse
 
     # -- during the run (on the event loop) -----------------------------------------------

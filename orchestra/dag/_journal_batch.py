@@ -2,16 +2,20 @@
 
 ``BatchRecorder`` (a base of ``RunJournal``) turns what the event loop queued for each
 settled task (index, state, attempts, duration, error, payload, note) into the store's
-records: error text, output digests, input digests (each upstream's id and output
-digest), column by column. ``plan_digests`` makes what is the same for every run of a
-plan (task ids, code digests, each task's hasher seeded with its upstreams' ids) once.
+records, column by column: error text, output digests. ``plan_digests`` makes what is the
+same for every run of a plan once: task ids, code digests and input digests.
+
+A task's input digest covers its upstreams' ids, in order. What they output is covered
+by the rule that reuses a task only when every upstream of it is reused too: a reused
+upstream hands on the output it had in the journaled run, the output its dependents
+ran with there (a task's output is serialized as it settles, before any dependent
+starts), so comparing their output digests again would compare equal values.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from hashlib import blake2b
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
@@ -41,26 +45,11 @@ class BatchRecorder:
     run_id: str
     ids: list[str]
     codes: list[str]
-    upstreams: Sequence[tuple[int, ...]]
-    seeds: list[blake2b | None]  # per task: a hasher fed its upstreams' ids (None: no deps)
-    out_digests: list[bytes]  # what each task's dependents' inputs digest
+    inputs: list[str]  # per task: its input digest
     previous: dict[int, tuple[str, bytes]]  # reused: output digest, payload
-    reused_inputs: dict[int, str]  # reused: input digest
     small: dict[bytes, str]  # digests of small payloads (None, True, 0...)
     none_payload: bytes | None
     none_digest: str
-    any_deps: bool
-
-    def input_digest(self, i: int) -> str:
-        """Digest of task ``i``'s inputs: its upstreams' ids, then their output digests."""
-        seed = self.seeds[i]
-        if seed is None:
-            return NO_INPUTS
-        h = seed.copy()
-        out = self.out_digests
-        for u in self.upstreams[i]:
-            h.update(out[u])
-        return h.hexdigest()
 
     def write(self, batch: list[Settled]) -> None:
         """Turn settled tasks into records (digests, error text) and write them as one batch.
@@ -86,10 +75,6 @@ class BatchRecorder:
             reused: Sequence[bool] = [False] * n
         else:
             out_digests, reused = self._digests(index, payloads_in, payloads)
-        if self.any_deps:
-            inputs: Sequence[str] = self._inputs(index, values, out_digests)
-        else:
-            inputs = [NO_INPUTS] * n
         columns = (
             task_ids,
             values,
@@ -97,7 +82,7 @@ class BatchRecorder:
             durations,
             errors,
             list(map(self.codes.__getitem__, index)),
-            inputs,
+            list(map(self.inputs.__getitem__, index)),
             out_digests,
             reused,
             notes,
@@ -109,33 +94,6 @@ class BatchRecorder:
             assert journal is not None
             records = list(map(tuple.__new__, repeat(TaskRecord), zip(*columns, strict=True)))
             journal.record(self.run_id, records, payloads)
-
-    def _inputs(
-        self, index: Sequence[int], values: Sequence[str], out_digests: Sequence[str | None]
-    ) -> list[str]:
-        """Input digests of a batch, in settle order (an upstream may be in the same batch)."""
-        out = self.out_digests
-        seeds = self.seeds
-        upstreams = self.upstreams
-        run_id = self.run_id
-        known = self.reused_inputs  # checked at planning: no need to digest them again
-        inputs: list[str] = []
-        append = inputs.append
-        for i, value, out_digest in zip(index, values, out_digests, strict=True):
-            if known and i in known:
-                append(known[i])  # its output digest is in out[] since planning
-                continue
-            seed = seeds[i]
-            if seed is None:
-                append(NO_INPUTS)
-            else:  # as input_digest, inlined: this runs for every task
-                h = seed.copy()
-                for u in upstreams[i]:
-                    h.update(out[u])
-                append(h.hexdigest())
-            # what the inputs of its dependents are made of (no payload: matches nothing)
-            out[i] = (out_digest or f"{value}:{run_id}").encode()
-        return inputs
 
     def _digests(
         self, index: Sequence[int], payloads_in: Sequence[Any], payloads: dict[str, bytes]
@@ -168,19 +126,18 @@ class BatchRecorder:
         return out_digests, reused
 
 
-# ids, hashers seeded with each task's upstream ids, code digests
-PlanDigests: TypeAlias = tuple[list[str], "list[blake2b | None]", list[str]]
+# ids, input digests, code digests
+PlanDigests: TypeAlias = tuple[list[str], list[str], list[str]]
 _plan_lock = threading.Lock()
 _plans: dict[int, tuple[Sequence[Task], PlanDigests]] = {}  # id(order) -> digests, a few
 _PLANS_KEPT: Final = 8
 
 
 def plan_digests(order: Sequence[Task], upstreams: Sequence[tuple[int, ...]]) -> PlanDigests:
-    """Task ids, input digest seeds and code digests of a plan (kept for its next runs).
+    """Task ids, input digests and code digests of a plan (kept for its next runs).
 
     A DAG keeps its plan (and so its ``order``) until it changes, and tasks are frozen,
-    so these are computed once per DAG, not once per run. A seed is never updated, only
-    copied (``hashlib`` objects copy under their own lock), so runs share them.
+    so these are computed once per DAG, not once per run.
     """
     with _plan_lock:
         found = _plans.get(id(order))
@@ -188,13 +145,12 @@ def plan_digests(order: Sequence[Task], upstreams: Sequence[tuple[int, ...]]) ->
             return found[1]
     ids = [t.id for t in order]
     keys = [f"{t.id}\0".encode() for t in order]
-    seeds: list[blake2b | None] = [
-        blake2b(b"".join([keys[u] for u in ups]) + b"\0", digest_size=16) if ups else None
-        for ups in upstreams
+    inputs = [
+        digest(b"".join([keys[u] for u in ups]) + b"\0") if ups else NO_INPUTS for ups in upstreams
     ]
     fns = [t.fn for t in order]
     by_fn = {id(fn): code_digest(fn) for fn in {id(fn): fn for fn in fns}.values()}
-    digests = (ids, seeds, [by_fn[id(fn)] for fn in fns])
+    digests = (ids, inputs, [by_fn[id(fn)] for fn in fns])
     with _plan_lock:
         _plans[id(order)] = (order, digests)
         while len(_plans) > _PLANS_KEPT:

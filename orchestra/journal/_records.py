@@ -69,7 +69,7 @@ class TaskRecord(NamedTuple):
         duration: seconds it took, all attempts included.
         error: its last error as text (``"ValueError: bad row"``), if any.
         code_digest: digest of its function's code.
-        input_digest: digest of its inputs (each upstream's id and output digest).
+        input_digest: digest of where its inputs come from (its upstreams' ids, in order).
         output_digest: digest of its serialized output, the key of its payload; None when
             it did not succeed or its output could not be kept (see ``note``): such a
             task is not resumable.
