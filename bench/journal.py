@@ -78,8 +78,7 @@ async def measure(dag: DAG, journal: Path) -> dict[str, tuple[float, float]]:
         assert len(again.reused) == N, len(again.reused)
     median = statistics.median
     return {
-        key: (median(w for w, _ in runs), median(c for _, c in runs))
-        for key, runs in times.items()
+        key: (median(w for w, _ in runs), median(c for _, c in runs)) for key, runs in times.items()
     }
 
 
