@@ -3,96 +3,39 @@
 The DAG scheduler, the subagent dispatcher and every integration call hooks through a
 ``HookChain``: it keeps, per moment of a trait, the methods that hook objects really
 override (``chain.has(moment)`` is the zero-cost guard), calls them in registration
-order, isolates their errors, and merges their answers by precedence.
+order (``orchestra._calling``), isolates their errors, and merges their answers by
+precedence.
 """
 
 from __future__ import annotations
 
-import inspect
-import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
+from collections.abc import Awaitable, Iterable
+from typing import TYPE_CHECKING, Any, Final, final
 
-import anyio
-
-from orchestra._decisions import Decision, Fail, Replace, pick
-from orchestra._errors import HookError, did_you_mean
-from orchestra._hooks import TaskHooks
-from orchestra._moments import MOMENTS, BadReplace, Moment, check
-from orchestra.tracing._engine import hook_span, record_decision, record_error, record_hook_error
+from orchestra._calling import (
+    HookImpl,
+    OnError,
+    call_all,
+    call_now,
+    call_traced,
+    call_traced_now,
+)
+from orchestra._decisions import Decision
+from orchestra._errors import did_you_mean
+from orchestra._hooks import NO_INPUTS, TaskHookContext, TaskHooks, task_context
+from orchestra._moments import MOMENTS, check
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from opentelemetry.trace import Tracer
 
-__all__ = ["DEFAULT_HOOK_TIMEOUT", "HookChain", "HookImpl"]
+    from orchestra.dag._model import Task, TaskState
 
-logger: Final = logging.getLogger("orchestra")
-
-_OnError: TypeAlias = "Callable[[HookError], object] | None"
-_Args: TypeAlias = tuple[Any, ...]
+__all__ = ["DEFAULT_HOOK_TIMEOUT", "HookChain"]
 
 DEFAULT_HOOK_TIMEOUT: Final = 60.0
 """Seconds a hook call may take unless the hook object or the engine says otherwise."""
-
-
-@final
-class HookImpl:
-    """One overridden hook method, ready to call (internal).
-
-    ``label`` (``Class.moment``) is how the hook is named everywhere it is printed: hook
-    errors, the ``by`` of a decision, span attributes and reprs.
-    """
-
-    __slots__ = (
-        "allowed",
-        "chain",
-        "fail_closed",
-        "fn",
-        "hook",
-        "is_async",
-        "label",
-        "moment",
-        "name",
-        "timeout",
-    )
-
-    def __init__(self, hook: object, moment: str, spec: Moment, timeout: float | None) -> None:
-        self.hook = hook
-        self.fn: Callable[..., Any] = getattr(hook, moment)
-        self.is_async = inspect.iscoroutinefunction(self.fn)
-        self.fail_closed = bool(getattr(hook, "fail_closed", False))
-        self.name = type(hook).__name__
-        self.moment = moment
-        self.label = f"{self.name}.{moment}"
-        self.allowed = spec.allowed
-        self.chain = spec.chain
-        self.timeout = _hook_timeout(hook, timeout)
-
-    def __repr__(self) -> str:
-        return f"<HookImpl {self.label}>"
-
-    def error(self, subject: str | None, message: str) -> HookError:
-        """A ``HookError`` about this implementation, named by its label."""
-        about = f" for {subject!r}" if subject is not None else ""
-        return HookError(
-            f"hook {self.label}{about} {message}",
-            hook=self.name,
-            moment=self.moment,
-            subject=subject,
-        )
-
-
-def _hook_timeout(hook: object, default: float | None) -> float | None:
-    """The hook object's own ``timeout`` attribute if it has one, else ``default``."""
-    timeout = getattr(hook, "timeout", default)
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
-    ):
-        raise TypeError(
-            f"{type(hook).__name__}.timeout must be a number of seconds > 0 or None, "
-            f"got {timeout!r}"
-        )
-    return timeout
 
 
 @final
@@ -128,7 +71,7 @@ class HookChain:
         ValueError: ``timeout`` is not a number > 0 or None.
     """
 
-    __slots__ = ("_impls", "_trait", "timeout")
+    __slots__ = ("_awaiting", "_impls", "_trait", "timeout")
 
     def __init__(
         self,
@@ -160,6 +103,9 @@ class HookChain:
             )
             for moment, spec in moments.items()
         }
+        self._awaiting = frozenset(
+            moment for moment, impls in self._impls.items() if any(i.is_async for i in impls)
+        )
 
     @property
     def trait(self) -> type:
@@ -183,7 +129,9 @@ class HookChain:
         A call of ``def`` hooks only never yields to the event loop, so nothing can
         cancel it half-way.
         """
-        return any(impl.is_async for impl in self._impls[moment])
+        if moment not in self._impls:
+            raise ValueError(self._unknown(moment))
+        return moment in self._awaiting
 
     def hooks(self, moment: str) -> tuple[object, ...]:
         """The hook objects that implement ``moment``, in calling order."""
@@ -202,7 +150,7 @@ class HookChain:
         moment: str,
         *args: Any,
         subject: str | None = None,
-        on_error: _OnError = None,
+        on_error: OnError = None,
         tracer: Tracer | None = None,
     ) -> Awaitable[tuple[Decision | None, str | None]]:
         """Call every implementation of ``moment`` in order and merge their answers.
@@ -229,8 +177,83 @@ class HookChain:
         except KeyError:
             raise ValueError(self._unknown(moment)) from None
         if tracer is None:
-            return _call_all(impls, args, subject, on_error)
-        return _call_traced(impls, args, subject, on_error, tracer)
+            return call_all(impls, args, subject, on_error)
+        return call_traced(impls, args, subject, on_error, tracer)
+
+    def call_now(
+        self,
+        moment: str,
+        *args: Any,
+        subject: str | None = None,
+        on_error: OnError = None,
+        tracer: Tracer | None = None,
+    ) -> tuple[Decision | None, str | None]:
+        """``call``, here and now, for a moment only ``def`` hooks implement.
+
+        What ``await chain.call(...)`` gives, without a coroutine or an event loop: for
+        engines that run nodes synchronously (Hamilton's driver, a Prefect task), where
+        ``awaits(moment)`` is False. Errors are isolated as in ``call``; a ``def`` hook
+        that returns an awaitable is a hook error here (it cannot be awaited).
+
+        Raises:
+            ValueError: ``moment`` is not a moment of the chain's trait.
+            RuntimeError: an ``async def`` hook implements ``moment``: use ``call``.
+        """
+        try:
+            impls = self._impls[moment]
+        except KeyError:
+            raise ValueError(self._unknown(moment)) from None
+        if moment in self._awaiting:
+            raise RuntimeError(
+                f"{', '.join(i.label for i in impls if i.is_async)} is async: "
+                "await chain.call(...) instead of chain.call_now(...)"
+            )
+        if tracer is None:
+            return call_now(impls, args, subject, on_error)
+        return call_traced_now(impls, args, subject, on_error, tracer)
+
+    @staticmethod
+    def task_context(
+        *,
+        task: Task,
+        attempt: int,
+        executor: str | None,
+        run_id: str,
+        errors: tuple[BaseException, ...] = (),
+        started_at: float = 0.0,
+        inputs: Mapping[str, Any] = NO_INPUTS,
+        upstream_states: Mapping[str, TaskState] = NO_INPUTS,
+        notes: list[str] | None = None,
+    ) -> TaskHookContext:
+        """A ``TaskHookContext``, built for an engine's hot path.
+
+        The same object ``TaskHookContext(...)`` makes from the same fields, in about a
+        third of the time (the frozen class's constructor pays for each field): what an
+        engine calls once per task attempt.
+
+        Args:
+            task: as in ``TaskHookContext``, and so on for each field.
+            attempt: the attempt number, 1-based (0 for a task that never started).
+            executor: the name of the agent running the task, or None.
+            run_id: the id of the run.
+            errors: the errors of the task's attempts so far, oldest first.
+            started_at: ``time.monotonic()`` when the first attempt started.
+            inputs: the keyword arguments the body gets (a read-only mapping).
+            upstream_states: each upstream task's ``TaskState``, by id.
+            notes: the list every context of the attempt shares for ``add_message``
+                (None: a new one).
+        """
+        return task_context(
+            task,
+            attempt,
+            executor,
+            run_id,
+            errors,
+            started_at,
+            inputs,
+            upstream_states,
+            [] if notes is None else notes,
+        )
 
     def _unknown(self, moment: str) -> str:
         return f"{moment!r} is not a moment of {self._trait.__name__}" + did_you_mean(
@@ -244,96 +267,3 @@ class HookChain:
             if impls
         )
         return f"<HookChain {self._trait.__name__}: {moments or 'no hooks'}>"
-
-
-# --- calling ------------------------------------------------------------------------------
-
-
-async def _call_all(
-    impls: Sequence[HookImpl], args: tuple[Any, ...], subject: str | None, on_error: _OnError
-) -> tuple[Decision | None, str | None]:
-    """Call ``impls`` in order (errors isolated), merge the answers, name the winner."""
-    answers: list[Decision | None] = []
-    for impl in impls:
-        try:
-            answer = impl.fn(*args)
-            if impl.is_async or (
-                # a def that returns an awaitable (a decorated coroutine function, say)
-                answer is not None
-                and type(answer) not in impl.allowed
-                and inspect.isawaitable(answer)
-            ):
-                answer = await _await(impl, answer)
-        except _HookTimeout:
-            answer = _isolate(
-                impl, impl.error(subject, f"timed out after {impl.timeout:g} s"), on_error
-            )
-        except Exception as exc:
-            error = impl.error(subject, f"raised {type(exc).__name__}: {exc}")
-            error.__cause__ = exc
-            answer = _isolate(impl, error, on_error)
-        else:
-            if answer is not None:
-                if type(answer) not in impl.allowed:
-                    allowed = ", ".join(t.__name__ for t in impl.allowed) or "nothing"
-                    error = impl.error(subject, f"returned {answer!r}; None or {allowed} expected")
-                    answer = _isolate(impl, error, on_error)
-                elif impl.chain is not None and type(answer) is Replace:
-                    # each hook sees the value as replaced by those before it
-                    try:
-                        args = impl.chain(args, answer.value)
-                    except BadReplace as exc:
-                        answer = _isolate(impl, impl.error(subject, f"answered {exc}"), on_error)
-        answers.append(answer)
-    if answers.count(None) == len(answers):  # the common case: no hook had an opinion
-        return None, None
-    i = pick(answers, chained=impls[0].chain is not None)
-    return answers[i], impls[i].label
-
-
-class _HookTimeout(Exception):
-    """A hook call ran past its timeout (internal)."""
-
-
-async def _await(impl: HookImpl, answer: Awaitable[Any]) -> Any:
-    if impl.timeout is None:
-        return await answer
-    with anyio.move_on_after(impl.timeout):
-        return await answer
-    raise _HookTimeout  # only reached when the timeout cancelled the call
-
-
-async def _call_traced(
-    impls: Sequence[HookImpl],
-    args: tuple[Any, ...],
-    subject: str | None,
-    on_error: _OnError,
-    tracer: Tracer,
-) -> tuple[Decision | None, str | None]:
-    """``_call_all`` with a ``hook {moment}`` span around each call."""
-    answers: list[Decision | None] = []
-    for impl in impls:
-        with hook_span(
-            tracer, impl.moment, hook_type="python", name=impl.name, subject=subject
-        ) as span:
-            errors: list[HookError] = []
-            answer, _ = await _call_all((impl,), args, subject, errors.append)
-            for error in errors:
-                record_hook_error(span, error, impl.name)
-                record_error(span, error)
-                if on_error is not None:
-                    on_error(error)
-            if answer is not None:
-                record_decision(span, answer, impl.label)
-        if impl.chain is not None and type(answer) is Replace:
-            args = impl.chain(args, answer.value)  # checked by _call_all already
-        answers.append(answer)
-    i = pick(answers, chained=impls[0].chain is not None)
-    return (answers[i], impls[i].label) if i >= 0 else (None, None)
-
-
-def _isolate(impl: HookImpl, error: HookError, on_error: _OnError) -> Fail | None:
-    logger.warning("%s", error, exc_info=error.__cause__ or error)
-    if on_error is not None:
-        on_error(error)
-    return Fail(f"fail-closed {error}") if impl.fail_closed else None

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable
+from types import MappingProxyType
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -17,6 +19,7 @@ from orchestra import (
     Fail,
     HookChain,
     HookError,
+    Replace,
     Retry,
     RetryPolicy,
     Skip,
@@ -24,6 +27,7 @@ from orchestra import (
     Task,
     TaskHookContext,
     TaskHooks,
+    TaskState,
     run,
 )
 from orchestra.tracing import names
@@ -224,3 +228,117 @@ async def test_engines_call_hooks_through_the_chain() -> None:
     dag.add(Task(id="a", fn=lambda: 1 / 0))
     result = await run(dag, hooks=[Answer(Skip("not today"))])
     assert result.reasons["a"] == "skipped by Answer.on_failure: not today"
+
+
+# --- call_now: the same calls, here and now, for moments of def hooks ---------------------
+
+
+def test_call_now_answers_as_call_does() -> None:
+    calls: list[str] = []
+    chain = HookChain([Answer(Retry(1), calls), Other(Skip("s"), calls), Answer(Retry(5), calls)])
+    assert chain.call_now("on_failure", ctx(), ValueError()) == (Skip("s"), "Other.on_failure")
+    assert calls == ["Answer", "Other", "Answer"]
+    assert HookChain([Answer(None)]).call_now("on_failure", ctx(), ValueError()) == (None, None)
+    assert HookChain([]).call_now("on_failure", ctx(), ValueError()) == (None, None)
+
+
+async def test_call_now_chains_replace_and_isolates_errors_as_call_does() -> None:
+    class Broken(TaskHooks):
+        def before_execute(self, ctx: TaskHookContext) -> None:
+            raise KeyError("oops")
+
+    class Double(TaskHooks):
+        def after_execute(self, ctx: TaskHookContext, result: Any) -> Replace:
+            return Replace(result * 2)
+
+    class Guard(TaskHooks):
+        fail_closed = True
+
+        def before_execute(self, ctx: TaskHookContext) -> None:
+            raise RuntimeError("cannot check")
+
+    cases: list[tuple[list[TaskHooks], str, tuple[Any, ...]]] = [
+        ([Double(), Double()], "after_execute", (ctx(), 3)),
+        ([Broken(), Guard()], "before_execute", (ctx(),)),
+        ([Answer(Delegate("b"))], "on_failure", (ctx(), ValueError())),
+    ]
+    for hooks, moment, args in cases:
+        now_errors: list[HookError] = []
+        later_errors: list[HookError] = []
+        chain = HookChain(hooks)
+        now = chain.call_now(moment, *args, subject="t", on_error=now_errors.append)
+        later = await chain.call(moment, *args, subject="t", on_error=later_errors.append)
+        assert now == later
+        assert [str(e) for e in now_errors] == [str(e) for e in later_errors]
+    assert now_errors  # the Delegate answered where on_failure does not allow it
+
+
+def test_call_now_refuses_a_moment_with_an_async_hook() -> None:
+    class Later(TaskHooks):
+        async def before_execute(self, ctx: TaskHookContext) -> None:
+            return None
+
+    chain = HookChain([Answer(None), Later()])
+    assert chain.awaits("before_execute")
+    assert not chain.awaits("on_failure")
+    with pytest.raises(RuntimeError, match=r"Later.before_execute is async: await chain.call"):
+        chain.call_now("before_execute", ctx())
+    with pytest.raises(ValueError, match="did you mean 'on_failure'"):
+        chain.call_now("on_fail", ctx(), ValueError())
+
+
+def test_call_now_of_a_def_returning_an_awaitable_is_a_hook_error() -> None:
+    class Wrapped(TaskHooks):
+        def before_execute(self, ctx: TaskHookContext) -> Awaitable[Skip]:
+            async def later() -> Skip:
+                return Skip("later")
+
+            return later()
+
+    errors: list[HookError] = []
+    # the coroutine is closed: no "never awaited" warning (warnings are errors in tests)
+    assert HookChain([Wrapped()]).call_now(
+        "before_execute", ctx(), subject="t", on_error=errors.append
+    ) == (None, None)
+    assert "returned an awaitable where it is called now: make it async def" in str(errors[0])
+
+
+def test_call_now_makes_a_span_per_call_when_given_a_tracer(
+    exporter: InMemorySpanExporter,
+) -> None:
+    tracer = ot.get_tracer()
+    assert tracer is not None
+    chain = HookChain([Answer(None), Other(Retry(3))])
+    assert chain.call_now("on_failure", ctx(), ValueError(), subject="t", tracer=tracer) == (
+        Retry(3),
+        "Other.on_failure",
+    )
+    spans = exporter.get_finished_spans()
+    assert [s.name for s in spans] == ["hook on_failure", "hook on_failure"]
+    assert dict(spans[1].attributes or {})[names.ATTR_DECISION_BY] == "Other.on_failure"
+
+
+def test_task_context_is_the_context_the_constructor_makes() -> None:
+    task = Task(id="t", fn=lambda: None)
+    fields: dict[str, Any] = {
+        "task": task,
+        "attempt": 2,
+        "executor": None,
+        "run_id": "run",
+        "errors": (ValueError("x"),),
+        "started_at": 1.5,
+        "inputs": MappingProxyType({"a": 1}),
+        "upstream_states": MappingProxyType({"a": TaskState.SUCCEEDED}),
+    }
+    fast = HookChain.task_context(**fields)
+    assert type(fast) is TaskHookContext
+    assert fast == TaskHookContext(**fields)
+    assert repr(fast) == repr(TaskHookContext(**fields))
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        fast.attempt = 3  # type: ignore[misc]
+    # the contexts of one attempt share its messages
+    notes: list[str] = []
+    first = HookChain.task_context(**fields, notes=notes)
+    first.add_message("seen")
+    assert HookChain.task_context(**fields, notes=notes).messages == ("seen",)
+    assert HookChain.task_context(**fields).messages == ()

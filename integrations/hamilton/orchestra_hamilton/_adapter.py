@@ -5,19 +5,14 @@ each node with a function that runs the node's whole lifecycle (other adapters'
 ``pre_node_execute``/``post_node_execute`` hooks and ``do_node_execute`` method, e.g.
 the cache). The adapter calls it once per attempt, so retries are real re-executions
 that every other adapter sees, and the ``do_node_execute`` slot stays free for caching.
-The run hooks ride ``pre_graph_execute``/``post_graph_execute``.
-
-The node loop is one coroutine. Under the synchronous driver it never suspends (hooks
-are called synchronously, sleeps block), so it is driven to its end without an event
-loop; under the async driver it becomes the asyncio task that Hamilton awaits.
+The run hooks ride ``pre_graph_execute``/``post_graph_execute``; each node's attempts
+run in ``_node.Nodes.run``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable, Generator, Mapping
-from types import MappingProxyType
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Final, final
 
 from hamilton import node as hamilton_node
@@ -31,7 +26,6 @@ from hamilton.lifecycle.base import (
     BasePreGraphExecute,
     BasePreGraphExecuteAsync,
 )
-from opentelemetry.trace import Span
 
 import orchestra
 import orchestra.tracing as ot
@@ -39,21 +33,17 @@ from orchestra import (
     Fail,
     HookChain,
     HookError,
-    Replace,
-    Retry,
     RunContext,
-    Skip,
     TaskFailed,
     TaskHooks,
-    TaskState,
 )
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra_hamilton._calls import run_now
-from orchestra_hamilton._run import Run, Trace, record_decision, record_error
+from orchestra_hamilton._node import Nodes, reason
+from orchestra_hamilton._run import Run, Trace
 
 __all__ = ["HookAdapter"]
 
-_NODE_MOMENTS: Final = ("before_execute", "after_execute", "on_failure", "on_end")
 _RUN_MOMENTS: Final = ("before_run", "after_run")
 _ENGINE: Final = "Hamilton"
 
@@ -123,12 +113,13 @@ class HookAdapter(
         self.max_attempts = max_attempts
         self.hook_errors: list[HookError] = []
         self.last_result: orchestra.RunResult | None = None
-        self._async = frozenset(m for m in _NODE_MOMENTS + _RUN_MOMENTS if self.chain.awaits(m))
-        self._has = {m: self.chain.has(m) for m in _NODE_MOMENTS + _RUN_MOMENTS}
-        self._node_hooks = any(self._has[m] for m in _NODE_MOMENTS)
-        self._track = self._node_hooks or any(self._has[m] for m in _RUN_MOMENTS)
+        self._nodes = Nodes(self.chain, max_attempts)
+        self._has = {m: self.chain.has(m) for m in _RUN_MOMENTS}
+        self._async = frozenset(m for m in _RUN_MOMENTS if self.chain.awaits(m))
+        self._track = self._nodes.hooked or any(self._has.values())
         self._runs: dict[str, Run] = {}
-        self._tasks: dict[str, orchestra.Task] = {}  # node name -> its task, across runs
+        # no node hooks and no traced run going on: a node is Hamilton's alone
+        self._passthrough = not self._nodes.hooked
 
     def __repr__(self) -> str:
         return f"HookAdapter({self.chain!r})"
@@ -172,10 +163,11 @@ class HookAdapter(
             if not run.ending:  # the first, synchronous call of the async driver
                 run.ending = True
                 return _Deferred(_nothing)
-            del self._runs[run_id]
+            self._forget(run_id)
             return _Deferred(self._end_async, run, error)
-        del self._runs[run_id]
-        run_now(self._end_async(run, error), needs_loop=bool(self._async))
+        self._forget(run_id)
+        needs_loop = bool(self._async) or "on_end" in self._nodes.awaiting
+        run_now(self._end_async(run, error), needs_loop=needs_loop)
         return None
 
     @staticmethod
@@ -202,7 +194,15 @@ class HookAdapter(
             run.trace = Trace(tracer, self.name, run_id, len(final_vars))
             run.tracer = tracer
         self._runs[run_id] = run
+        self._passthrough = self._passthrough and run.trace is None
         return run
+
+    def _forget(self, run_id: str) -> None:
+        """A run is over (or never began): the adapter keeps no record of it."""
+        self._runs.pop(run_id, None)
+        self._passthrough = not self._nodes.hooked and all(
+            r.trace is None for r in self._runs.values()
+        )
 
     async def _begin_async(self, run: Run) -> None:
         if not self._has["before_run"]:
@@ -217,21 +217,19 @@ class HookAdapter(
             "before_run", ctx, subject=run.dag, on_error=run.record
         )
         if isinstance(decision, Fail):
-            self._runs.pop(run.run_id, None)
+            self._forget(run.run_id)
             if run.trace is not None:
                 run.trace.finish(False, 0, None)
-            raise TaskFailed(run.dag, f"run refused by {by}" + _reason(decision))
+            raise TaskFailed(run.dag, f"run refused by {by}" + reason(decision))
 
     async def _end_async(self, run: Run, error: BaseException | None) -> None:
         if error is not None and run.request is not None:
             # Hamilton stopped at a failure: which planned nodes did it never reach?
             run.plan.update((n.name, n) for n in self._planned(run))
+        nodes = self._nodes
         for name, state in run.unfinished():
-            if self._has["on_end"]:
-                node: Any = run.plan[name]
-                task = self._task(node, name)
-                ctx = run.context(task, 0, [], 0.0, {})
-                await self._call(run, "on_end", ctx, state, sync=False, subject=name)
+            if nodes.has_end:
+                await nodes.ended(run, nodes.task(run.plan[name]), state)
         if run.trace is not None:
             run.trace.finish(not run.failed(), run.failed(), error)
         if self._track:
@@ -262,211 +260,25 @@ class HookAdapter(
         **kwargs: Any,
     ) -> Any:
         """Run one node through the hooks (Hamilton calls this for every node)."""
+        if self._passthrough:
+            return execute_lifecycle_for_node(**kwargs)
         keywords = getattr(execute_lifecycle_for_node, "keywords", None) or {}
         run = self._runs.get(keywords.get("__run_id", ""))
+        nodes = self._nodes
         if run is None:  # a run Hamilton started without pre_graph_execute
-            if not self._node_hooks:
+            if not nodes.hooked:
                 return execute_lifecycle_for_node(**kwargs)
             run = self._start(str(keywords.get("__run_id")), None, [], None, None, is_async=False)
-            del self._runs[run.run_id]
-        elif run.trace is None and not self._node_hooks:
+            self._forget(run.run_id)
+        elif run.trace is None and not nodes.hooked:
             return execute_lifecycle_for_node(**kwargs)
         if run.async_driver:
             return asyncio.ensure_future(
-                self._node(run, node, execute_lifecycle_for_node, kwargs, sync=False)
+                nodes.run_async(run, node, execute_lifecycle_for_node, kwargs)
             )
-        return run_now(
-            self._node(run, node, execute_lifecycle_for_node, kwargs, sync=True), needs_loop=False
-        )
-
-    async def _node(
-        self,
-        run: Run,
-        node: hamilton_node.Node,
-        body: Callable[..., Any],
-        kwargs: dict[str, Any],
-        *,
-        sync: bool,
-    ) -> Any:
-        """Every attempt of one node (see the module docstring for ``sync``)."""
-        if not sync:  # upstream nodes are asyncio tasks under the async driver
-            kwargs = {k: (await v) if isinstance(v, Awaitable) else v for k, v in kwargs.items()}
-        name = node.name
-        task = self._task(node, name) if self._node_hooks else None
-        upstream = run.upstream_states(task) if task is not None else None
-        started = started_at = time.monotonic()
-        errors: list[BaseException] = []
-        span: Span | None = None
-        attempt = 0
-        while True:
-            attempt += 1
-            run.attempts[name] = attempt
-            previous, span = span, None
-            if run.trace is not None:
-                span = run.trace.attempt(name, attempt, previous)
-            ctx = None  # this attempt's context, shared by its moments while it holds
-            try:
-                if self._has["before_execute"]:
-                    assert task is not None
-                    ctx = run.context(task, attempt, errors, started_at, kwargs, upstream)
-                    call = self.chain.call(
-                        "before_execute", ctx, subject=name, on_error=run.record, tracer=run.tracer
-                    )
-                    if sync and "before_execute" in self._async:
-                        decision, by = run_now(call, needs_loop=True)
-                    else:  # def hooks only never suspend: the sync driver's loop holds
-                        decision, by = await call
-                    if decision is not None and type(decision) is Replace:
-                        kwargs = self._replaced_inputs(run, name, decision, by)
-                        ctx = None
-                    elif decision is not None:
-                        _decided(span, decision, by, attempt)
-                        return await self._refused(run, task, attempt, decision, by, started, sync)
-                try:
-                    result = body(**kwargs)
-                    if not sync and isinstance(result, Awaitable):
-                        result = await result
-                except Exception as exc:
-                    errors.append(exc)
-                    if span is not None:
-                        record_error(span, exc)
-                    decision, by = None, None
-                    if self._has["on_failure"]:
-                        assert task is not None
-                        ctx = run.context(task, attempt, errors, started_at, kwargs, upstream)
-                        decision, by = await self._call(run, "on_failure", ctx, exc, sync=sync)
-                    if isinstance(decision, Retry) and attempt < self.max_attempts:
-                        _decided(span, decision, by, attempt)
-                        if span is not None:
-                            span.set_attribute(ot.ATTR_TASK_STATE, ot.STATE_RETRYING)
-                        if decision.delay:
-                            if sync:  # the sync driver's loop never suspends: block
-                                time.sleep(decision.delay)  # noqa: ASYNC251
-                            else:
-                                await asyncio.sleep(decision.delay)
-                        continue
-                    if isinstance(decision, Retry):
-                        _decided(span, decision, by, attempt)
-                        decision, by = (
-                            Fail(f"attempt cap of {self.max_attempts} reached"),
-                            "orchestra",
-                        )
-                    if decision is not None:
-                        _decided(span, decision, by, attempt)
-                    if decision is not None and type(decision) is Replace:
-                        result = decision.value
-                        run.errors[name] = exc
-                    elif isinstance(decision, Skip):
-                        run.errors[name] = exc
-                        await self._end(run, task, name, TaskState.SKIPPED, started, sync)
-                        run.reasons[name] = f"skipped by {by}" + _reason(decision)
-                        return None
-                    else:
-                        run.errors[name] = exc
-                        if decision is not None:
-                            run.reasons[name] = f"failed by {by}" + _reason(decision)
-                            exc.add_note(f"orchestra: {run.reasons[name]}")
-                        await self._end(run, task, name, TaskState.FAILED, started, sync)
-                        raise
-                else:
-                    if self._has["after_execute"]:
-                        assert task is not None
-                        if ctx is None:
-                            ctx = run.context(task, attempt, errors, started_at, kwargs, upstream)
-                        call = self.chain.call(
-                            "after_execute",
-                            ctx,
-                            result,
-                            subject=name,
-                            on_error=run.record,
-                            tracer=run.tracer,
-                        )
-                        if sync and "after_execute" in self._async:
-                            decision, by = run_now(call, needs_loop=True)
-                        else:
-                            decision, by = await call
-                        if decision is not None and type(decision) is Replace:
-                            result = decision.value
-                        elif decision is not None:  # a fail-closed hook error
-                            _decided(span, decision, by, attempt)
-                            return await self._refused(
-                                run, task, attempt, decision, by, started, sync
-                            )
-                if run.keep_outputs:
-                    run.outputs[name] = result
-                await self._end(run, task, name, TaskState.SUCCEEDED, started, sync)
-                return result
-            finally:
-                if span is not None:
-                    if span.is_recording() and name in run.states:
-                        span.set_attribute(ot.ATTR_TASK_STATE, run.states[name].value)
-                    span.end()
-
-    async def _refused(
-        self,
-        run: Run,
-        task: orchestra.Task,
-        attempt: int,
-        decision: object,
-        by: str | None,
-        started: float,
-        sync: bool,
-    ) -> None:
-        """A node given up before (or right after) its body: Skip -> None, Fail -> raise."""
-        name = task.id
-        if isinstance(decision, Skip):
-            run.reasons[name] = f"skipped by {by}" + _reason(decision)
-            await self._end(run, task, name, TaskState.SKIPPED, started, sync)
-            return None
-        run.reasons[name] = f"failed by {by}" + _reason(decision)
-        error = run.errors[name] = TaskFailed(name, getattr(decision, "reason", None))
-        await self._end(run, task, name, TaskState.FAILED, started, sync)
-        raise error
-
-    def _replaced_inputs(
-        self, run: Run, name: str, decision: Any, by: str | None
-    ) -> dict[str, Any]:
-        value = decision.value
-        if not isinstance(value, Mapping):
-            error = HookError(
-                f"hook {by} for {name!r} answered Replace({value!r}) in before_execute: "
-                "the node's inputs must be a mapping of keyword arguments",
-                hook=(by or "?").split(".")[0],
-                moment="before_execute",
-                subject=name,
-            )
-            run.hook_errors.append(error)
-            raise error
-        return dict(value)
-
-    async def _end(
-        self,
-        run: Run,
-        task: orchestra.Task | None,
-        name: str,
-        state: TaskState,
-        started: float,
-        sync: bool,
-    ) -> None:
-        run.settle(name, state, started)
-        if self._has["on_end"]:
-            assert task is not None
-            ctx = run.context(task, run.attempts.get(name, 0), [], 0.0, {})
-            await self._call(run, "on_end", ctx, state, sync=sync, subject=name)
+        return nodes.run_sync(run, node, execute_lifecycle_for_node, kwargs)
 
     # -- helpers ----------------------------------------------------------------------------
-
-    def _task(self, node: Any, name: str) -> orchestra.Task:
-        """The ``orchestra.Task`` standing for a node, made once per node and adapter."""
-        task = self._tasks.get(name)
-        if task is None or task.fn is not node.callable:  # new, or another driver's node
-            task = self._tasks[name] = orchestra.Task(
-                id=name,
-                fn=node.callable,
-                deps=[d.name for d in node.dependencies],
-                metadata=MappingProxyType(dict(node.tags)),
-            )
-        return task
 
     @staticmethod
     def _planned(run: Run) -> list[Any]:
@@ -480,20 +292,6 @@ class HookAdapter(
             for n in topologically_sort_nodes(list(nodes))
             if not n.user_defined and n.name not in overrides
         ]
-
-    async def _call(
-        self, run: Run, moment: str, *args: Any, sync: bool, subject: str | None = None
-    ) -> tuple[Any, str | None]:
-        call = self.chain.call(
-            moment,
-            *args,
-            subject=subject if subject is not None else args[0].task.id,
-            on_error=run.record,
-            tracer=run.tracer,
-        )
-        if sync and moment in self._async:  # the sync driver: async hooks get a loop
-            return run_now(call, needs_loop=True)
-        return await call  # def hooks only: never suspends, so the sync driver's loop holds
 
     @staticmethod
     def _recorder(run: Run) -> Callable[[HookError], None]:
@@ -512,13 +310,3 @@ class HookAdapter(
 
 async def _nothing() -> None:
     return None
-
-
-def _reason(decision: object) -> str:
-    reason = getattr(decision, "reason", None)
-    return f": {reason}" if reason else ""
-
-
-def _decided(span: Span | None, decision: object, by: str | None, attempt: int) -> None:
-    if span is not None:
-        record_decision(span, decision, by, attempt)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Final, final
 
@@ -12,7 +12,7 @@ from opentelemetry.trace import Link, Span, Status, StatusCode
 
 import orchestra
 import orchestra.tracing as ot
-from orchestra import TaskHookContext, TaskState
+from orchestra import HookChain, TaskHookContext, TaskState
 
 __all__ = ["Run", "Trace"]
 
@@ -79,6 +79,34 @@ def record_decision(span: Span, decision: object, by: str | None, attempt: int) 
 
 
 @final
+class Upstream(Mapping[str, TaskState]):
+    """The states of a node's upstream nodes, read from its run (a read-only view).
+
+    Hamilton's inputs are dependencies without a state: they are not in it.
+    """
+
+    __slots__ = ("_deps", "_states")
+
+    def __init__(self, deps: tuple[str, ...], states: Mapping[str, TaskState]) -> None:
+        self._deps = deps
+        self._states = states
+
+    def __getitem__(self, dep: str) -> TaskState:
+        if dep not in self._deps:
+            raise KeyError(dep)
+        return self._states[dep]
+
+    def __iter__(self) -> Iterator[str]:
+        return (dep for dep in self._deps if dep in self._states)
+
+    def __len__(self) -> int:
+        return sum(1 for dep in self._deps if dep in self._states)
+
+    def __repr__(self) -> str:
+        return f"{dict(self)!r}"
+
+
+@final
 class Run:
     """One ``driver.execute``: every node's task, state, attempts, and the run's trace."""
 
@@ -128,31 +156,30 @@ class Run:
         self,
         task: orchestra.Task,
         attempt: int,
-        errors: list[BaseException],
+        errors: tuple[BaseException, ...],
         started: float,
         inputs: Mapping[str, Any],
-        upstream: Mapping[str, TaskState] | None = None,
+        notes: list[str],
     ) -> TaskHookContext:
-        """The hook context of one attempt (``upstream``: see ``upstream_states``)."""
-        return TaskHookContext(
+        """The hook context of one attempt of ``task`` (``notes``: the attempt's messages)."""
+        return HookChain.task_context(
             task=task,
             attempt=attempt,
             executor=None,
             run_id=self.run_id,
-            errors=tuple(errors),
+            errors=errors,
             started_at=started,
             inputs=MappingProxyType(inputs),  # the node's own kwargs: nothing changes them
-            upstream_states=upstream if upstream is not None else self.upstream_states(task),
+            upstream_states=Upstream(task.deps, self.states),
+            notes=notes,
         )
 
-    def upstream_states(self, task: orchestra.Task) -> Mapping[str, TaskState]:
-        """The states of the task's upstream nodes (Hamilton's inputs have none)."""
-        return MappingProxyType({dep: self.states[dep] for dep in task.deps if dep in self.states})
-
-    def settle(self, name: str, state: TaskState, started: float) -> None:
-        """Record a node's terminal state."""
+    def settle(self, name: str, state: TaskState, output: Any, started: float) -> None:
+        """Record a node's terminal state (and its output, when kept)."""
         self.states[name] = state
         self.durations[name] = time.monotonic() - started
+        if self.keep_outputs and state is TaskState.SUCCEEDED:
+            self.outputs[name] = output
 
     def unfinished(self) -> list[tuple[str, TaskState]]:
         """Planned nodes that never ended, with the state they end in now the run is over.

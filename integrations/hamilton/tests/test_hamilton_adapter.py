@@ -221,3 +221,90 @@ def test_hamilton_outside_the_supported_range_is_an_import_error(
         monkeypatch.delitem(sys.modules, name)
     with pytest.raises(ImportError, match=r"apache-hamilton >=1.80,<2; found 2.1.0"):
         importlib.import_module("orchestra_hamilton")
+
+
+def test_sync_driver_with_async_hooks() -> None:
+    class AsyncHooks(orchestra.TaskHooks):
+        def __init__(self) -> None:
+            self.events: list[tuple[str, str, int]] = []
+
+        async def before_execute(self, ctx: orchestra.TaskHookContext) -> None:
+            await asyncio.sleep(0)
+            self.events.append(("before", ctx.task.id, ctx.attempt))
+
+        async def on_failure(self, ctx: orchestra.TaskHookContext, error: BaseException) -> Any:
+            self.events.append(("failure", ctx.task.id, ctx.attempt))
+            return orchestra.Retry(delay=0.01)
+
+        async def after_execute(self, ctx: orchestra.TaskHookContext, result: Any) -> Any:
+            return orchestra.Replace(result + 100) if ctx.task.id == "flaky" else None
+
+    calls = {"n": 0}
+
+    def flaky(source: int) -> int:
+        calls["n"] += 1
+        if calls["n"] < 2:
+            raise ConnectionError("once")
+        return source + 1
+
+    hooks = AsyncHooks()
+    module = ad_hoc_utils.create_temporary_module(source, flaky)
+    dr = driver.Builder().with_modules(module).with_adapters(HookAdapter(hooks)).build()
+    assert dr.execute(["flaky"]) == {"flaky": 105}
+    assert [e for e in hooks.events if e[1] == "flaky"] == [
+        ("before", "flaky", 1),
+        ("failure", "flaky", 1),
+        ("before", "flaky", 2),
+    ]
+
+
+def test_the_moments_of_an_attempt_share_its_messages() -> None:
+    class Notes(orchestra.TaskHooks):
+        def __init__(self) -> None:
+            self.seen: dict[str, tuple[str, ...]] = {}
+
+        def before_execute(self, ctx: orchestra.TaskHookContext) -> Any:
+            ctx.add_message(f"checked {ctx.task.id}")
+            return orchestra.Replace(dict(ctx.inputs)) if ctx.task.id == "doubled" else None
+
+        def after_execute(self, ctx: orchestra.TaskHookContext, result: Any) -> None:
+            self.seen[f"after {ctx.task.id}"] = ctx.messages
+
+        def on_end(self, ctx: orchestra.TaskHookContext, state: orchestra.TaskState) -> None:
+            self.seen[f"end {ctx.task.id}"] = ctx.messages
+
+    notes = Notes()
+    dr, _ = build(notes)
+    assert dr.execute(["doubled"]) == {"doubled": 8}
+    # a Replace of the inputs makes a new context: the messages go with it
+    assert notes.seen == {
+        "after source": ("checked source",),
+        "end source": ("checked source",),
+        "after doubled": ("checked doubled",),
+        "end doubled": ("checked doubled",),
+    }
+
+
+def test_spans_without_hooks(exporter: Any) -> None:
+    dr, adapter = build()
+    assert dr.execute(["doubled"]) == {"doubled": 8}
+    names = [span.name for span in exporter.get_finished_spans()]
+    assert sorted(names) == ["run hamilton", "task doubled", "task source"]
+    assert adapter.last_result is None  # no hooks: nothing recorded
+
+
+def test_one_adapter_across_drivers_whose_nodes_share_names() -> None:
+    seen = Seen()
+    adapter = HookAdapter(seen)
+
+    def other_source() -> int:
+        return 5
+
+    other_source.__name__ = "source"
+    for module in (
+        ad_hoc_utils.create_temporary_module(source, doubled),
+        ad_hoc_utils.create_temporary_module(other_source, doubled),
+    ):
+        driver.Builder().with_modules(module).with_adapters(adapter).build().execute(["doubled"])
+    sources = [ctx.task.fn for ctx in seen.contexts if ctx.task.id == "source"]
+    assert [fn() for fn in sources] == [4, 5]
