@@ -26,6 +26,12 @@ _DEFAULT_TRIGGER: Final = "all_success"
 
 _NO_METADATA: Final[Mapping[str, Any]] = MappingProxyType({})
 
+# How the scheduler may run a task's body (``Task._kind``): through the whole attempt
+# loop, or, with no timeout, retries or agent (and a run with no hooks), in place.
+KIND_FULL: Final = 0
+KIND_ASYNC: Final = 1  # an async body awaited in place
+KIND_INLINE: Final = 2  # a sync inline body called in place
+
 
 def _dep_ids(deps: Iterable[str | Task]) -> tuple[tuple[str, ...], tuple[Task, ...]]:
     """Dependencies given as ids or ``Task`` objects: their ids, and the objects."""
@@ -55,6 +61,7 @@ class _TaskFields:
     __slots__ = (
         "__weakref__",
         "_dep_tasks",
+        "_kind",
         "agent",
         "deps",
         "fn",
@@ -82,6 +89,7 @@ class _TaskFields:
     run_on_fail_fast: bool
     is_async: bool
     _dep_tasks: tuple[Task, ...]
+    _kind: int
 
 
 @final
@@ -180,6 +188,10 @@ class Task(_TaskFields):
         else:
             self.is_async = _is_async(fn)
         self._dep_tasks = dep_tasks
+        if timeout is not None or retries or agent is not None:
+            self._kind = KIND_FULL
+        else:
+            self._kind = KIND_ASYNC if self.is_async else KIND_INLINE if inline else KIND_FULL
         self.__class__ = cls  # same slots: frozen from here on
         return self  # type: ignore[return-value]
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import inspect
 from collections import deque
 from collections.abc import Callable, Mapping
 from inspect import Parameter
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final, final
 
 from orchestra._errors import DAGError
+from orchestra.dag._rules import EARLY_ON_SUCCESS
 
 if TYPE_CHECKING:
     from orchestra.dag._model import DAG, Task
@@ -20,6 +23,12 @@ _ALL: Final = None  # a body that takes **kwargs: every upstream output
 
 
 _NEEDS_NOTHING: Final[tuple[str, ...]] = ()
+_KIND_FULL: Final = 0  # orchestra.dag._model.KIND_FULL (which imports this module)
+_DEFAULT_TRIGGER: Final = "all_success"
+# Rules that do not run when every upstream succeeded.
+_NOT_ON_SUCCESS: Final = frozenset({"one_failed", "all_failed", "all_skipped"})
+_kind_of = attrgetter("_kind")
+_trigger_of = attrgetter("trigger")
 
 
 def _takes(fn: Callable[..., Any]) -> tuple[frozenset[str] | None, tuple[str, ...]]:
@@ -75,9 +84,29 @@ class Plan:
     ``order`` is the order tasks were added when that is a topological order (each task
     added after its upstreams, the usual case: then planning is one pass), else Kahn's
     order; indexes are positions in it.
+
+    Per task, for the scheduler: ``kinds`` (``Task._kind``: how its body may run),
+    ``early`` (its rule may decide on a success before every upstream ended),
+    ``on_success`` (its rule runs it when every upstream succeeded); ``always`` lists the
+    ``"always"`` tasks, ``threads`` says whether a sync body needs a thread and ``agent``
+    is the first task run by an agent (None: none is).
     """
 
-    __slots__ = ("dependents", "indegree", "index", "order", "sources", "upstreams", "wants")
+    __slots__ = (
+        "agent",
+        "always",
+        "dependents",
+        "early",
+        "indegree",
+        "index",
+        "kinds",
+        "on_success",
+        "order",
+        "sources",
+        "threads",
+        "upstreams",
+        "wants",
+    )
 
     def __init__(
         self,
@@ -92,12 +121,45 @@ class Plan:
         self.upstreams = upstreams
         self.dependents = dependents
         self.wants = wants
-        self.indegree = list(map(len, upstreams))
-        self.sources = tuple(i for i, ups in enumerate(upstreams) if not ups)
+        self.indegree = indegree = list(map(len, upstreams))
+        self.sources = tuple(i for i, n in enumerate(indegree) if not n)
+        n = len(order)
+        # Whole-list operations for the usual DAG (default rules, plain bodies): a
+        # per-task pass in Python would cost as much as the rest of the plan.
+        self.kinds = kinds = list(map(_kind_of, order))
+        triggers = list(map(_trigger_of, order))
+        if triggers.count(_DEFAULT_TRIGGER) == n:
+            self.early = [False] * n
+            self.on_success = [True] * n
+            self.always: tuple[int, ...] = ()
+        else:
+            self.early = [t in EARLY_ON_SUCCESS for t in triggers]
+            self.on_success = [t not in _NOT_ON_SUCCESS for t in triggers]
+            self.always = tuple(i for i, t in enumerate(triggers) if t == "always")
+        self.threads = False
+        self.agent: Task | None = None
+        if _KIND_FULL in kinds:
+            self.threads = any(not (t.is_async or t.inline) for t in order)
+            self.agent = next((t for t in order if t.agent is not None), None)
 
     @classmethod
     def build(cls, dag: DAG) -> Plan:
-        """Validate ``dag`` (iteratively: deep chains never recurse) and flatten it."""
+        """Validate ``dag`` (iteratively: deep chains never recurse) and flatten it.
+
+        The cyclic garbage collector pauses meanwhile: the plan makes a few containers
+        per task, none in a cycle, and a collection pass over the growing heap every
+        few hundred of them would cost as much as the planning itself.
+        """
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return cls._build(dag)
+        finally:
+            if collecting:
+                gc.enable()
+
+    @classmethod
+    def _build(cls, dag: DAG) -> Plan:
         order = tuple(dag._tasks.values())
         index = dict(zip(dag._tasks, range(len(order)), strict=True))
         get = index.__getitem__
@@ -112,9 +174,10 @@ class Plan:
             for i, task in enumerate(order):
                 deps = task.deps
                 key = id(task.fn)
-                names, needs = (
-                    takes[key] if key in takes else takes.setdefault(key, _takes(task.fn))
-                )
+                took = takes.get(key)
+                if took is None:
+                    took = takes[key] = _takes(task.fn)
+                names, needs = took
                 if needs and not set(needs).issubset(deps):
                     _check_needs(task, needs)
                 if not deps:

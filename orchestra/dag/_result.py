@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence, ValuesView
 from typing import Any, TypeVar, final
 
@@ -147,5 +148,8 @@ class RunResult:
 
     def __repr__(self) -> str:
         # A summary: a full repr of a 10,000-task run is useless (and slow to build).
-        counts = ", ".join(f"{state.value}={n}" for state in TaskState if (n := self.count(state)))
+        # asyncio's runner formats the finished main task, its result included, when it
+        # returns: one pass over the states (a C loop), not one per state.
+        tally = Counter(self.states.values())
+        counts = ", ".join(f"{state.value}={tally[state]}" for state in TaskState if tally[state])
         return f"<RunResult ok={self.ok} {counts} run_id={self.run_id}>"

@@ -1,17 +1,10 @@
 """The anyio DAG scheduler: one ``_Run`` per run (``run()`` is its public face).
 
 Design (measured, see ``bench/scheduler.py``): a fixed pool of long-lived worker tasks,
-as many as ``max_concurrency`` allows, takes task indexes from one ready deque. A worker
-that finds work waiting takes it without a checkpoint, so bodies that never suspend run
-back to back with no task creation, no stream and no limiter per node. The run yields to
-the loop once ``_SLICE`` seconds passed since its last pass, whatever the worker: the
-first worker past the deadline leads a pass and the others follow it until it resumes,
-so one loop pass runs at most about ``_SLICE`` of bodies (timers, I/O and other tasks
-are served). Each body runs in its own copy of the run's context, as a task would: a
-worker compares its context with a snapshot after each task and, if a body (or a hook)
-changed it, hands over to a new worker spawned from the run's base context. Finishing a
-task settles its dependents iteratively (trigger rules, upstream failures), so deep
-chains never recurse, and wakes idle workers for the new ready work.
+as many as ``max_concurrency`` allows, takes task indexes from one ready deque
+(``_workers``); finishing a task settles its dependents (``_settle``): trigger rules,
+upstream failures, and wakes idle workers for the new ready work. A task's attempts,
+with their hooks, are ``_task_run``'s; the run's own hooks are ``_run_hooks``'s.
 """
 
 from __future__ import annotations
@@ -25,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.abc
-import anyio.lowlevel
 
 from orchestra._attempts import RetryBudget
 from orchestra._chain import DEFAULT_HOOK_TIMEOUT, HookChain
@@ -36,10 +28,10 @@ from orchestra.dag._journal import RunJournal
 from orchestra.dag._model import DAG, TaskState
 from orchestra.dag._remote import RemoteOutputs
 from orchestra.dag._result import Column, RunResult
-from orchestra.dag._rules import EARLY_ON_SUCCESS, RUN, WAIT, decide
-from orchestra.dag._run_hooks import before_run, end_run, end_tasks
-from orchestra.dag._task_run import run_task
+from orchestra.dag._run_hooks import before_run, end_run
+from orchestra.dag._settle import settle
 from orchestra.dag._threads import ThreadPool
+from orchestra.dag._workers import SLICE, worker
 from orchestra.tracing._engine import NO_RUN, RunTelemetry
 
 if TYPE_CHECKING:
@@ -49,27 +41,19 @@ if TYPE_CHECKING:
 __all__ = ["_Run"]
 
 _PENDING: Final = TaskState.PENDING
-_RUNNING: Final = TaskState.RUNNING
 _SUCCEEDED: Final = TaskState.SUCCEEDED
 _FAILED: Final = TaskState.FAILED
-_SKIPPED: Final = TaskState.SKIPPED
 _UPSTREAM_FAILED: Final = TaskState.UPSTREAM_FAILED
 _CANCELLED: Final = TaskState.CANCELLED
-_SLICE: Final = 0.005  # seconds of work the workers do, all together, between loop passes
 _THREADS_UNCAPPED: Final = 40  # threads for sync bodies when max_concurrency=None (anyio's)
 _NOT_OK: Final = (_FAILED, _UPSTREAM_FAILED, _CANCELLED)
-# Rules that do not run when every upstream succeeded.
-_NOT_ON_SUCCESS: Final = frozenset({"one_failed", "all_failed", "all_skipped"})
-_NO_NOTES: Final[list[str]] = []  # the messages of an attempt no hook sees (never appended)
-# Who took a decision, for traces, when no hook did.
-_TASK_RETRIES: Final = "task.retries"
-_ORCHESTRA: Final = "orchestra"
 
 
 class _Run:
     """One execution of a DAG (internal; ``run()`` is the public face)."""
 
     executor: Executor  # set by execute(): the default one needs the event loop
+    settle = settle
 
     def __init__(
         self,
@@ -103,13 +87,11 @@ class _Run:
         self.dependents = plan.dependents
         self.wants = plan.wants
         self.upstreams = plan.upstreams
-        if dispatcher is None:
-            for task in self.order:
-                if task.agent is not None:
-                    raise DAGError(
-                        f"task {task.id!r} is executed by agent {task.agent!r}: "
-                        "pass run(..., dispatcher=...)"
-                    )
+        if dispatcher is None and plan.agent is not None:
+            raise DAGError(
+                f"task {plan.agent.id!r} is executed by agent {plan.agent.agent!r}: "
+                "pass run(..., dispatcher=...)"
+            )
         n = len(self.order)
         self.total = n
         self.states: list[TaskState] = [_PENDING] * n
@@ -119,14 +101,15 @@ class _Run:
         self.errors: dict[str, BaseException] = {}
         self.reasons: dict[str, str] = {}
         self.hook_errors: list[HookError] = []
-        self.remaining = remaining = list(plan.indegree)
+        self.remaining = remaining = plan.indegree.copy()
         self.ready: deque[int] = deque(plan.sources)
         # Rules that decide early on a success; "always" tasks start at once (-1: queued).
-        self.early_on_success = [task.trigger in EARLY_ON_SUCCESS for task in self.order]
-        self.runs_on_success = [task.trigger not in _NOT_ON_SUCCESS for task in self.order]
-        self.bad = [0] * n  # upstreams that ended without succeeding, per task
-        for i, task in enumerate(self.order):
-            if task.trigger == "always" and remaining[i]:
+        self.early_on_success = plan.early
+        # Whether a task runs as soon as its last upstream succeeds: its rule runs it
+        # after successes, and no upstream ended otherwise (settling clears it).
+        self.runs_on_success = plan.on_success.copy()
+        for i in plan.always:
+            if remaining[i]:
                 remaining[i] = -1
                 self.ready.append(i)
         self.cleaning = False  # after a fail_fast stop: only run_on_fail_fast tasks run
@@ -176,6 +159,8 @@ class _Run:
         self.tracer: Tracer | None = None
         self.journal = journal
         self.reuse: dict[int, Any] = {}  # index -> output, of the tasks a resume reuses
+        self.plan = plan
+        self.kinds = [0] * n  # per task, how a worker runs it: set by execute()
 
     # -- the run --------------------------------------------------------------------------
 
@@ -190,7 +175,7 @@ class _Run:
             self.executor = self.given_executor
         else:
             self.executor = LocalExecutor()
-            if any(not (t.is_async or t.inline) for t in self.order):
+            if self.plan.threads:
                 pool = ThreadPool(max(self.workers, 1) if self.capped else _THREADS_UNCAPPED)
                 self.threads = self.executor._threads = pool
         tel = self.tel = RunTelemetry.start(
@@ -201,10 +186,18 @@ class _Run:
             deps=((task.id, task.deps) for task in self.order),
         )
         self.tracer = tel.tracer
+        if (
+            tel is NO_RUN
+            and not self.hooked
+            and self.given_executor is None
+            and self.journal is None
+            and self.remote is None
+        ):
+            self.kinds = self.plan.kinds  # bodies with nothing around them run in place
         escaped: BaseException | None = None
         result: RunResult | None = None
         self.base = contextvars.copy_context()
-        self.slice_end = time.perf_counter() + _SLICE
+        self.slice_end = time.perf_counter() + SLICE
         try:
             if not (self.chain.has("before_run") and await before_run(self)):
                 await self.work(cancelled)
@@ -241,7 +234,7 @@ class _Run:
         async with anyio.create_task_group() as tg:
             self.tg = tg
             for _ in range(self.workers):
-                tg.start_soon(self.worker, cancelled)
+                tg.start_soon(worker, self, cancelled)
 
     async def clean_up(self, cancelled: type[BaseException]) -> None:
         """After a fail_fast stop: run the ``run_on_fail_fast`` tasks, as cleanup.
@@ -305,53 +298,6 @@ class _Run:
             messages=self.messages,
         )
 
-    async def worker(self, cancelled: type[BaseException]) -> None:
-        ready = self.ready
-        reuse = self.reuse
-        clock = time.perf_counter
-        snapshot = contextvars.copy_context
-        fresh = snapshot()  # this worker's context as it started: the run's base
-        while True:
-            if ready and not self.stopping:
-                if self.passing or clock() >= self.slice_end:
-                    await self.loop_pass()
-                    continue
-                i = ready.popleft()
-                if i in reuse:
-                    self.reuse_task(i)
-                else:
-                    await run_task(self, i, cancelled)
-                if self.ending:
-                    await end_tasks(self)
-                if snapshot() != fresh:  # the body (or a hook) changed this context
-                    if self.done < self.total and not self.stopping:
-                        self.respawn(cancelled)
-                    return
-            elif self.done >= self.total or self.stopping:
-                return
-            else:
-                event = anyio.Event()
-                self.idle.append(event)
-                await event.wait()
-
-    async def loop_pass(self) -> None:
-        """Let the event loop run: lead a pass, or follow the worker that leads one."""
-        if self.passing:
-            await anyio.lowlevel.checkpoint()
-            return
-        self.passing = True
-        try:
-            await anyio.lowlevel.checkpoint()
-        finally:
-            self.passing = False
-            self.slice_end = time.perf_counter() + _SLICE
-
-    def respawn(self, cancelled: type[BaseException]) -> None:
-        """Start a worker in the run's base context, to replace one whose context changed."""
-        assert self.tg is not None
-        assert self.base is not None
-        self.base.run(self.tg.start_soon, self.worker, cancelled)
-
     def record_fatal(self, tid: str, error: BaseException) -> None:
         """Make ``error`` the one ``run()`` raises, or note it on the one already chosen."""
         if self.fatal is None:
@@ -371,95 +317,3 @@ class _Run:
         self.stopping = True
         if self.tg is not None:
             self.tg.cancel_scope.cancel()
-
-    # -- propagation ----------------------------------------------------------------------
-
-    def settle(self, i: int, state: TaskState) -> None:
-        """Record task ``i``'s terminal state and release (or settle) its dependents.
-
-        A dependent's trigger rule is asked when its last upstream ended, or earlier when
-        the upstream that ended did not succeed (or its rule decides on a success): it
-        may run, or end, before its slowest upstream. ``remaining`` is -1 for a task
-        queued or ended that way, so the upstreams that end later pass it by.
-        """
-        states = self.states
-        states[i] = state
-        self.done += 1
-        if state is not _SUCCEEDED and state in _NOT_OK:
-            self.not_ok += 1
-        remaining = self.remaining
-        remaining[i] = -1  # ended: upstreams that end later pass it by
-        ending = self.ending if self.has_on_end else None
-        if ending is not None:
-            ending.append(i)
-        remote = self.remote
-        if remote is not None:
-            remote.ended(i, self.outputs)
-        dependents = self.dependents
-        early = self.early_on_success
-        plain = self.runs_on_success
-        bad = self.bad
-        ready = self.ready
-        stack = [i]
-        while stack:
-            j = stack.pop()
-            succeeded = states[j] is _SUCCEEDED
-            for d in dependents[j]:
-                left = remaining[d] - 1
-                if left < 0:  # queued or ended already
-                    continue
-                remaining[d] = left
-                if not succeeded:
-                    bad[d] += 1
-                elif left:
-                    if not early[d]:
-                        continue
-                elif not bad[d] and plain[d]:  # the common case: every upstream succeeded
-                    ready.append(d)
-                    continue
-                gate = self.gate(d)
-                if gate is WAIT:
-                    continue
-                if left:
-                    remaining[d] = -1  # decided before its last upstream ended
-                if gate is RUN:
-                    ready.append(d)
-                    continue
-                states[d] = gate
-                remaining[d] = -1
-                self.done += 1
-                if gate is not _SKIPPED:  # UPSTREAM_FAILED or CANCELLED
-                    self.not_ok += 1
-                if ending is not None:
-                    ending.append(d)
-                if remote is not None:
-                    remote.ended(d, self.outputs)
-                stack.append(d)
-        idle = self.idle
-        if idle:
-            if self.done >= self.total:
-                while idle:
-                    idle.pop().set()
-            else:
-                for _ in range(min(len(idle), len(ready))):
-                    idle.pop().set()
-
-    def gate(self, d: int) -> TaskState:
-        """What task ``d``'s trigger rule says now: ``RUN``, ``WAIT`` or its end state."""
-        task = self.order[d]
-        if self.cleaning and not task.run_on_fail_fast:
-            return _CANCELLED  # fail_fast stopped the run: only cleanup tasks still run
-        states = self.states
-        succeeded = failed = skipped = cancelled = 0
-        ups = self.upstreams[d]
-        for u in ups:
-            s = states[u]
-            if s is _SUCCEEDED:
-                succeeded += 1
-            elif s is _FAILED or s is _UPSTREAM_FAILED:
-                failed += 1
-            elif s is _SKIPPED:
-                skipped += 1
-            elif s is _CANCELLED:
-                cancelled += 1
-        return decide(task.trigger, len(ups), succeeded, failed, skipped, cancelled)

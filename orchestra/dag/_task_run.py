@@ -25,7 +25,7 @@ from orchestra.tracing._engine import NO_ATTEMPT, STATE_RETRYING, AttemptSpan
 if TYPE_CHECKING:
     from orchestra.dag._scheduler import _Run
 
-__all__ = ["run_task", "upstream_states"]
+__all__ = ["end_cancelled", "end_failed", "end_fatal", "run_task", "upstream_states"]
 
 _RUNNING: Final = TaskState.RUNNING
 _SUCCEEDED: Final = TaskState.SUCCEEDED
@@ -33,6 +33,7 @@ _FAILED: Final = TaskState.FAILED
 _SKIPPED: Final = TaskState.SKIPPED
 _CANCELLED: Final = TaskState.CANCELLED
 _NO_NOTES: Final[list[str]] = []  # the messages of an attempt no hook sees (never appended)
+_NO_VERDICT: Final = Verdict(decision=None, hook=None)  # a failure nobody had a say on
 # Who took a decision, for traces, when no hook did.
 _TASK_RETRIES: Final = "task.retries"
 _ORCHESTRA: Final = "orchestra"
@@ -134,23 +135,10 @@ async def run_task(run: _Run, i: int, cancelled: type[BaseException]) -> None:
             run.settle(i, _SUCCEEDED)
             return
     except cancelled:
-        if not run.states[i].terminal:
-            if failure is not None:  # its body failed: cancelling loses no failure
-                run.errors[tid] = failure
-                if not isinstance(failure, Exception):
-                    run.record_fatal(tid, failure)
-                run.settle(i, _FAILED)
-            else:
-                run.settle(i, _CANCELLED)
+        end_cancelled(run, i, failure)
         raise
     except BaseException as exc:
-        # A fatal error from the body or a hook: record it, stop the run, and let
-        # execute() re-raise it once every worker has ended.
-        run.errors[tid] = exc
-        run.record_fatal(tid, exc)
-        if not run.states[i].terminal:
-            run.settle(i, _FAILED)
-        run.stop()
+        end_fatal(run, i, exc)
     finally:
         duration = run.durations[tid] = time.monotonic() - started
         if run.journal is not None:
@@ -168,6 +156,38 @@ async def run_task(run: _Run, i: int, cancelled: type[BaseException]) -> None:
                 )
             elif notes:
                 run.messages[tid] = tuple(notes)
+
+
+def end_cancelled(run: _Run, i: int, failure: BaseException | None) -> None:
+    """Task ``i`` was cancelled: CANCELLED, or FAILED if its body had failed meanwhile."""
+    if run.states[i].terminal:
+        return
+    if failure is not None:  # its body failed: cancelling loses no failure
+        tid = run.order[i].id
+        run.errors[tid] = failure
+        if not isinstance(failure, Exception):
+            run.record_fatal(tid, failure)
+        run.settle(i, _FAILED)
+    else:
+        run.settle(i, _CANCELLED)
+
+
+def end_fatal(run: _Run, i: int, error: BaseException) -> None:
+    """A fatal error from task ``i``'s body or a hook: record it and stop the run.
+
+    ``execute()`` re-raises it once every worker has ended.
+    """
+    tid = run.order[i].id
+    run.errors[tid] = error
+    run.record_fatal(tid, error)
+    if not run.states[i].terminal:
+        run.settle(i, _FAILED)
+    run.stop()
+
+
+def end_failed(run: _Run, i: int, error: Exception) -> None:
+    """Task ``i``'s only attempt failed, no hook or retry to ask: FAILED with ``error``."""
+    decided(run, i, _NO_VERDICT, error, NO_ATTEMPT)
 
 
 def on_failure(

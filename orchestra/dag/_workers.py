@@ -1,0 +1,154 @@
+"""The run's workers: long-lived tasks that take task indexes from the ready deque (internal).
+
+A worker that finds work waiting takes it without a checkpoint, so bodies that never
+suspend run back to back with no task creation, no stream and no limiter per node. The
+run yields to the loop once ``SLICE`` seconds passed since its last pass, whatever the
+worker: the first worker past the deadline leads a pass and the others follow it until
+it resumes, so one loop pass runs at most about ``SLICE`` of bodies (timers, I/O and
+other tasks are served).
+
+Each body runs in its own copy of the run's context, as a task would: a worker compares
+its context with a snapshot after each task and, if a body (or a hook) changed it,
+hands over to a new worker spawned from the run's base context.
+
+A task with nothing around its body (no hooks, timeout, retries, agent, tracing,
+journal or custom executor: ``Task._kind``) runs in place: the worker awaits (or calls,
+inline) the body itself; every other task goes through ``run_task``'s attempt loop.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from typing import TYPE_CHECKING, Final
+
+import anyio
+import anyio.lowlevel
+
+from orchestra.dag._model import KIND_ASYNC, TaskState
+from orchestra.dag._run_hooks import end_tasks
+from orchestra.dag._task_run import end_cancelled, end_failed, end_fatal, run_task
+
+if TYPE_CHECKING:
+    from orchestra.dag._scheduler import _Run
+
+__all__ = ["SLICE", "worker"]
+
+SLICE: Final = 0.005  # seconds of work the workers do, all together, between loop passes
+_SUCCEEDED: Final = TaskState.SUCCEEDED
+
+
+async def worker(run: _Run, cancelled: type[BaseException]) -> None:
+    """Run ready tasks until every task ended, the run stops, or this context changed."""
+    ready = run.ready
+    reuse = run.reuse
+    kinds = run.kinds
+    order = run.order
+    wants = run.wants
+    outputs = run.outputs
+    attempts = run.attempts
+    durations = run.durations
+    settle = run.settle
+    idle = run.idle
+    clock = time.perf_counter  # one reading per task: its end, and the slice's check
+    snapshot = contextvars.copy_context
+    fresh = snapshot()  # this worker's context as it started: the run's base
+    now = clock()
+    while True:
+        if ready and not run.stopping:
+            if run.passing or now >= run.slice_end:
+                await loop_pass(run)
+                now = clock()
+                continue
+            i = ready.popleft()
+            kind = kinds[i]
+            if kind:  # the body in place (no hook sees it RUNNING): see the docstring
+                task = order[i]
+                tid = task.id
+                attempts[i] = 1
+                started = now
+                try:
+                    want = wants[i]
+                    if kind == KIND_ASYNC:
+                        if want:
+                            result = await task.fn(**{w: outputs.get(w) for w in want})
+                        else:
+                            result = await task.fn()
+                    elif want:
+                        result = snapshot().run(task.fn, **{w: outputs.get(w) for w in want})
+                    else:
+                        result = snapshot().run(task.fn)
+                except Exception as exc:
+                    now = clock()
+                    durations[tid] = now - started
+                    end_failed(run, i, exc)
+                except cancelled:
+                    durations[tid] = clock() - started
+                    end_cancelled(run, i, None)
+                    raise
+                except BaseException as exc:
+                    now = clock()
+                    durations[tid] = now - started
+                    end_fatal(run, i, exc)
+                else:
+                    outputs[tid] = result
+                    now = clock()
+                    durations[tid] = now - started
+                    settle(i, _SUCCEEDED)
+                if idle:  # this worker takes one of the ready tasks itself
+                    wake(run, 1)
+            else:
+                if i in reuse:
+                    run.reuse_task(i)
+                else:
+                    await run_task(run, i, cancelled)
+                if idle:  # this one first calls on_end hooks, if any
+                    wake(run, 0)
+                if run.ending:
+                    await end_tasks(run)
+                now = clock()
+            if snapshot() != fresh:  # the body (or a hook) changed this context
+                if run.done < run.total and not run.stopping:
+                    respawn(run, cancelled)
+                return
+        elif run.done >= run.total or run.stopping:
+            return
+        else:
+            event = anyio.Event()
+            idle.append(event)
+            await event.wait()
+            now = clock()
+
+
+def wake(run: _Run, taking: int) -> None:
+    """Wake idle workers: one per ready task the waking worker does not take.
+
+    Once every task ended, all of them (they return).
+    """
+    idle = run.idle
+    if run.done >= run.total:
+        while idle:
+            idle.pop().set()
+    else:
+        for _ in range(min(len(idle), len(run.ready) - taking)):
+            idle.pop().set()
+
+
+async def loop_pass(run: _Run) -> None:
+    """Let the event loop run: lead a pass, or follow the worker that leads one."""
+    if run.passing:
+        await anyio.lowlevel.checkpoint()
+        return
+    run.passing = True
+    try:
+        await anyio.lowlevel.checkpoint()
+    finally:
+        run.passing = False
+        run.slice_end = time.perf_counter() + SLICE
+
+
+def respawn(run: _Run, cancelled: type[BaseException]) -> None:
+    """Start a worker in the run's base context, to replace one whose context changed."""
+    assert run.tg is not None
+    assert run.base is not None
+    run.base.run(run.tg.start_soon, worker, run, cancelled)
