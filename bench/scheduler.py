@@ -420,8 +420,14 @@ async def cpu_50us() -> None:
         pass
 
 
-async def fairness(n: int) -> tuple[float, float]:
-    """(largest heartbeat gap, how late a 50 ms timeout fired), in seconds."""
+async def fairness(n: int) -> tuple[float, float, float]:
+    """The largest heartbeat gap (wall, CPU) and how late a 50 ms timeout fired, in seconds.
+
+    The gap twice: in wall time, and in the event loop thread's CPU time. On a loaded
+    machine the wall figure includes the time other processes held the cores (the loop
+    was not running at all); the CPU figure counts only what this loop did, which is
+    what the scheduler decides: during a gap the loop is busy with bodies.
+    """
     dag = DAG("fair")
     fired: list[float] = []
 
@@ -436,36 +442,34 @@ async def fairness(n: int) -> tuple[float, float]:
     for i in range(n):
         dag.add(Task(id=f"cpu{i}", fn=cpu_50us))
     dag.validate()
-    gaps: list[float] = []
+    gaps: list[tuple[float, float]] = []
     running = True
 
     async def heartbeat() -> None:
-        last = time.perf_counter()
+        last, last_cpu = time.perf_counter(), time.thread_time()
         while running:
             await anyio.sleep(0.01)
-            now = time.perf_counter()
-            gaps.append(now - last)
-            last = now
+            now, now_cpu = time.perf_counter(), time.thread_time()
+            gaps.append((now - last, now_cpu - last_cpu))
+            last, last_cpu = now, now_cpu
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(heartbeat)
         await anyio.sleep(0.02)
         await orchestra.run(dag, max_concurrency=WORKERS)
         running = False
-    return max(gaps), fired[0] - 0.05
+    return max(g for g, _ in gaps), max(c for _, c in gaps), fired[0] - 0.05
 
 
 def fairness_section() -> None:
-    print("[fairness] 20,000 CPU-bound 50 us bodies beside a 10 ms heartbeat")
+    print("[fairness] 20,000 CPU-bound 50 us bodies beside a 10 ms heartbeat (targets < 25 ms)")
+    print("  largest gap: wall time (other processes' load included) | the loop thread's CPU")
     for backend in BACKENDS:
-        gaps, lates = [], []
-        for _ in range(3):
-            gap, late = anyio.run(fairness, 20_000, backend=backend)
-            gaps.append(gap)
-            lates.append(late)
+        rounds = [anyio.run(fairness, 20_000, backend=backend) for _ in range(5)]
+        gap, gap_cpu, late = (statistics.median(r[k] for r in rounds) for k in range(3))
         print(
-            f"  {backend:8} largest gap {statistics.median(gaps) * 1e3:6.1f} ms (target < 25)"
-            f"   50 ms timeout fired {statistics.median(lates) * 1e3:6.1f} ms late (target < 25)"
+            f"  {backend:8} largest gap {gap * 1e3:6.1f} | {gap_cpu * 1e3:5.1f} ms"
+            f"   50 ms timeout fired {late * 1e3:5.1f} ms late (wall)"
         )
     print()
 

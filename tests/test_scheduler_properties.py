@@ -174,3 +174,73 @@ def test_random_dags_keep_the_invariants(
             assert gate is None, tid
             assert calls.get(tid, 0) <= result.attempts[tid]
     assert result.ok == all(s not in (*FAILED_LIKE, S.CANCELLED) for s in result.states.values())
+
+
+class Noop(TaskHooks):
+    """A hook with no opinion: its presence sends every task through the attempt loop."""
+
+    def before_execute(self, ctx: TaskHookContext) -> None:
+        return None
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(specs=dag_specs(), concurrency=st.integers(1, 4), inline=st.booleans())
+def test_bodies_run_in_place_end_as_through_the_attempt_loop(
+    backend: str, specs: list[dict[str, Any]], concurrency: int, inline: bool
+) -> None:
+    """A run with no hooks runs plain bodies in its workers; a no-op hook changes nothing.
+
+    Same states, outputs, errors and attempts, task by task: failures, retries (tasks
+    with retries take the attempt loop either way), trigger rules and upstream failures.
+    """
+
+    def make_body(spec: dict[str, Any]) -> Any:
+        def outcome(upstream: dict[str, Any]) -> str:
+            calls = spec.setdefault("calls", {})
+            n = calls[backend, hooked] = calls.get((backend, hooked), 0) + 1
+            if n <= len(spec["fails"]) and spec["fails"][n - 1]:
+                raise RuntimeError(f"{spec['id']} attempt {n}")
+            return f"out:{spec['id']}:{sorted(upstream)}"
+
+        if inline:
+            return lambda **upstream: outcome(upstream)
+
+        async def body(**upstream: Any) -> str:
+            if spec["suspend"]:
+                await anyio.lowlevel.checkpoint()
+            return outcome(upstream)
+
+        return body
+
+    dag = DAG("in-place")
+    for spec in specs:
+        dag.add(
+            Task(
+                id=spec["id"],
+                fn=make_body(spec),
+                deps=spec["deps"],
+                trigger=spec["trigger"],
+                retries=spec["retries"],
+                inline=inline,
+            )
+        )
+    results = []
+    for hooked in (False, True):
+        results.append(
+            orchestra.run_sync(
+                dag,
+                hooks=[Noop()] if hooked else [],
+                max_concurrency=concurrency,
+                backend=backend,
+            )
+        )
+    plain, looped = results
+    assert dict(plain.states) == dict(looped.states)
+    assert plain.outputs == looped.outputs
+    assert dict(plain.attempts) == dict(looped.attempts)
+    assert {t: repr(e) for t, e in plain.errors.items()} == {
+        t: repr(e) for t, e in looped.errors.items()
+    }
+    assert set(plain.durations) == {t for t, n in plain.attempts.items() if n}
+    assert plain.ok == looped.ok

@@ -36,6 +36,7 @@ __all__ = ["SLICE", "worker"]
 
 SLICE: Final = 0.005  # seconds of work the workers do, all together, between loop passes
 _SUCCEEDED: Final = TaskState.SUCCEEDED
+_AT_ONCE: Final = 1e-9  # seconds: a timer due at the loop's next pass
 
 
 async def worker(run: _Run, cancelled: type[BaseException]) -> None:
@@ -135,13 +136,21 @@ def wake(run: _Run, taking: int) -> None:
 
 
 async def loop_pass(run: _Run) -> None:
-    """Let the event loop run: lead a pass, or follow the worker that leads one."""
+    """Let the event loop run: lead a pass, or follow the worker that leads one.
+
+    The leader waits on a timer that is due at once rather than a plain checkpoint: an
+    event loop queues the callbacks it runs next in order, and a timer's come after
+    those already queued, so what a timer or I/O woke meanwhile (say, a task sleeping
+    10 ms) runs before the workers' next slice, not one slice later (measured with
+    asyncio: the largest gap of a 10 ms heartbeat beside CPU-bound bodies falls from
+    about 20 ms of CPU time to about 11).
+    """
     if run.passing:
         await anyio.lowlevel.checkpoint()
         return
     run.passing = True
     try:
-        await anyio.lowlevel.checkpoint()
+        await anyio.sleep(_AT_ONCE)
     finally:
         run.passing = False
         run.slice_end = time.perf_counter() + SLICE
