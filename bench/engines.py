@@ -6,7 +6,8 @@
   hooks against plain tasks (target <= 1.1x).
 
 Each figure is the best of several rounds, the variants run in turn in every round (so
-a burst of load from other processes hits them alike). Ratios are given in CPU time of this
+a burst of load from other processes hits them alike); the ratio of the rounds' medians
+is printed beside it. Ratios are given in CPU time of this
 process (what the integration adds; other processes' load does not count) and in wall
 time. Prefect's API server is another process: its work shows in wall time only.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +25,7 @@ import orchestra
 
 LAYERS, WIDTH = 10, 100  # 1,000 nodes
 PREFECT_TASKS = 200
+Sample = tuple[float, float]  # (CPU seconds, wall seconds) of one round
 
 
 class NoOp(orchestra.TaskHooks):
@@ -36,25 +39,30 @@ class NoOp(orchestra.TaskHooks):
         return None
 
 
-def rounds(variants: dict[str, Callable[[], object]], n: int) -> dict[str, tuple[float, float]]:
-    """Best (CPU seconds, wall seconds) of each variant over ``n`` interleaved rounds."""
-    best: dict[str, tuple[float, float]] = {k: (float("inf"), float("inf")) for k in variants}
+def rounds(variants: dict[str, Callable[[], object]], n: int) -> dict[str, list[Sample]]:
+    """(CPU seconds, wall seconds) of each variant in each of ``n`` interleaved rounds."""
+    samples: dict[str, list[Sample]] = {k: [] for k in variants}
     for _ in range(n):
         for name, fn in variants.items():
             gc.collect()
             cpu, wall = time.process_time(), time.perf_counter()
             fn()
-            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-            best[name] = (min(best[name][0], cpu), min(best[name][1], wall))
-    return best
+            samples[name].append((time.process_time() - cpu, time.perf_counter() - wall))
+    return samples
 
 
-def report(name: str, t: tuple[float, float], base: tuple[float, float], target: float) -> None:
-    cpu, wall = t[0] / base[0], t[1] / base[1]
-    ok = "ok" if cpu <= target else "OVER"
+def best(samples: list[Sample]) -> Sample:
+    return min(s[0] for s in samples), min(s[1] for s in samples)
+
+
+def report(name: str, t: list[Sample], base: list[Sample], target: float) -> None:
+    (cpu, wall), (base_cpu, base_wall) = best(t), best(base)
+    median = statistics.median(s[0] for s in t) / statistics.median(s[0] for s in base)
+    ok = "ok" if cpu / base_cpu <= target else "OVER"
     print(
-        f"  {name}: cpu {t[0] * 1e3:.1f} ms, ratio {cpu:.2f}x ({ok}, target <= {target}x); "
-        f"wall {t[1] * 1e3:.1f} ms, ratio {wall:.2f}x"
+        f"  {name}: cpu {cpu * 1e3:.1f} ms, ratio {cpu / base_cpu:.2f}x ({ok}, target <= "
+        f"{target}x; median of rounds {median:.2f}x); wall {wall * 1e3:.1f} ms, ratio "
+        f"{wall / base_wall:.2f}x"
     )
 
 
@@ -86,7 +94,7 @@ def bench_hamilton() -> None:
         .with_adapters(HookAdapter(*(NoOp() for _ in range(5))))
         .build()
     )
-    best = rounds(
+    times = rounds(
         {
             "plain": lambda: plain.execute(final),
             "bare": lambda: bare.execute(final),
@@ -95,13 +103,11 @@ def bench_hamilton() -> None:
         9,
     )
     n = LAYERS * WIDTH
-    base = best["plain"]
-    print(
-        f"hamilton, {n} no-op nodes: plain cpu {base[0] * 1e3:.1f} ms"
-        f" ({base[0] / n * 1e6:.1f} us/node)"
-    )
-    report("HookAdapter(), no hooks", best["bare"], base, 1.15)
-    report("HookAdapter(5 no-op hooks)", best["hooked"], base, 1.5)
+    base = times["plain"]
+    cpu = best(base)[0]
+    print(f"hamilton, {n} no-op nodes: plain cpu {cpu * 1e3:.1f} ms ({cpu / n * 1e6:.1f} us/node)")
+    report("HookAdapter(), no hooks", times["bare"], base, 1.15)
+    report("HookAdapter(5 no-op hooks)", times["hooked"], base, 1.5)
 
 
 def bench_prefect() -> None:
@@ -130,10 +136,10 @@ def bench_prefect() -> None:
     with local_api():
         plain()  # warm up: server, client, caches
         hooked()
-        best = rounds({"plain": plain, "hooked": hooked}, 5)
-    base = best["plain"]
-    print(f"prefect, {PREFECT_TASKS} no-op tasks: plain cpu {base[0]:.2f} s, wall {base[1]:.2f} s")
-    report("hooked, 5 no-op hooks", best["hooked"], base, 1.1)
+        times = rounds({"plain": plain, "hooked": hooked}, 5)
+    cpu, wall = best(times["plain"])
+    print(f"prefect, {PREFECT_TASKS} no-op tasks: plain cpu {cpu:.2f} s, wall {wall:.2f} s")
+    report("hooked, 5 no-op hooks", times["hooked"], times["plain"], 1.1)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ from orchestra import (
     TaskState,
 )
 from orchestra_prefect._calls import run_now
+from orchestra_prefect._flow import hook_flow
 
 __all__ = ["DEFAULT_MAX_RETRIES", "SKIPPED", "hooked", "task_state"]
 
@@ -99,6 +100,10 @@ def hooked(
         @task(retries=2)
         def fetch(url: str) -> bytes: ...
 
+    Above a ``@flow``, it calls the hooks' ``before_run`` (``Fail`` fails the flow run
+    before its body) and ``after_run`` (with a ``RunResult`` whose one entry is the flow)
+    around each flow run.
+
     Args:
         *hooks: ``TaskHooks`` objects, called in this order at each moment (checked now).
         hook_timeout: seconds an ``async`` hook call may take unless the hook object sets
@@ -107,11 +112,12 @@ def hooked(
             task's Prefect ``retries`` is this (or the task's own, if larger).
 
     Returns:
-        A decorator that takes a Prefect ``Task`` and returns a hooked copy of it.
+        A decorator that takes a Prefect ``Task`` or ``Flow`` and returns a hooked copy.
 
     Raises:
         TypeError: a hook object implements no moment of ``TaskHooks`` (or has a typo),
-            or the decorator is given something else than a Prefect task.
+            the decorator is given something else than a Prefect task or flow, or a flow
+            hooks that implement neither ``before_run`` nor ``after_run``.
     """
     if not isinstance(max_retries, int) or max_retries < 0:
         raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
@@ -121,8 +127,10 @@ def hooked(
     def decorate(obj: _T) -> _T:
         if isinstance(obj, Task):
             return _HookedTask(obj, chain, moments_async, max_retries).task
+        if isinstance(obj, Flow):
+            return hook_flow(obj, chain)
         raise TypeError(
-            "hooked(...) decorates a Prefect task: put it above @task, as in\n"
+            "hooked(...) decorates a Prefect task (or flow): put it above @task, as in\n"
             "    @orchestra_prefect.hooked(MyHooks())\n    @task\n    def work(): ...\n"
             f"got {obj!r}"
         )

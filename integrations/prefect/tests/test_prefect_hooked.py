@@ -243,3 +243,117 @@ def test_the_docs_examples_run(prefect_api: str, capsys: pytest.CaptureFixture[s
     for block in blocks:
         exec(compile(block, str(DOCS), "exec"), {"__name__": "__main__"})
     assert "data" in capsys.readouterr().out
+
+
+class RunHooks(orchestra.TaskHooks):
+    def __init__(self, refuse: bool = False) -> None:
+        self.refuse = refuse
+        self.events: list[tuple[str, Any]] = []
+
+    def before_run(self, ctx: orchestra.RunContext) -> Any:
+        self.events.append(("before_run", ctx))
+        return orchestra.Fail("closed today") if self.refuse else None
+
+    def after_run(self, ctx: orchestra.RunContext, result: orchestra.RunResult) -> None:
+        self.events.append(("after_run", result))
+
+
+def test_run_hooks_around_a_hooked_flow(prefect_api: str) -> None:
+    import orchestra_prefect
+    from prefect import flow, task
+    from prefect.context import FlowRunContext
+
+    hooks = RunHooks()
+    run_ids: list[str] = []
+
+    @task
+    def double(x: int) -> int:
+        return x * 2
+
+    @orchestra_prefect.hooked(hooks)
+    @flow
+    def pipeline(x: int) -> int:
+        ctx = FlowRunContext.get()
+        assert ctx is not None
+        assert ctx.flow_run is not None
+        run_ids.append(str(ctx.flow_run.id))
+        return double(x) + 1
+
+    state = pipeline(20, return_state=True)
+    assert state.is_completed()
+    assert state.result() == 41
+    [(before, ctx), (after, result)] = hooks.events
+    assert (before, after) == ("before_run", "after_run")
+    assert (ctx.dag, ctx.run_id, ctx.task_ids) == ("pipeline", run_ids[0], ())
+    assert result.ok
+    assert result.run_id == run_ids[0]
+    assert result.states == {"pipeline": orchestra.TaskState.SUCCEEDED}
+    assert result.outputs == {"pipeline": 41}
+    assert result.attempts == {"pipeline": 1}
+
+
+def test_before_run_fail_ends_the_flow_run_before_its_body(prefect_api: str) -> None:
+    import orchestra_prefect
+    from prefect import flow
+
+    hooks = RunHooks(refuse=True)
+    ran: list[int] = []
+
+    @orchestra_prefect.hooked(hooks)
+    @flow
+    def pipeline() -> int:
+        ran.append(1)
+        return 1
+
+    state = pipeline(return_state=True)
+    assert state.is_failed()
+    with pytest.raises(orchestra.TaskFailed, match="closed today"):
+        state.result()
+    assert ran == []
+    [_, (_, result)] = hooks.events
+    assert not result.ok
+    assert result.states == {"pipeline": orchestra.TaskState.FAILED}
+    assert result.reasons == {"pipeline": "run failed by RunHooks.before_run: closed today"}
+
+
+def test_after_run_sees_the_flows_error(prefect_api: str) -> None:
+    import asyncio
+
+    import orchestra_prefect
+    from prefect import flow
+
+    class AsyncRunHooks(orchestra.TaskHooks):
+        def __init__(self) -> None:
+            self.results: list[orchestra.RunResult] = []
+
+        async def after_run(self, ctx: orchestra.RunContext, result: orchestra.RunResult) -> None:
+            self.results.append(result)
+
+    hooks = AsyncRunHooks()
+
+    @orchestra_prefect.hooked(hooks)
+    @flow
+    async def pipeline() -> int:
+        raise ConnectionError("down")
+
+    from prefect.context import SyncClientContext
+
+    with SyncClientContext.get_or_create():  # as in test_async_task_and_async_hooks
+        state = asyncio.run(pipeline(return_state=True))
+    assert state.is_failed()
+    [result] = hooks.results
+    assert not result.ok
+    assert isinstance(result.errors["pipeline"], ConnectionError)
+    assert result.states == {"pipeline": orchestra.TaskState.FAILED}
+
+
+def test_hooks_without_run_moments_above_a_flow_are_refused() -> None:
+    import orchestra_prefect
+    from prefect import flow
+
+    @flow
+    def pipeline() -> None:
+        return None
+
+    with pytest.raises(TypeError, match="implements neither: put hooked"):
+        orchestra_prefect.hooked(Always(None))(pipeline)
