@@ -190,3 +190,34 @@ async def test_before_run_fail_in_a_resumed_run_reuses_nothing(tmp_path: Path) -
     # the refused run is journaled (all CANCELLED), and the first one still resumes
     third = await orchestra.run(_pipeline(down, bodies), journal=journal, resume=first.run_id)
     assert third.reused == set(third.states)
+
+
+async def test_bodies_run_in_place_are_journaled_as_through_the_attempt_loop(
+    tmp_path: Path,
+) -> None:
+    # without hooks a body runs in place in its worker; a hook sends it through the
+    # attempt loop: both journal the same records, and both resume the same way
+    def build() -> DAG:
+        dag = DAG("places")
+        dag.add(orchestra.Task(id="rows", fn=lambda: [3, 1, 2]))
+        dag.add(orchestra.Task(id="none", fn=lambda: None))
+        dag.add(orchestra.Task(id="bad", fn=lambda rows: 1 / 0, deps=["rows"]))
+        dag.add(orchestra.Task(id="after", fn=lambda bad: bad, deps=["bad"]))
+        return dag
+
+    journal = tmp_path / "runs.db"
+    plain = await orchestra.run(build(), journal=journal)
+    hooked = await orchestra.run(build(), journal=journal, hooks=[Moments()])
+    with orchestra.journal.SQLiteJournal(journal, read_only=True) as store:
+        runs = [store.load_run(r.run_id) for r in (plain, hooked)]
+
+    def kept(run: Any) -> dict[str, tuple[Any, ...]]:
+        return {t: (r.state, r.attempts, r.error, r.output_digest) for t, r in run.tasks.items()}
+
+    assert kept(runs[0]) == kept(runs[1])
+    assert kept(runs[0])["bad"][:3] == ("failed", 1, "ZeroDivisionError: division by zero")
+    assert kept(runs[0])["after"][:2] == ("upstream_failed", 0)
+    for result in (plain, hooked):
+        again = await orchestra.run(build(), journal=journal, resume=result.run_id)
+        assert again.reused == {"rows", "none"}
+        assert again.attempts["bad"] == 1

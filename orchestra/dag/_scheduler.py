@@ -190,10 +190,14 @@ class _Run:
             tel is NO_RUN
             and not self.hooked
             and self.given_executor is None
-            and self.journal is None
             and self.remote is None
         ):
-            self.kinds = self.plan.kinds  # bodies with nothing around them run in place
+            kinds = self.plan.kinds  # bodies with nothing around them run in place
+            if self.reuse:  # except the tasks a resume reuses
+                kinds = list(kinds)
+                for i in self.reuse:
+                    kinds[i] = 0
+            self.kinds = kinds
         escaped: BaseException | None = None
         result: RunResult | None = None
         self.base = contextvars.copy_context()

@@ -11,9 +11,10 @@ Each body runs in its own copy of the run's context, as a task would: a worker c
 its context with a snapshot after each task and, if a body (or a hook) changed it,
 hands over to a new worker spawned from the run's base context.
 
-A task with nothing around its body (no hooks, timeout, retries, agent, tracing,
-journal or custom executor: ``Task._kind``) runs in place: the worker awaits (or calls,
-inline) the body itself; every other task goes through ``run_task``'s attempt loop.
+A task with nothing around its body (no hooks, timeout, retries, agent, tracing or
+custom executor: ``Task._kind``) runs in place: the worker awaits (or calls, inline) the
+body itself, and hands what it ended with to the run's journal, if any; every other task
+goes through ``run_task``'s attempt loop.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
     durations = run.durations
     settle = run.settle
     idle = run.idle
+    journal = run.journal
     clock = time.perf_counter  # one reading per task: its end, and the slice's check
     snapshot = contextvars.copy_context
     fresh = snapshot()  # this worker's context as it started: the run's base
@@ -86,6 +88,8 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
                 except cancelled:
                     durations[tid] = clock() - started
                     end_cancelled(run, i, None)
+                    if journal is not None:
+                        journal.settled(i, run.states[i], 1, durations[tid], None, None)
                     raise
                 except BaseException as exc:
                     now = clock()
@@ -96,6 +100,10 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
                     now = clock()
                     durations[tid] = now - started
                     settle(i, _SUCCEEDED)
+                    if journal is not None:
+                        journal.succeeded(i, now - started, result)
+                if journal is not None and run.states[i] is not _SUCCEEDED:  # failed
+                    journal.settled(i, run.states[i], 1, durations[tid], None, run.errors.get(tid))
                 if idle:  # this worker takes one of the ready tasks itself
                     wake(run, 1)
             else:
