@@ -2,14 +2,15 @@
 
 Why a bridge: a synchronous ``Client`` runs its own event loop in a thread, and dask's
 scheduler pays for every ``update_graph`` message (it scans its task groups each time).
-So the driver never hops to the client's loop once per task: ``execute`` queues an
-``Attempt`` and the first queued item schedules one ``flush`` on the client's loop, which
-submits everything queued meanwhile with one ``Client.map`` per set of dask options (one
-``update_graph``), releases the outputs no task needs any more and starts the gathers.
+So the driver does not hop to the client's loop once per task: ``execute`` queues an
+``Attempt``, and the first item queued schedules, after the driver's current loop pass,
+one ``flush`` on the client's loop. It submits everything queued meanwhile with one
+``Client.map`` per set of dask options (one ``update_graph``) and starts the gathers.
 Each submitted future is followed by one coroutine on the client's loop, which waits for
 its *state* (``Future.exception()``: nothing is gathered) and decides what a dead worker
-means; the ends are queued back and the first one wakes the driver once, through an anyio
-event-loop token (asyncio and trio alike), for all the items ended meanwhile.
+means. The ends are queued back, and the first one wakes the driver once, after the
+client loop's pass, through an anyio event-loop token (asyncio and trio alike), for all
+the items ended meanwhile. Releases are batched too, but never wait for the driver.
 
 An asynchronous ``Client`` living on the driver's own asyncio loop takes the same path,
 with no thread in between.
@@ -24,7 +25,6 @@ import asyncio
 import contextlib
 import itertools
 import uuid
-import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, cast, final
@@ -37,7 +37,9 @@ from distributed.scheduler import KilledWorker
 from tornado.platform.asyncio import BaseAsyncIOLoop
 
 from orchestra_dask._output import RemoteOutput
-from orchestra_dask._worker import STARTED_TOPIC, Body, run_body
+from orchestra_dask._started import Started, killed_note
+from orchestra_dask._started import started as started_record
+from orchestra_dask._worker import Body, run_body
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -108,6 +110,7 @@ class Bridge:
         "native",
         "pending",
         "prefix",
+        "release_due",
         "releases",
         "token",
         "wake_due",
@@ -130,6 +133,7 @@ class Bridge:
         self.count = itertools.count()
         self.pending: deque[_Item] = deque()  # driver -> client loop
         self.releases: deque[Any] = deque()  # distributed's Future is untyped
+        self.release_due = False
         self.flush_due = False
         self.ended: deque[_Item] = deque()  # client loop -> driver
         self.wake_due = False
@@ -145,9 +149,19 @@ class Bridge:
         return await self._wait(_Item(future))
 
     def release(self, future: Future[Any]) -> None:
-        """Let the cluster forget ``future`` (at the next flush)."""
+        """Let the cluster forget ``future`` (soon, with the others released meanwhile).
+
+        Not deferred to the driver's next loop pass, as submissions are: the releases at
+        the end of a run must not wait for a loop that is closing.
+        """
         self.releases.append(future)
-        self._flush_soon()
+        if not self.release_due:
+            self.release_due = True
+            try:
+                self.loop.call_soon_threadsafe(self._release)
+            except RuntimeError:  # the client's loop is closed: nothing to release
+                self.release_due = False
+                self.releases.clear()
 
     async def _wait(self, item: _Item) -> Any:
         self.pending.append(item)
@@ -184,7 +198,6 @@ class Bridge:
             self.loop.call_soon_threadsafe(self._flush)
         except RuntimeError as exc:  # the client's loop is closed
             self.flush_due = False
-            self.releases.clear()
             pending = self.pending
             while pending:
                 item = pending.popleft()
@@ -205,11 +218,14 @@ class Bridge:
 
     # -- on the client's loop ----------------------------------------------------------
 
-    def _flush(self) -> None:
-        self.flush_due = False
+    def _release(self) -> None:
+        self.release_due = False
         releases = self.releases
         while releases:
             releases.popleft().release()
+
+    def _flush(self) -> None:
+        self.flush_due = False
         pending = self.pending
         attempts: list[Attempt] = []
         while pending:
@@ -234,7 +250,7 @@ class Bridge:
                     break
             else:
                 groups.append([attempt])
-        started = _started(self.client)
+        started = started_record(self.client)
         for group in groups:
             try:
                 futures = self._map(group)
@@ -301,7 +317,7 @@ class Bridge:
         finally:
             self._ended(item)
 
-    async def _follow(self, attempt: Attempt, started: _Started) -> None:
+    async def _follow(self, attempt: Attempt, started: Started) -> None:
         try:
             attempt.outcome = await self._settle(attempt, started)
             outcome = attempt.outcome
@@ -312,7 +328,7 @@ class Bridge:
         finally:
             self._ended(attempt)
 
-    async def _settle(self, attempt: Attempt, started: _Started) -> Any:
+    async def _settle(self, attempt: Attempt, started: Started) -> Any:
         """Wait for the attempt's state; submit it again if its worker died before it began."""
         requeued = 0
         while True:
@@ -340,7 +356,7 @@ class Bridge:
             traceback = await future.traceback()
             future.release()
             if isinstance(error, KilledWorker):
-                error.add_note(_killed_note(error, attempt.task_id, ran, requeued))
+                error.add_note(killed_note(error, attempt.task_id, ran, requeued))
             raise error.with_traceback(traceback)
 
 
@@ -350,51 +366,3 @@ def client_loop(client: Client) -> asyncio.AbstractEventLoop:
     if not isinstance(loop, BaseAsyncIOLoop):  # tornado >= 5 loops all are
         raise RuntimeError(f"{client!r} has no asyncio event loop (is it closed?)")
     return loop.asyncio_loop
-
-
-@final
-class _Started:
-    """The keys of this client's in-flight attempts whose body started on a worker."""
-
-    __slots__ = ("pending", "started")
-
-    def __init__(self) -> None:
-        self.pending: set[str] = set()
-        self.started: set[str] = set()
-
-    def __call__(self, event: tuple[float, Any]) -> None:
-        key = event[1]
-        if key in self.pending:
-            self.started.add(key)
-
-    def end(self, key: str) -> bool:
-        """Forget ``key``; whether its body had started."""
-        self.pending.discard(key)
-        if key in self.started:
-            self.started.discard(key)
-            return True
-        return False
-
-
-_STARTED: weakref.WeakKeyDictionary[Client, _Started] = weakref.WeakKeyDictionary()
-
-
-def _started(client: Client) -> _Started:
-    """The client's ``_Started`` record, subscribed to ``STARTED_TOPIC`` on first use."""
-    record = _STARTED.get(client)
-    if record is None:
-        record = _STARTED[client] = _Started()
-        # Sent before any of our submissions on the same stream, so the scheduler knows
-        # the subscription before a body can start.
-        client.subscribe_topic(STARTED_TOPIC, record)  # type: ignore[no-untyped-call]
-    return record
-
-
-def _killed_note(error: KilledWorker, task_id: str, ran: bool, requeued: int) -> str:
-    worker = getattr(error.last_worker, "address", "?")
-    if ran:
-        return f"task {task_id!r}: worker {worker} died while this attempt's body was running"
-    return (
-        f"task {task_id!r}: worker {worker} died before this attempt's body started; "
-        f"it had been submitted again {requeued} time(s) after earlier deaths"
-    )
