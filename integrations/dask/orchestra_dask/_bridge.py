@@ -237,7 +237,12 @@ class Bridge:
             else:
                 self.loop.create_task(self._fetch(item))
         if attempts:
-            self._submit(attempts)
+            try:
+                self._submit(attempts)
+            except Exception as exc:  # say, the client is closing: nobody waits forever
+                for attempt in attempts:
+                    if attempt.future is None:
+                        self._end_with(attempt, exc)
 
     def _submit(self, attempts: list[Attempt]) -> None:
         """Submit ``attempts``: one ``Client.map`` per set of options and annotations."""
