@@ -387,6 +387,7 @@ def build_section() -> None:
     print("[build] 100,000-node layered DAG: construction, validation and planning")
     print(f"  orchestra DAG      {dag_s / n * 1e6:6.2f} us/node (target <= 2)")
     print(f"  floor C's arrays   {pool_s / n * 1e6:6.2f} us/node")
+    print(f"  DAG / arrays       {dag_s / pool_s:6.2f}x")
     print()
 
 

@@ -146,7 +146,7 @@ class Task(_TaskFields):
         dep_tasks: tuple[Task, ...] = ()
         if not deps:
             dep_ids: tuple[str, ...] = ()
-        elif isinstance(deps, str | Task):
+        elif isinstance(deps, (str, Task)):
             dep_ids, dep_tasks = _dep_ids((deps,))
         else:
             dep_ids = tuple(deps)  # type: ignore[arg-type]  # checked just below

@@ -53,6 +53,7 @@ class _Run:
     """One execution of a DAG (internal; ``run()`` is the public face)."""
 
     executor: Executor  # set by execute(): the default one needs the event loop
+    passed: anyio.Event  # set when the loop pass under way ends (made by its leader)
     settle = settle
 
     def __init__(

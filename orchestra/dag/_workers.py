@@ -24,7 +24,6 @@ import time
 from typing import TYPE_CHECKING, Final
 
 import anyio
-import anyio.lowlevel
 
 from orchestra.dag._model import KIND_ASYNC, TaskState
 from orchestra.dag._run_hooks import end_tasks
@@ -153,15 +152,17 @@ async def loop_pass(run: _Run) -> None:
     asyncio: the largest gap of a 10 ms heartbeat beside CPU-bound bodies falls from
     about 20 ms of CPU time to about 11).
     """
-    if run.passing:
-        await anyio.lowlevel.checkpoint()
+    if run.passing:  # follow: once the leader resumes (one step per pass, not per loop turn)
+        await run.passed.wait()
         return
     run.passing = True
+    passed = run.passed = anyio.Event()
     try:
         await anyio.sleep(_AT_ONCE)
     finally:
         run.passing = False
         run.slice_end = time.perf_counter() + SLICE
+        passed.set()
 
 
 def respawn(run: _Run, cancelled: type[BaseException]) -> None:
