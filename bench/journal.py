@@ -1,6 +1,6 @@
 """Journal benchmark: what journaling a run costs, and how fast a finished run resumes.
 
-10,000 no-op tasks, ``orchestra.run(max_concurrency=64)``, on both anyio backends, in
+10,000 no-op tasks, ``orchestra.run(dag)`` (default concurrency), on both anyio backends, in
 two shapes (``wide``: 10,000 independent tasks; ``layered``: 100 layers of 100, each
 node with 3 deps in the layer before), measured in this process, alternating:
 
