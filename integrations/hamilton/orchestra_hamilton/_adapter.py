@@ -217,10 +217,16 @@ class HookAdapter(
             "before_run", ctx, subject=run.dag, on_error=run.record
         )
         if isinstance(decision, Fail):
+            # The run ends before any node, as orchestra's scheduler ends it: every
+            # planned node CANCELLED through on_end, then after_run, once (Hamilton does
+            # not call post_graph_execute when pre_graph_execute raised).
+            error = TaskFailed(run.dag, f"run refused by {by}" + reason(decision))
             self._forget(run.run_id)
-            if run.trace is not None:
-                run.trace.finish(False, 0, None)
-            raise TaskFailed(run.dag, f"run refused by {by}" + reason(decision))
+            run.plan.update((n.name, n) for n in self._planned(run))
+            for name in run.plan:
+                run.reasons[name] = f"run failed by {by}" + reason(decision)
+            await self._end_async(run, error)
+            raise error
 
     async def _end_async(self, run: Run, error: BaseException | None) -> None:
         if error is not None and run.request is not None:

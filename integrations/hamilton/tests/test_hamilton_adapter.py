@@ -143,6 +143,40 @@ def test_fail_before_execute_raises_task_failed() -> None:
         dr.execute(["doubled"])
 
 
+def test_before_run_fail_ends_every_node_and_the_run_once() -> None:
+    # As orchestra's scheduler does: no node runs, each ends CANCELLED (attempt 0) through
+    # on_end, and after_run runs once with the run's result.
+    events: list[tuple[Any, ...]] = []
+
+    class Gate(orchestra.TaskHooks):
+        def before_run(self, ctx: orchestra.RunContext) -> Any:
+            return orchestra.Fail("maintenance window")
+
+        def before_execute(self, ctx: orchestra.TaskHookContext) -> None:
+            events.append(("before_execute", ctx.task.id))
+
+        def on_end(self, ctx: orchestra.TaskHookContext, state: orchestra.TaskState) -> None:
+            events.append(("end", ctx.task.id, state, ctx.attempt))
+
+        def after_run(self, ctx: orchestra.RunContext, result: orchestra.RunResult) -> None:
+            events.append(("after_run", result.ok, dict(result.states)))
+
+    dr, adapter = build(Gate())
+    with pytest.raises(orchestra.TaskFailed, match="maintenance window"):
+        dr.execute(["doubled"])
+    cancelled = orchestra.TaskState.CANCELLED
+    assert events == [
+        ("end", "source", cancelled, 0),
+        ("end", "doubled", cancelled, 0),
+        ("after_run", False, {"source": cancelled, "doubled": cancelled}),
+    ]
+    assert adapter.last_result is not None
+    assert (
+        adapter.last_result.reasons["doubled"]
+        == "run failed by Gate.before_run: maintenance window"
+    )
+
+
 def test_delegate_is_a_hook_error_naming_hamilton() -> None:
     class Delegating(orchestra.TaskHooks):
         def before_execute(self, ctx: orchestra.TaskHookContext) -> Any:
