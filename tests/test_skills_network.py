@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 import pytest
 from helpers import http_server
+from helpers.tls import self_signed
 
 from orchestra import ConfigError
 from orchestra.skills import HttpHook, load
@@ -118,41 +118,10 @@ async def test_the_connection_goes_to_the_address_checked(
 
 @pytest.fixture(scope="module")
 def https_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    cert, key = _self_signed(tmp_path_factory.mktemp("tls"))
+    cert, key = self_signed(tmp_path_factory.mktemp("tls"), "hooks.test")
     url, process = http_server.start(cert, key)
     yield url
     http_server.stop(process)
-
-
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hooks.test")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
 
 
 async def test_tls_to_a_pinned_address_still_names_the_host(

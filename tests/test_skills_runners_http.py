@@ -6,15 +6,14 @@ The server is on loopback: every request here sets ``allow_private_network``
 
 from __future__ import annotations
 
-import datetime
 import json
 import socket
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from helpers import http_server
 from helpers.procs import LeakCheck
+from helpers.tls import self_signed
 
 from orchestra.skills._http import post_http
 from orchestra.skills._result import HookResult, HookRunError
@@ -162,42 +161,10 @@ async def test_connection_refused(leaks: LeakCheck, server: str) -> None:
 
 @pytest.fixture(scope="module")
 def https_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    cert, key = _self_signed(tmp_path_factory.mktemp("tls"))
+    cert, key = self_signed(tmp_path_factory.mktemp("tls"), "127.0.0.1")
     url, process = http_server.start(cert, key)
     yield url
     http_server.stop(process)
-
-
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    pytest.importorskip("cryptography")
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
 
 
 async def test_tls_verify_refuses_a_self_signed_certificate(
