@@ -120,6 +120,121 @@ def test_an_older_schema_is_migrated_in_place_keeping_its_runs(
         SQLiteJournal(path)
 
 
+class Forwarding:
+    """A store on the ``Journal`` protocol alone (full records), kept in an SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        self.inner = SQLiteJournal(path)
+        self.begin_run = self.inner.begin_run
+        self.record = self.inner.record
+        self.load_run = self.inner.load_run
+        self.list_runs = self.inner.list_runs
+        self.close = self.inner.close
+
+
+def _outcomes(calls: list[str]) -> DAG:
+    """Each way a task records: in place (None, a value, a failure), retried, never run."""
+
+    def flaky() -> None:
+        calls.append("flaky")
+        if calls.count("flaky") == 1:
+            raise ConnectionError("once")
+
+    dag = DAG("outcomes")
+    for k in range(5):
+        dag.add(Task(id=f"none{k}", fn=lambda: None))
+    dag.add(Task(id="rows", fn=lambda: [3, 1, 2]))
+    dag.add(Task(id="bad", fn=lambda rows: 1 / 0, deps=["rows"]))
+    dag.add(Task(id="after", fn=lambda bad: bad, deps=["bad"]))
+    dag.add(Task(id="flaky", fn=flaky, retries=1))
+    dag.add(Task(id="sum", fn=lambda none0, rows: sum(rows), deps=["none0", "rows"]))
+    return dag
+
+
+def test_records_by_plan_index_read_back_as_full_records_do(tmp_path: Path) -> None:
+    # the embedded store keeps a plan's ids and digests once and records tasks by index;
+    # a store on the bare protocol gets full records: both read back the same
+    indexed_path = tmp_path / "indexed.db"
+    indexed = orchestra.run_sync(_outcomes([]), journal=indexed_path)
+    store = Forwarding(tmp_path / "full.db")
+    full = orchestra.run_sync(_outcomes([]), journal=store)
+    with SQLiteJournal(indexed_path) as journal:
+        by_index = journal.load_run(indexed.run_id)
+    by_record = store.load_run(full.run_id)
+    store.close()
+    assert by_index is not None
+    assert by_record is not None
+    assert set(by_index.tasks) == set(by_record.tasks) == set(indexed.states)
+
+    def kept(tasks: Any) -> dict[str, tuple[Any, ...]]:
+        return {t: r._replace(duration=None) for t, r in tasks.items()}
+
+    assert kept(by_index.tasks) == kept(by_record.tasks)
+    for run, result in ((by_index, indexed), (by_record, full)):
+        for tid, record in run.tasks.items():
+            assert record.duration == result.durations.get(tid, 0.0)
+            assert record.state == result.states[tid].value
+            assert record.attempts == result.attempts[tid]
+    records = by_index.tasks
+    assert records["none3"][1:3] == ("succeeded", 1)
+    assert records["flaky"][1:3] == ("succeeded", 2)
+    assert records["none3"].output_digest == records["flaky"].output_digest is not None
+    assert records["bad"].error == "ZeroDivisionError: division by zero"
+    assert records["after"][1:3] == ("upstream_failed", 0)
+    with closing(sqlite3.connect(indexed_path)) as db:
+        assert db.execute("SELECT count(*) FROM plans").fetchone() == (1,)
+    again = orchestra.run_sync(_outcomes([]), journal=indexed_path, resume=indexed.run_id)
+    assert again.reused == {"none0", "none1", "none2", "none3", "none4", "rows", "flaky", "sum"}
+    with closing(sqlite3.connect(indexed_path)) as db:  # the second run shares the plan
+        assert db.execute("SELECT count(*) FROM plans").fetchone() == (1,)
+
+
+def _as_version_1(source: Path, target: Path) -> None:
+    """Copy a journal of full records into a file of schema version 1, as it made them."""
+    with closing(sqlite3.connect(target)) as db:
+        for statement in _sqlite._MIGRATIONS[0].split(";"):
+            db.execute(statement)
+        db.execute(f"PRAGMA application_id = {_sqlite.APPLICATION_ID}")
+        db.execute("PRAGMA user_version = 1")
+        db.execute("ATTACH DATABASE ? AS src", (str(source),))
+        db.execute(
+            "INSERT INTO runs SELECT run_id, dag, started_at, task_count, resumed_from "
+            "FROM src.runs"
+        )
+        db.execute("INSERT INTO batches SELECT * FROM src.batches")
+        db.execute("INSERT INTO outputs SELECT * FROM src.outputs")
+        db.commit()
+        db.execute("DETACH DATABASE src")
+
+
+def test_a_version_1_journal_is_migrated_and_its_runs_resume(tmp_path: Path) -> None:
+    store = Forwarding(tmp_path / "full.db")
+    first = orchestra.run_sync(_outcomes([]), journal=store)
+    expected = store.load_run(first.run_id)
+    store.close()
+    path = tmp_path / "v1.db"
+    _as_version_1(tmp_path / "full.db", path)
+    before = _digest(path)
+    with pytest.raises(JournalError, match=r"schema version 1, .* open it once for writing"):
+        SQLiteJournal(path, read_only=True)
+    assert _digest(path) == before
+    calls: list[str] = []
+    again = orchestra.run_sync(_outcomes(calls), journal=path, resume=first.run_id)
+    assert again.reused == {"none0", "none1", "none2", "none3", "none4", "rows", "flaky", "sum"}
+    assert calls == []  # flaky was reused: its body did not run
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        assert db.execute("SELECT count(*) FROM plans").fetchone() == (1,)
+        assert db.execute("SELECT count(*) FROM runs WHERE plan IS NULL").fetchone() == (1,)
+    with SQLiteJournal(path, read_only=True) as journal:
+        assert journal.load_run(first.run_id) == expected
+        resumed = journal.load_run(again.run_id)
+        assert resumed is not None
+        assert resumed.info.resumed_from == first.run_id
+        assert resumed.info.states == {"succeeded": 8, "failed": 1, "upstream_failed": 1}
+        assert [r.run_id for r in journal.list_runs("outcomes")] == [again.run_id, first.run_id]
+
+
 def test_read_only_opening_never_writes(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
     with pytest.raises(JournalError, match="no such file"):

@@ -28,6 +28,7 @@ from orchestra.dag._journal_batch import (
     REUSED,
     SUCCEEDED,
     BatchRecorder,
+    Plain,
     Settled,
     plan_digests,
 )
@@ -104,8 +105,14 @@ class RunJournal(BatchRecorder):
         self.codes: list[str] = []
         self.previous: dict[int, tuple[str, bytes]] = {}  # reused: output digest, payload
         self.small: dict[bytes, str] = {}  # digests of small payloads (None, True, 0...)
-        self.writer: BatchWriter[Settled] | None = None
+        self.writer: BatchWriter | None = None
         self.put: Callable[[Settled], None] = _not_started
+        self.plain: Callable[[Plain], None] = _not_started
+        """Queue task ``i``, which SUCCEEDED at its first attempt with output None, its
+        duration in ``durations``: what a worker calls for each such task, so one
+        ``list.append``."""
+        self.indexed = False
+        self.durations: dict[str, float] = {}
         # None, the most common output (tasks run for their effects), serialized once
         try:
             none_payload: bytes | None = serializer.dumps(None)
@@ -124,14 +131,19 @@ class RunJournal(BatchRecorder):
         run_id: str,
         order: Sequence[Task],
         upstreams: Sequence[tuple[int, ...]],
+        durations: dict[str, float],
         *,
         outputs: bool = True,
     ) -> dict[int, Any]:
         """Open the journal, begin the run; the outputs of the tasks to reuse, by index.
 
+        ``durations``: the run's, by task id, where each task's is set before it is
+        recorded (the writer reads those of ``plain`` tasks there).
+
         ``outputs=False`` (an executor whose outputs stay remote): the run's outputs are
         handles, not values, so none is kept and none is reused; states are journaled.
         """
+        self.durations = durations
         if not outputs:
             self.keeps_outputs = False
             if self.resume is not None:
@@ -150,7 +162,8 @@ class RunJournal(BatchRecorder):
         assert journal is not None
         try:
             self.run_id = run_id
-            self.ids, self.inputs, self.codes = plan_digests(order, upstreams)
+            plan = plan_digests(order, upstreams)
+            self.ids, self.inputs, self.codes = plan.ids, plan.inputs, plan.codes
             self.upstreams = upstreams
             reuse: dict[int, Any] = {}
             if self.resume is not None:
@@ -158,22 +171,27 @@ class RunJournal(BatchRecorder):
                 self.resumed_from = previous.info.run_id
                 if self.keeps_outputs:
                     reuse = self._plan(previous)
-            journal.begin_run(
-                RunInfo(
-                    run_id=run_id,
-                    dag=name,
-                    started_at=time.time(),
-                    task_count=len(order),
-                    resumed_from=self.resumed_from,
-                )
+            info = RunInfo(
+                run_id=run_id,
+                dag=name,
+                started_at=time.time(),
+                task_count=len(order),
+                resumed_from=self.resumed_from,
             )
+            if type(journal) is SQLiteJournal:  # stores the plan once, records by index
+                journal.begin_planned_run(info, plan.stored())
+                self.indexed = True
+            else:
+                journal.begin_run(info)
         except BaseException:
             if shared is not None:
                 release_shared(shared)
             raise
         self.shared = shared
-        self.writer = BatchWriter(self.write, name=f"orchestra-journal-{run_id[:8]}")
-        self.put = self.writer.put
+        self.writer = BatchWriter(self.write, name=f"orchestra-journal-{run_id[:8]}", lanes=2)
+        self.plain, self.put = self.writer.puts
+        if self.none_payload is None or not self.keeps_outputs:
+            self.plain = self._not_plain
         return reuse
 
     def _find(self, journal: Journal, name: str) -> JournaledRun:
@@ -260,17 +278,17 @@ class RunJournal(BatchRecorder):
             if not self.keeps_outputs:
                 note = _REMOTE
             elif output is None and self.none_payload is not None:
+                if attempts == 1 and self.durations.get(self.ids[i]) == duration:
+                    self.plain(i)
+                    return
                 payload = self.none_payload
             else:
                 payload, note = self.serialize(i, output)
         self.put((i, state, attempts, duration, error, payload, note))
 
-    def succeeded(self, i: int, duration: float, output: Any) -> None:
-        """Task ``i``'s body ran once, in place, and returned ``output``: ``settled``, quicker."""
-        if output is None and (payload := self.none_payload) is not None and self.keeps_outputs:
-            self.put((i, _TASK_SUCCEEDED, 1, duration, None, payload, None))
-        else:
-            self.settled(i, _TASK_SUCCEEDED, 1, duration, output, None)
+    def _not_plain(self, i: Plain) -> None:
+        """``plain`` when None has no payload (the serializer cannot, or outputs stay remote)."""
+        self.settled(i, _TASK_SUCCEEDED, 1, self.durations[self.ids[i]], None, None)
 
     def serialize(self, i: int, output: Any) -> tuple[bytes | None, str | None]:
         """The payload of task ``i``'s output, or None and why it is not kept."""
@@ -311,7 +329,7 @@ class RunJournal(BatchRecorder):
         if attempts.count(0) > len(reused):  # some ended without running or being reused
             for i, n in enumerate(attempts):
                 if n == 0 and i not in reused:
-                    writer.put((i, states[i], 0, 0.0, errors.get(ids[i]), None, None))
+                    self.put((i, states[i], 0, 0.0, errors.get(ids[i]), None, None))
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._close)
 
@@ -325,5 +343,5 @@ class RunJournal(BatchRecorder):
 _REMOTE: Final = "output not kept (it stays on the executor, which keeps outputs remote)"
 
 
-def _not_started(item: Settled) -> None:
+def _not_started(item: object) -> None:
     raise RuntimeError("the run journal was not started")

@@ -15,18 +15,28 @@ starts), so comparing their output digests again would compare equal values.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import repeat
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 
 from orchestra.dag._model import TaskState
 from orchestra.journal import Journal, SQLiteJournal, TaskRecord
 from orchestra.journal._codec import code_digest, digest
+from orchestra.journal._sqlite import encode_plan
 
 if TYPE_CHECKING:
     from orchestra.dag._model import Task
 
-__all__ = ["NO_INPUTS", "REUSED", "SUCCEEDED", "BatchRecorder", "Settled", "plan_digests"]
+__all__ = [
+    "NO_INPUTS",
+    "REUSED",
+    "SUCCEEDED",
+    "BatchRecorder",
+    "Plain",
+    "PlanDigests",
+    "Settled",
+    "plan_digests",
+]
 
 SUCCEEDED: Final = "succeeded"
 _TASK_SUCCEEDED: Final = TaskState.SUCCEEDED
@@ -36,6 +46,9 @@ NO_INPUTS: Final = digest(b"")
 # One settled task on its way to the writer: index, state, attempts, duration, error,
 # payload (bytes, None or REUSED), note. Text and digests are made in the writer thread.
 Settled: TypeAlias = tuple[int, TaskState, int, float, "BaseException | None", Any, "str | None"]
+# The common case, on a lane of its own: a task that SUCCEEDED at its first attempt and
+# returned None, by index (its duration is read from the run's ``durations``).
+Plain: TypeAlias = int
 
 
 class BatchRecorder:
@@ -50,24 +63,84 @@ class BatchRecorder:
     small: dict[bytes, str]  # digests of small payloads (None, True, 0...)
     none_payload: bytes | None
     none_digest: str
+    indexed: bool  # the journal stores records by plan index (``record_indexed``)
+    durations: dict[str, float]  # the run's, by task id: filled before a task is queued
 
-    def write(self, batch: list[Settled]) -> None:
+    def write(self, lanes: list[list[Any]]) -> None:
         """Turn settled tasks into records (digests, error text) and write them as one batch.
 
-        Column by column, with C-level maps where it can: this runs for every task, in a
-        thread that shares the interpreter lock with the event loop.
+        ``lanes``: the ``Plain`` tasks, then the ``Settled`` ones. Column by column, with
+        C-level maps where it can: this runs for every task, in a thread that shares the
+        interpreter lock with the event loop.
         """
+        plain_index, settled = lanes
+        payloads: dict[str, bytes] = {}
+        plain_durations: Sequence[float] = ()
+        if plain_index:
+            assert self.none_payload is not None  # else plain tasks go through settled()
+            payloads[self.none_digest] = self.none_payload
+            plain_durations = list(
+                map(self.durations.__getitem__, map(self.ids.__getitem__, plain_index))
+            )
+        general = self._columns(settled, payloads) if settled else None
+        journal = self.journal
+        assert journal is not None
+        if self.indexed:
+            assert type(journal) is SQLiteJournal
+            journal.record_indexed(
+                self.run_id, (plain_index, plain_durations, self.none_digest), general, payloads
+            )
+            return
+        records: list[TaskRecord] = []
+        if plain_index:
+            n = len(plain_index)
+            columns: Sequence[Iterable[Any]] = (
+                [SUCCEEDED] * n,
+                [1] * n,
+                plain_durations,
+                [None] * n,
+                [self.none_digest] * n,
+                [False] * n,
+                [None] * n,
+            )
+            records += self._full(plain_index, columns)
+        if general is not None:
+            records += self._full(general[0], general[1:])
+        journal.record(self.run_id, records, payloads)
+
+    def _full(self, index: Sequence[int], columns: Sequence[Iterable[Any]]) -> list[TaskRecord]:
+        """``TaskRecord``s from records by plan index (``SQLiteJournal.record_indexed``'s)."""
+        state, attempts, durations, errors, out_digests, reused, notes = columns
+        return list(
+            map(
+                tuple.__new__,
+                repeat(TaskRecord),
+                zip(
+                    map(self.ids.__getitem__, index),
+                    state,
+                    attempts,
+                    durations,
+                    errors,
+                    map(self.codes.__getitem__, index),
+                    map(self.inputs.__getitem__, index),
+                    out_digests,
+                    reused,
+                    notes,
+                    strict=True,
+                ),
+            )
+        )
+
+    def _columns(self, batch: list[Settled], payloads: dict[str, bytes]) -> list[Sequence[Any]]:
+        """Settled tasks as columns of records by plan index; their payloads into ``payloads``."""
         n = len(batch)
         index, states, attempts, durations, errors, payloads_in, notes = zip(*batch, strict=True)
-        ids = self.ids
-        task_ids = list(map(ids.__getitem__, index))
         if states.count(_TASK_SUCCEEDED) == n:
             values: Sequence[str] = [SUCCEEDED] * n
         else:
             values = [s._value_ for s in states]
         if errors.count(None) != n:
             errors = tuple(None if e is None else f"{type(e).__name__}: {e}" for e in errors)
-        payloads: dict[str, bytes] = {}
         none_payload = self.none_payload
         if none_payload is not None and payloads_in.count(none_payload) == n:  # all None
             out_digests: Sequence[str | None] = [self.none_digest] * n
@@ -75,25 +148,7 @@ class BatchRecorder:
             reused: Sequence[bool] = [False] * n
         else:
             out_digests, reused = self._digests(index, payloads_in, payloads)
-        columns = (
-            task_ids,
-            values,
-            attempts,
-            durations,
-            errors,
-            list(map(self.codes.__getitem__, index)),
-            list(map(self.inputs.__getitem__, index)),
-            out_digests,
-            reused,
-            notes,
-        )
-        journal = self.journal
-        if type(journal) is SQLiteJournal:  # stores batches as columns
-            journal.record_columns(self.run_id, columns, payloads)
-        else:
-            assert journal is not None
-            records = list(map(tuple.__new__, repeat(TaskRecord), zip(*columns, strict=True)))
-            journal.record(self.run_id, records, payloads)
+        return [index, values, attempts, durations, errors, out_digests, reused, notes]
 
     def _digests(
         self, index: Sequence[int], payloads_in: Sequence[Any], payloads: dict[str, bytes]
@@ -126,8 +181,26 @@ class BatchRecorder:
         return out_digests, reused
 
 
-# ids, input digests, code digests
-PlanDigests: TypeAlias = tuple[list[str], list[str], list[str]]
+@final
+class PlanDigests:
+    """What every run of a plan shares: task ids, input and code digests (internal)."""
+
+    __slots__ = ("_stored", "codes", "ids", "inputs")
+
+    def __init__(self, ids: list[str], inputs: list[str], codes: list[str]) -> None:
+        self.ids = ids
+        self.inputs = inputs
+        self.codes = codes
+        self._stored: tuple[str, bytes] | None = None
+
+    def stored(self) -> tuple[str, bytes]:
+        """The plan's digest and stored form, for ``SQLiteJournal.begin_planned_run``."""
+        stored = self._stored
+        if stored is None:
+            stored = self._stored = encode_plan((self.ids, self.codes, self.inputs))
+        return stored
+
+
 _plan_lock = threading.Lock()
 _plans: dict[int, tuple[Sequence[Task], PlanDigests]] = {}  # id(order) -> digests, a few
 _PLANS_KEPT: Final = 8
@@ -150,7 +223,7 @@ def plan_digests(order: Sequence[Task], upstreams: Sequence[tuple[int, ...]]) ->
     ]
     fns = [t.fn for t in order]
     by_fn = {id(fn): code_digest(fn) for fn in {id(fn): fn for fn in fns}.values()}
-    digests = (ids, inputs, [by_fn[id(fn)] for fn in fns])
+    digests = PlanDigests(ids, inputs, [by_fn[id(fn)] for fn in fns])
     with _plan_lock:
         _plans[id(order)] = (order, digests)
         while len(_plans) > _PLANS_KEPT:

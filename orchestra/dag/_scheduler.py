@@ -170,7 +170,12 @@ class _Run:
         cancelled = anyio.get_cancelled_exc_class()
         if self.journal is not None:
             self.reuse = await self.journal.start(
-                self.dag, self.run_id, self.order, self.upstreams, outputs=self.remote is None
+                self.dag,
+                self.run_id,
+                self.order,
+                self.upstreams,
+                self.durations,
+                outputs=self.remote is None,
             )
         if self.given_executor is not None:
             self.executor = self.given_executor

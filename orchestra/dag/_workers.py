@@ -52,6 +52,7 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
     settle = run.settle
     idle = run.idle
     journal = run.journal
+    journal_plain = journal.plain if journal is not None else None
     clock = time.perf_counter  # one reading per task: its end, and the slice's check
     snapshot = contextvars.copy_context
     fresh = snapshot()  # this worker's context as it started: the run's base
@@ -84,6 +85,10 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
                     now = clock()
                     durations[tid] = now - started
                     end_failed(run, i, exc)
+                    if journal is not None:
+                        journal.settled(
+                            i, run.states[i], 1, durations[tid], None, run.errors.get(tid)
+                        )
                 except cancelled:
                     durations[tid] = clock() - started
                     end_cancelled(run, i, None)
@@ -94,15 +99,20 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
                     now = clock()
                     durations[tid] = now - started
                     end_fatal(run, i, exc)
+                    if journal is not None:
+                        journal.settled(
+                            i, run.states[i], 1, durations[tid], None, run.errors.get(tid)
+                        )
                 else:
                     outputs[tid] = result
                     now = clock()
                     durations[tid] = now - started
                     settle(i, _SUCCEEDED)
-                    if journal is not None:
-                        journal.succeeded(i, now - started, result)
-                if journal is not None and run.states[i] is not _SUCCEEDED:  # failed
-                    journal.settled(i, run.states[i], 1, durations[tid], None, run.errors.get(tid))
+                    if result is None:
+                        if journal_plain is not None:  # the common case: see RunJournal.plain
+                            journal_plain(i)
+                    elif journal is not None:
+                        journal.settled(i, _SUCCEEDED, 1, now - started, result, None)
                 if idle:  # this worker takes one of the ready tasks itself
                     wake(run, 1)
             else:

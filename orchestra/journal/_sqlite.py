@@ -6,17 +6,27 @@ import atexit
 import marshal
 import os
 import sqlite3
+import sys
 import threading
+from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from itertools import repeat
+from itertools import chain, repeat
 from pathlib import Path
-from typing import Any, Final, final
+from typing import Any, Final, TypeAlias, final
 
 from orchestra._errors import JournalError
+from orchestra.journal._codec import digest
 from orchestra.journal._records import JournaledRun, RunInfo, TaskRecord
 
-__all__ = ["SCHEMA_VERSION", "SQLiteJournal", "acquire_shared", "release_shared"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Plan",
+    "SQLiteJournal",
+    "acquire_shared",
+    "encode_plan",
+    "release_shared",
+]
 
 APPLICATION_ID: Final = 0x4F524348  # "ORCH", in the file header: says the file is ours
 """``PRAGMA application_id`` of an orchestra journal."""
@@ -48,6 +58,17 @@ _MIGRATIONS: list[str] = [
         payload BLOB NOT NULL
     ) WITHOUT ROWID;
     """,
+    # What every run of a plan shares (its task ids, code and input digests, in plan
+    # order) is stored once, keyed by its digest; a run names its plan, and the batches
+    # the scheduler writes hold records by plan index (see ``record_indexed``). Batches
+    # of full records (version 1's, and ``record``'s) stay as they are.
+    """
+    CREATE TABLE plans (
+        digest TEXT PRIMARY KEY,
+        tasks  BLOB NOT NULL
+    ) WITHOUT ROWID;
+    ALTER TABLE runs ADD COLUMN plan TEXT;
+    """,
 ]
 
 SCHEMA_VERSION: Final = len(_MIGRATIONS)
@@ -56,6 +77,22 @@ SCHEMA_VERSION: Final = len(_MIGRATIONS)
 _RUN_COLUMNS: Final = "run_id, dag, started_at, task_count, resumed_from"
 _MARSHAL_VERSION: Final = 4  # read by every Python 3.4+
 _IN_CHUNK: Final = 500  # digests per "IN (...)" query, under every SQLite's variable limit
+_SUCCEEDED: Final = "succeeded"
+# Plan indexes and durations of the common record are stored as little-endian arrays.
+_INDEX: Final = next(code for code in "IL" if array(code).itemsize == 4)
+_SWAP: Final = sys.byteorder != "little"
+_PLANS_KEPT: Final = 4  # plans a journal keeps read
+
+
+Plan: TypeAlias = tuple[Sequence[str], Sequence[str], Sequence[str]]
+"""A plan's task ids, code digests and input digests, in plan order."""
+
+
+def encode_plan(plan: Plan) -> tuple[str, bytes]:
+    """A plan's digest and stored form, for ``begin_planned_run``."""
+    ids, codes, inputs = plan
+    data = marshal.dumps((list(ids), list(codes), list(inputs)), _MARSHAL_VERSION)
+    return digest(data), data
 
 
 @final
@@ -84,6 +121,7 @@ class SQLiteJournal:
         self.path = Path(path)
         self.read_only = read_only
         self._lock = threading.Lock()
+        self._plans: dict[str, Plan] = {}  # plans read (or written) lately, by digest
         self._db = self._open(timeout)
 
     def __repr__(self) -> str:
@@ -199,6 +237,54 @@ class SQLiteJournal:
                 (run.run_id, run.dag, run.started_at, run.task_count, run.resumed_from),
             )
 
+    def begin_planned_run(self, run: RunInfo, plan: tuple[str, bytes]) -> None:
+        """``begin_run``, naming the run's plan (``encode_plan``: stored once per file).
+
+        The scheduler's writer then records the run's tasks by plan index
+        (``record_indexed``), without their ids and digests.
+        """
+        key, data = plan
+        with self._write("record a new run") as db:
+            if db.execute("SELECT 1 FROM plans WHERE digest = ?", (key,)).fetchone() is None:
+                db.execute("INSERT INTO plans VALUES (?, ?)", (key, data))
+            db.execute(
+                f"INSERT OR REPLACE INTO runs ({_RUN_COLUMNS}, plan) VALUES (?, ?, ?, ?, ?, ?)",
+                (run.run_id, run.dag, run.started_at, run.task_count, run.resumed_from, key),
+            )
+
+    def record_indexed(
+        self,
+        run_id: str,
+        plain: tuple[Sequence[int], Sequence[float], str | None],
+        general: Sequence[Sequence[Any]] | None,
+        payloads: Mapping[str, bytes],
+    ) -> None:
+        """``record``, by plan index, for a run begun by ``begin_planned_run``.
+
+        ``plain``: the plan indexes and durations of tasks that SUCCEEDED at their first
+        attempt with the output digest given (stored as two arrays). ``general``: other
+        records, column by column in ``TaskRecord`` field order, a plan index in place of
+        the task id and no code or input digest (8 columns).
+        """
+        index, durations, output = plain
+        indexes = array(_INDEX, index)
+        times = array("d", durations)
+        if _SWAP:
+            indexes.byteswap()
+            times.byteswap()
+        rest: list[Sequence[Any]] | None = None
+        if general is not None:
+            if len(general) != _INDEXED_COLUMNS:
+                raise ValueError(f"a batch has {_INDEXED_COLUMNS} columns, got {len(general)}")
+            rest = list(general)
+        records = marshal.dumps(
+            (output, indexes.tobytes(), times.tobytes(), rest), _MARSHAL_VERSION
+        )
+        with self._write("record tasks") as db:
+            if payloads:
+                db.executemany("INSERT OR IGNORE INTO outputs VALUES (?, ?)", payloads.items())
+            db.execute("INSERT INTO batches (run_id, records) VALUES (?, ?)", (run_id, records))
+
     def record(
         self, run_id: str, tasks: Sequence[TaskRecord], payloads: Mapping[str, bytes]
     ) -> None:
@@ -208,11 +294,7 @@ class SQLiteJournal:
     def record_columns(
         self, run_id: str, columns: Sequence[Sequence[Any]], payloads: Mapping[str, bytes]
     ) -> None:
-        """``record``, given the batch column by column (``TaskRecord`` field order).
-
-        The scheduler's writer builds columns, which is how a batch is stored: this skips
-        making a ``TaskRecord`` per task only to take it apart again.
-        """
+        """``record``, given the batch column by column (``TaskRecord`` field order)."""
         if len(columns) != len(TaskRecord._fields):
             raise ValueError(f"a batch has {len(TaskRecord._fields)} columns, got {len(columns)}")
         records = marshal.dumps(list(columns), _MARSHAL_VERSION)
@@ -225,11 +307,11 @@ class SQLiteJournal:
         """Read a run back with its tasks and payloads; None if there is no such run."""
         with self._lock:
             row = self._db.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
+                f"SELECT {_RUN_COLUMNS}, plan FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
             if row is None:
                 return None
-            tasks = self._tasks(run_id)
+            tasks = self._tasks(run_id, row[-1])
             digests = list({t.output_digest for t in tasks.values() if t.output_digest})
             payloads: dict[str, bytes] = {}
             for k in range(0, len(digests), _IN_CHUNK):
@@ -242,7 +324,7 @@ class SQLiteJournal:
                     ).fetchall()
                 )
         return JournaledRun(
-            info=RunInfo.from_row(row, _counts(tasks)), tasks=tasks, payloads=payloads
+            info=RunInfo.from_row(row[:-1], _counts(tasks)), tasks=tasks, payloads=payloads
         )
 
     def list_runs(self, dag: str | None = None, *, limit: int = 20) -> list[RunInfo]:
@@ -250,21 +332,37 @@ class SQLiteJournal:
         where, args = ("WHERE dag = ?", [dag]) if dag is not None else ("", [])
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs {where} "
+                f"SELECT {_RUN_COLUMNS}, plan FROM runs {where} "
                 "ORDER BY started_at DESC, rowid DESC LIMIT ?",
                 [*args, limit],
             ).fetchall()
-            return [RunInfo.from_row(r, _counts(self._tasks(r[0]))) for r in rows]
+            return [RunInfo.from_row(r[:-1], _counts(self._tasks(r[0], r[-1]))) for r in rows]
 
-    def _tasks(self, run_id: str) -> dict[str, TaskRecord]:
+    def _tasks(self, run_id: str, plan_key: str | None) -> dict[str, TaskRecord]:
         """The run's task records by id, a later record of a task replacing an earlier one."""
         tasks: dict[str, TaskRecord] = {}
+        plan = self._plan(plan_key) if plan_key is not None else None
         for (records,) in self._db.execute(
             "SELECT records FROM batches WHERE run_id = ? ORDER BY seq", (run_id,)
         ):
-            for record in _unmarshal(records):
+            for record in _unmarshal(records, plan):
                 tasks[record[0]] = record
         return tasks
+
+    def _plan(self, key: str) -> Plan:
+        """The plan stored under ``key`` (kept read for the next runs that name it)."""
+        plan = self._plans.get(key)
+        if plan is None:
+            row = self._db.execute("SELECT tasks FROM plans WHERE digest = ?", (key,)).fetchone()
+            if row is None:
+                raise self._error(f"a run names plan {key}, which the file does not hold")
+            plan = marshal.loads(row[0])
+            if not (isinstance(plan, tuple) and len(plan) == 3):
+                raise ValueError("a plan that orchestra did not write")
+            while len(self._plans) >= _PLANS_KEPT:
+                del self._plans[next(iter(self._plans))]
+            self._plans[key] = plan
+        return plan
 
     def close(self) -> None:
         """Close the file."""
@@ -272,13 +370,64 @@ class SQLiteJournal:
             self._db.close()
 
 
-def _unmarshal(data: bytes) -> Iterator[TaskRecord]:
-    """The records of one batch (its columns zipped back into ``TaskRecord`` tuples)."""
-    columns = marshal.loads(data)
-    if not isinstance(columns, list) or len(columns) != len(TaskRecord._fields):
-        raise ValueError("a batch of task records that orchestra did not write")
+_INDEXED_COLUMNS: Final = len(TaskRecord._fields) - 2  # no code or input digest
+
+
+def _unmarshal(data: bytes, plan: Plan | None) -> Iterator[TaskRecord]:
+    """The records of one batch (its columns zipped back into ``TaskRecord`` tuples).
+
+    A batch is a list of ``TaskRecord`` columns (``record``), or a tuple of records by
+    index into the run's plan (``record_indexed``).
+    """
+    stored = marshal.loads(data)
     # tuple.__new__ is TaskRecord._make without its per-record length check
-    return map(tuple.__new__, repeat(TaskRecord), zip(*columns, strict=True))
+    if isinstance(stored, list) and len(stored) == len(TaskRecord._fields):
+        return map(tuple.__new__, repeat(TaskRecord), zip(*stored, strict=True))
+    if plan is None or not (isinstance(stored, tuple) and len(stored) == 4):
+        raise ValueError("a batch of task records that orchestra did not write")
+    ids, codes, inputs = plan
+    output, index_data, time_data, general = stored
+    index = array(_INDEX)
+    index.frombytes(index_data)
+    durations = array("d")
+    durations.frombytes(time_data)
+    if _SWAP:
+        index.byteswap()
+        durations.byteswap()
+    if len(index) != len(durations):
+        raise ValueError("a batch of task records that orchestra did not write")
+    plain = zip(
+        map(ids.__getitem__, index),
+        repeat(_SUCCEEDED),
+        repeat(1),
+        durations,
+        repeat(None),
+        map(codes.__getitem__, index),
+        map(inputs.__getitem__, index),
+        repeat(output),
+        repeat(False),
+        repeat(None),
+    )
+    records = map(tuple.__new__, repeat(TaskRecord), plain)
+    if general is None:
+        return records
+    if len(general) != _INDEXED_COLUMNS:
+        raise ValueError("a batch of task records that orchestra did not write")
+    at, state, attempts, duration, error, out, reused, note = general
+    rest = zip(
+        map(ids.__getitem__, at),
+        state,
+        attempts,
+        duration,
+        error,
+        map(codes.__getitem__, at),
+        map(inputs.__getitem__, at),
+        out,
+        reused,
+        note,
+        strict=True,
+    )
+    return chain(records, map(tuple.__new__, repeat(TaskRecord), rest))
 
 
 def _counts(tasks: dict[str, TaskRecord]) -> dict[str, int]:
