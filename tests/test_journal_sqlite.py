@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import os
+import pickle
 import sqlite3
 import subprocess
 import sys
@@ -133,7 +134,7 @@ class Forwarding:
 
 
 def _outcomes(calls: list[str]) -> DAG:
-    """Each way a task records: in place (None, a value, a failure), retried, never run."""
+    """Each way a task records: in place (None, atoms, a list, a failure), retried, not run."""
 
     def flaky() -> None:
         calls.append("flaky")
@@ -144,6 +145,9 @@ def _outcomes(calls: list[str]) -> DAG:
     for k in range(5):
         dag.add(Task(id=f"none{k}", fn=lambda: None))
     dag.add(Task(id="rows", fn=lambda: [3, 1, 2]))
+    for tid, atom in (("int", 7), ("str", "done"), ("bool", True), ("bytes", b"\x00")):
+        dag.add(Task(id=tid, fn=lambda atom=atom: atom))
+    dag.add(Task(id="long", fn=lambda: "x" * 1000))  # over the tests' cap: not kept
     dag.add(Task(id="bad", fn=lambda rows: 1 / 0, deps=["rows"]))
     dag.add(Task(id="after", fn=lambda bad: bad, deps=["bad"]))
     dag.add(Task(id="flaky", fn=flaky, retries=1))
@@ -151,13 +155,22 @@ def _outcomes(calls: list[str]) -> DAG:
     return dag
 
 
-def test_records_by_plan_index_read_back_as_full_records_do(tmp_path: Path) -> None:
+_CAPPED = PickleSerializer(max_bytes=200)
+_REUSED = {"none0", "none1", "none2", "none3", "none4", "rows", "flaky", "sum"}
+_REUSED |= {"int", "str", "bool", "bytes"}
+
+
+def test_records_by_plan_index_read_back_as_full_records_do(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     # the embedded store keeps a plan's ids and digests once and records tasks by index;
     # a store on the bare protocol gets full records: both read back the same
     indexed_path = tmp_path / "indexed.db"
-    indexed = orchestra.run_sync(_outcomes([]), journal=indexed_path)
+    with caplog.at_level(logging.WARNING, logger="orchestra.journal"):
+        indexed = orchestra.run_sync(_outcomes([]), journal=indexed_path, serializer=_CAPPED)
+    assert "task 'long': output not kept (1018 bytes serialized, over the" in caplog.text
     store = Forwarding(tmp_path / "full.db")
-    full = orchestra.run_sync(_outcomes([]), journal=store)
+    full = orchestra.run_sync(_outcomes([]), journal=store, serializer=_CAPPED)
     with SQLiteJournal(indexed_path) as journal:
         by_index = journal.load_run(indexed.run_id)
     by_record = store.load_run(full.run_id)
@@ -181,10 +194,20 @@ def test_records_by_plan_index_read_back_as_full_records_do(tmp_path: Path) -> N
     assert records["none3"].output_digest == records["flaky"].output_digest is not None
     assert records["bad"].error == "ZeroDivisionError: division by zero"
     assert records["after"][1:3] == ("upstream_failed", 0)
+    assert records["long"][1:3] == ("succeeded", 1)
+    assert records["long"].output_digest is None
+    assert records["long"].note is not None
+    assert "over the journal's cap of 200" in records["long"].note
+    for tid in ("int", "str", "bool", "bytes", "rows"):
+        assert pickle.loads(by_index.payloads[records[tid].output_digest]) == indexed.outputs[tid]
+    assert len({records[t].output_digest for t in ("int", "str", "bool", "bytes")}) == 4
     with closing(sqlite3.connect(indexed_path)) as db:
         assert db.execute("SELECT count(*) FROM plans").fetchone() == (1,)
-    again = orchestra.run_sync(_outcomes([]), journal=indexed_path, resume=indexed.run_id)
-    assert again.reused == {"none0", "none1", "none2", "none3", "none4", "rows", "flaky", "sum"}
+    again = orchestra.run_sync(
+        _outcomes([]), journal=indexed_path, resume=indexed.run_id, serializer=_CAPPED
+    )
+    assert again.reused == _REUSED
+    assert again.outputs == indexed.outputs
     with closing(sqlite3.connect(indexed_path)) as db:  # the second run shares the plan
         assert db.execute("SELECT count(*) FROM plans").fetchone() == (1,)
 
@@ -209,7 +232,7 @@ def _as_version_1(source: Path, target: Path) -> None:
 
 def test_a_version_1_journal_is_migrated_and_its_runs_resume(tmp_path: Path) -> None:
     store = Forwarding(tmp_path / "full.db")
-    first = orchestra.run_sync(_outcomes([]), journal=store)
+    first = orchestra.run_sync(_outcomes([]), journal=store, serializer=_CAPPED)
     expected = store.load_run(first.run_id)
     store.close()
     path = tmp_path / "v1.db"
@@ -219,8 +242,10 @@ def test_a_version_1_journal_is_migrated_and_its_runs_resume(tmp_path: Path) -> 
         SQLiteJournal(path, read_only=True)
     assert _digest(path) == before
     calls: list[str] = []
-    again = orchestra.run_sync(_outcomes(calls), journal=path, resume=first.run_id)
-    assert again.reused == {"none0", "none1", "none2", "none3", "none4", "rows", "flaky", "sum"}
+    again = orchestra.run_sync(
+        _outcomes(calls), journal=path, resume=first.run_id, serializer=_CAPPED
+    )
+    assert again.reused == _REUSED
     assert calls == []  # flaky was reused: its body did not run
     with closing(sqlite3.connect(path)) as db:
         assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
@@ -231,7 +256,7 @@ def test_a_version_1_journal_is_migrated_and_its_runs_resume(tmp_path: Path) -> 
         resumed = journal.load_run(again.run_id)
         assert resumed is not None
         assert resumed.info.resumed_from == first.run_id
-        assert resumed.info.states == {"succeeded": 8, "failed": 1, "upstream_failed": 1}
+        assert resumed.info.states == {"succeeded": 13, "failed": 1, "upstream_failed": 1}
         assert [r.run_id for r in journal.list_runs("outcomes")] == [again.run_id, first.run_id]
 
 

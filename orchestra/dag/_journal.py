@@ -57,6 +57,7 @@ JournalArg: TypeAlias = "str | os.PathLike[str] | Journal"
 """What ``run(journal=...)`` takes: a path (the embedded SQLite journal) or a ``Journal``."""
 
 _ATOMS: Final = frozenset({type(None), bool, int, float, complex, str, bytes})
+_WRITER_SERIALIZES: Final = _ATOMS - {type(None)}  # None's payload is made once per run
 _TASK_SUCCEEDED: Final = TaskState.SUCCEEDED
 _LIST_IDS: Final = 5  # run ids an unknown-run error lists
 
@@ -105,14 +106,22 @@ class RunJournal(BatchRecorder):
         self.codes: list[str] = []
         self.previous: dict[int, tuple[str, bytes]] = {}  # reused: output digest, payload
         self.small: dict[bytes, str] = {}  # digests of small payloads (None, True, 0...)
+        self.stored: set[str] = set()  # digests of the payloads this run's batches stored
         self.writer: BatchWriter | None = None
         self.put: Callable[[Settled], None] = _not_started
         self.plain: Callable[[Plain], None] = _not_started
-        """Queue task ``i``, which SUCCEEDED at its first attempt with output None, its
-        duration in ``durations``: what a worker calls for each such task, so one
-        ``list.append``."""
+        """Queue task ``i``, which SUCCEEDED at its first attempt with output None or of
+        a type in ``atoms``, its duration and output in ``durations`` and ``outputs``:
+        what a worker calls for each such task, so one ``list.append``."""
+        self.atoms: frozenset[type] = (
+            _WRITER_SERIALIZES if type(serializer) is PickleSerializer else frozenset()
+        )
+        """Types of output the writer thread serializes (immutable: what it reads later
+        is what the task returned). Only for the default serializer: one of yours is
+        called on the event loop, as the run goes."""
         self.indexed = False
         self.durations: dict[str, float] = {}
+        self.outputs: dict[str, Any] = {}
         # None, the most common output (tasks run for their effects), serialized once
         try:
             none_payload: bytes | None = serializer.dumps(None)
@@ -132,19 +141,21 @@ class RunJournal(BatchRecorder):
         order: Sequence[Task],
         upstreams: Sequence[tuple[int, ...]],
         durations: dict[str, float],
+        outputs: dict[str, Any],
         *,
-        outputs: bool = True,
+        keep_outputs: bool = True,
     ) -> dict[int, Any]:
         """Open the journal, begin the run; the outputs of the tasks to reuse, by index.
 
-        ``durations``: the run's, by task id, where each task's is set before it is
-        recorded (the writer reads those of ``plain`` tasks there).
+        ``durations``, ``outputs``: the run's, by task id, where each task's are set
+        before it is recorded (the writer reads those of ``plain`` tasks there).
 
-        ``outputs=False`` (an executor whose outputs stay remote): the run's outputs are
+        ``keep_outputs=False`` (an executor whose outputs stay remote): the run's outputs are
         handles, not values, so none is kept and none is reused; states are journaled.
         """
         self.durations = durations
-        if not outputs:
+        self.outputs = outputs
+        if not keep_outputs:
             self.keeps_outputs = False
             if self.resume is not None:
                 logger.warning(
@@ -288,23 +299,8 @@ class RunJournal(BatchRecorder):
 
     def _not_plain(self, i: Plain) -> None:
         """``plain`` when None has no payload (the serializer cannot, or outputs stay remote)."""
-        self.settled(i, _TASK_SUCCEEDED, 1, self.durations[self.ids[i]], None, None)
-
-    def serialize(self, i: int, output: Any) -> tuple[bytes | None, str | None]:
-        """The payload of task ``i``'s output, or None and why it is not kept."""
-        try:
-            payload = self.serializer.dumps(output)
-        except Exception as exc:
-            note = f"output not kept (cannot serialize it: {type(exc).__name__}: {exc})"
-        else:
-            if len(payload) <= self.max_bytes:
-                return payload, None
-            note = (
-                f"output not kept ({len(payload)} bytes serialized, over the "
-                f"journal's cap of {self.max_bytes})"
-            )
-        logger.warning("journal: task %r: %s; it will run again on resume", self.ids[i], note)
-        return None, note
+        tid = self.ids[i]
+        self.settled(i, _TASK_SUCCEEDED, 1, self.durations[tid], self.outputs.get(tid), None)
 
     def reused(self, i: int) -> None:
         """Task ``i`` was reused from the resumed run: record it as such."""

@@ -14,13 +14,14 @@ starts), so comparing their output digests again would compare equal values.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable, Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 
 from orchestra.dag._model import TaskState
-from orchestra.journal import Journal, SQLiteJournal, TaskRecord
+from orchestra.journal import Journal, Serializer, SQLiteJournal, TaskRecord
 from orchestra.journal._codec import code_digest, digest
 from orchestra.journal._sqlite import encode_plan
 
@@ -38,16 +39,20 @@ __all__ = [
     "plan_digests",
 ]
 
+logger: Final = logging.getLogger("orchestra.journal")
+
 SUCCEEDED: Final = "succeeded"
 _TASK_SUCCEEDED: Final = TaskState.SUCCEEDED
 REUSED: Final = object()  # in place of a payload: the resumed run's record holds it
 NO_INPUTS: Final = digest(b"")
+_SMALL: Final = 64  # bytes: payloads this small have their digests kept, by payload
 
 # One settled task on its way to the writer: index, state, attempts, duration, error,
 # payload (bytes, None or REUSED), note. Text and digests are made in the writer thread.
 Settled: TypeAlias = tuple[int, TaskState, int, float, "BaseException | None", Any, "str | None"]
 # The common case, on a lane of its own: a task that SUCCEEDED at its first attempt and
-# returned None, by index (its duration is read from the run's ``durations``).
+# returned None (or an atom the writer may serialize: ``RunJournal.atoms``), by index:
+# its duration and output are read from the run's ``durations`` and ``outputs``.
 Plain: TypeAlias = int
 
 
@@ -61,10 +66,30 @@ class BatchRecorder:
     inputs: list[str]  # per task: its input digest
     previous: dict[int, tuple[str, bytes]]  # reused: output digest, payload
     small: dict[bytes, str]  # digests of small payloads (None, True, 0...)
+    stored: set[str]  # digests of the payloads this run's batches stored
     none_payload: bytes | None
     none_digest: str
     indexed: bool  # the journal stores records by plan index (``record_indexed``)
     durations: dict[str, float]  # the run's, by task id: filled before a task is queued
+    outputs: dict[str, Any]  # the run's, by task id: filled before a task is queued
+    serializer: Serializer
+    max_bytes: int
+
+    def serialize(self, i: int, output: Any) -> tuple[bytes | None, str | None]:
+        """The payload of task ``i``'s output, or None and why it is not kept."""
+        try:
+            payload = self.serializer.dumps(output)
+        except Exception as exc:
+            note = f"output not kept (cannot serialize it: {type(exc).__name__}: {exc})"
+        else:
+            if len(payload) <= self.max_bytes:
+                return payload, None
+            note = (
+                f"output not kept ({len(payload)} bytes serialized, over the "
+                f"journal's cap of {self.max_bytes})"
+            )
+        logger.warning("journal: task %r: %s; it will run again on resume", self.ids[i], note)
+        return None, note
 
     def write(self, lanes: list[list[Any]]) -> None:
         """Turn settled tasks into records (digests, error text) and write them as one batch.
@@ -75,38 +100,73 @@ class BatchRecorder:
         """
         plain_index, settled = lanes
         payloads: dict[str, bytes] = {}
-        plain_durations: Sequence[float] = ()
-        if plain_index:
-            assert self.none_payload is not None  # else plain tasks go through settled()
-            payloads[self.none_digest] = self.none_payload
-            plain_durations = list(
-                map(self.durations.__getitem__, map(self.ids.__getitem__, plain_index))
-            )
+        plain = self._plain(plain_index, settled, payloads) if plain_index else None
         general = self._columns(settled, payloads) if settled else None
+        stored = self.stored
+        for known in payloads.keys() & stored:  # by an earlier batch of this run
+            del payloads[known]
         journal = self.journal
         assert journal is not None
         if self.indexed:
             assert type(journal) is SQLiteJournal
-            journal.record_indexed(
-                self.run_id, (plain_index, plain_durations, self.none_digest), general, payloads
-            )
+            journal.record_indexed(self.run_id, plain or ((), (), None), general, payloads)
+            stored.update(payloads)
             return
         records: list[TaskRecord] = []
-        if plain_index:
-            n = len(plain_index)
+        if plain is not None:
+            index, durations, outputs = plain
+            n = len(index)
             columns: Sequence[Iterable[Any]] = (
                 [SUCCEEDED] * n,
                 [1] * n,
-                plain_durations,
+                durations,
                 [None] * n,
-                [self.none_digest] * n,
+                [outputs] * n if isinstance(outputs, str) else outputs,
                 [False] * n,
                 [None] * n,
             )
-            records += self._full(plain_index, columns)
+            records += self._full(index, columns)
         if general is not None:
             records += self._full(general[0], general[1:])
         journal.record(self.run_id, records, payloads)
+        stored.update(payloads)
+
+    def _plain(
+        self, index: list[int], settled: list[Settled], payloads: dict[str, bytes]
+    ) -> tuple[list[int], list[float], str | list[str]]:
+        """``Plain`` tasks' indexes, durations and output digests (one, if all are None).
+
+        Their outputs (None, or atoms the writer may serialize) and durations are read
+        from the run's. An output that cannot be kept (over the cap) makes its task a
+        ``Settled`` one, with the reason, in ``settled``.
+        """
+        tids = list(map(self.ids.__getitem__, index))
+        durations = list(map(self.durations.__getitem__, tids))
+        values = list(map(self.outputs.get, tids))
+        none_digest = self.none_digest
+        nones = values.count(None)
+        if nones:
+            assert self.none_payload is not None  # else no task is Plain
+            payloads[none_digest] = self.none_payload
+            if nones == len(values):
+                return index, durations, none_digest
+        digests: list[str] = []
+        dropped: list[int] = []
+        for k, value in enumerate(values):
+            if value is None:
+                digests.append(none_digest)
+                continue
+            payload, note = self.serialize(index[k], value)
+            if payload is None:
+                settled.append((index[k], _TASK_SUCCEEDED, 1, durations[k], None, None, note))
+                dropped.append(k)
+                continue
+            digests.append(out := self._digest(payload))
+            payloads[out] = payload
+        if dropped:
+            for k in reversed(dropped):
+                del index[k], durations[k]
+        return index, durations, digests
 
     def _full(self, index: Sequence[int], columns: Sequence[Iterable[Any]]) -> list[TaskRecord]:
         """``TaskRecord``s from records by plan index (``SQLiteJournal.record_indexed``'s)."""
@@ -154,7 +214,6 @@ class BatchRecorder:
         self, index: Sequence[int], payloads_in: Sequence[Any], payloads: dict[str, bytes]
     ) -> tuple[list[str | None], list[bool]]:
         """Output digests and reused flags of a batch; its payloads go into ``payloads``."""
-        small = self.small
         none_payload = self.none_payload
         none_digest = self.none_digest
         out_digests: list[str | None] = []
@@ -168,17 +227,22 @@ class BatchRecorder:
             elif payload is REUSED:
                 out_digest, payload = self.previous[i]
                 was_reused = True
-            elif len(payload) <= 64:
-                out_digest = small.get(payload)
-                if out_digest is None:
-                    out_digest = small[payload] = digest(payload)
             else:
-                out_digest = digest(payload)
+                out_digest = self._digest(payload)
             if out_digest is not None:
                 payloads[out_digest] = payload
             out_digests.append(out_digest)
             reused.append(was_reused)
         return out_digests, reused
+
+    def _digest(self, payload: bytes) -> str:
+        """The digest of ``payload`` (those of small ones, often alike, are kept)."""
+        if len(payload) > _SMALL:
+            return digest(payload)
+        found = self.small.get(payload)
+        if found is None:
+            found = self.small[payload] = digest(payload)
+        return found
 
 
 @final

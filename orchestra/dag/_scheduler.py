@@ -175,7 +175,8 @@ class _Run:
                 self.order,
                 self.upstreams,
                 self.durations,
-                outputs=self.remote is None,
+                self.outputs,
+                keep_outputs=self.remote is None,
             )
         if self.given_executor is not None:
             self.executor = self.given_executor

@@ -52,7 +52,8 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
     settle = run.settle
     idle = run.idle
     journal = run.journal
-    journal_plain = journal.plain if journal is not None else None
+    journal_plain = journal.plain if journal is not None else _unjournaled
+    journal_atoms = journal.atoms if journal is not None else frozenset()
     clock = time.perf_counter  # one reading per task: its end, and the slice's check
     snapshot = contextvars.copy_context
     fresh = snapshot()  # this worker's context as it started: the run's base
@@ -108,11 +109,11 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
                     now = clock()
                     durations[tid] = now - started
                     settle(i, _SUCCEEDED)
-                    if result is None:
-                        if journal_plain is not None:  # the common case: see RunJournal.plain
-                            journal_plain(i)
-                    elif journal is not None:
-                        journal.settled(i, _SUCCEEDED, 1, now - started, result, None)
+                    if journal is not None:
+                        if result is None or type(result) in journal_atoms:
+                            journal_plain(i)  # the common case: see RunJournal.plain
+                        else:
+                            journal.settled(i, _SUCCEEDED, 1, now - started, result, None)
                 if idle:  # this worker takes one of the ready tasks itself
                     wake(run, 1)
             else:
@@ -136,6 +137,10 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
             idle.append(event)
             await event.wait()
             now = clock()
+
+
+def _unjournaled(i: int) -> None:
+    """``RunJournal.plain`` of a run without a journal: never called."""
 
 
 def wake(run: _Run, taking: int) -> None:

@@ -219,11 +219,15 @@ class SQLiteJournal:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @contextmanager
-    def _write(self, what: str) -> Iterator[sqlite3.Connection]:
+    def _write(self, what: str, *, statements: int = 2) -> Iterator[sqlite3.Connection]:
+        """A write transaction; one statement alone is one by itself (autocommit)."""
         with self._lock:
             try:
-                with _transaction(self._db):
+                if statements == 1:
                     yield self._db
+                else:
+                    with _transaction(self._db):
+                        yield self._db
             except sqlite3.Error as exc:
                 raise self._error(f"cannot {what} ({exc})") from exc
 
@@ -255,18 +259,23 @@ class SQLiteJournal:
     def record_indexed(
         self,
         run_id: str,
-        plain: tuple[Sequence[int], Sequence[float], str | None],
+        plain: tuple[Sequence[int], Sequence[float], str | Sequence[str] | None],
         general: Sequence[Sequence[Any]] | None,
         payloads: Mapping[str, bytes],
     ) -> None:
         """``record``, by plan index, for a run begun by ``begin_planned_run``.
 
         ``plain``: the plan indexes and durations of tasks that SUCCEEDED at their first
-        attempt with the output digest given (stored as two arrays). ``general``: other
+        attempt (stored as two arrays), and their output digests: one for all, or one
+        each. ``general``: other
         records, column by column in ``TaskRecord`` field order, a plan index in place of
         the task id and no code or input digest (8 columns).
         """
         index, durations, output = plain
+        if not (output is None or isinstance(output, str)):
+            if len(output) != len(index):
+                raise ValueError(f"{len(index)} plain tasks with {len(output)} output digests")
+            output = list(output)
         indexes = array(_INDEX, index)
         times = array("d", durations)
         if _SWAP:
@@ -280,7 +289,15 @@ class SQLiteJournal:
         records = marshal.dumps(
             (output, indexes.tobytes(), times.tobytes(), rest), _MARSHAL_VERSION
         )
-        with self._write("record tasks") as db:
+        self._insert(run_id, records, payloads)
+
+    def _insert(self, run_id: str, records: bytes, payloads: Mapping[str, bytes]) -> None:
+        """Store one batch and its payloads, all or none.
+
+        A batch without payloads is one statement, with no transaction around it: a
+        round trip into SQLite costs the writer thread the interpreter lock each time.
+        """
+        with self._write("record tasks", statements=2 if payloads else 1) as db:
             if payloads:
                 db.executemany("INSERT OR IGNORE INTO outputs VALUES (?, ?)", payloads.items())
             db.execute("INSERT INTO batches (run_id, records) VALUES (?, ?)", (run_id, records))
@@ -297,11 +314,7 @@ class SQLiteJournal:
         """``record``, given the batch column by column (``TaskRecord`` field order)."""
         if len(columns) != len(TaskRecord._fields):
             raise ValueError(f"a batch has {len(TaskRecord._fields)} columns, got {len(columns)}")
-        records = marshal.dumps(list(columns), _MARSHAL_VERSION)
-        with self._write("record tasks") as db:
-            if payloads:
-                db.executemany("INSERT OR IGNORE INTO outputs VALUES (?, ?)", payloads.items())
-            db.execute("INSERT INTO batches (run_id, records) VALUES (?, ?)", (run_id, records))
+        self._insert(run_id, marshal.dumps(list(columns), _MARSHAL_VERSION), payloads)
 
     def load_run(self, run_id: str) -> JournaledRun | None:
         """Read a run back with its tasks and payloads; None if there is no such run."""
@@ -396,6 +409,8 @@ def _unmarshal(data: bytes, plan: Plan | None) -> Iterator[TaskRecord]:
         durations.byteswap()
     if len(index) != len(durations):
         raise ValueError("a batch of task records that orchestra did not write")
+    if not (output is None or isinstance(output, str) or len(output) == len(index)):
+        raise ValueError("a batch of task records that orchestra did not write")
     plain = zip(
         map(ids.__getitem__, index),
         repeat(_SUCCEEDED),
@@ -404,7 +419,7 @@ def _unmarshal(data: bytes, plan: Plan | None) -> Iterator[TaskRecord]:
         repeat(None),
         map(codes.__getitem__, index),
         map(inputs.__getitem__, index),
-        repeat(output),
+        repeat(output) if output is None or isinstance(output, str) else output,
         repeat(False),
         repeat(None),
     )
