@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orchestra.skills import HookOutcome, HookRegistry, load
+from orchestra.skills._hook import utc_timestamp
 
 pytestmark = pytest.mark.anyio
 
@@ -73,6 +79,24 @@ async def test_stdin_carries_payload_and_common_fields_and_env_is_exported(
     assert env["ORCHESTRA_EVENT"] == "PreToolUse"
     assert env["ORCHESTRA_PROJECT_DIR"] == str(tmp_path)
     assert "ORCHESTRA_EVENT" not in os.environ
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    nanoseconds=st.integers(min_value=0, max_value=4_102_444_800 * 10**9)
+    | st.integers(min_value=1_700_000_000, max_value=1_700_000_002).map(lambda s: s * 10**9),
+    later=st.integers(min_value=0, max_value=3 * 10**9),
+)
+def test_the_timestamp_is_written_as_datetime_writes_it(nanoseconds: int, later: int) -> None:
+    # utc_timestamp formats the date and time of day once per second: any two instants in
+    # turn (the same second, the next one, a whole second) read as datetime writes them.
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    for ns in (nanoseconds, nanoseconds + later):
+        with mock.patch.object(time, "time_ns", return_value=ns):
+            written = utc_timestamp()
+        assert written == (epoch + datetime.timedelta(microseconds=ns // 1000)).isoformat()
+    before = datetime.datetime.now(datetime.UTC).isoformat()
+    assert before <= utc_timestamp() <= datetime.datetime.now(datetime.UTC).isoformat()
 
 
 async def test_payload_is_data_only_never_shell(tmp_path: Path) -> None:

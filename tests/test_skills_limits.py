@@ -83,6 +83,28 @@ async def test_max_parallel_hooks_is_the_registry_s_own(tmp_path: Path) -> None:
         HookRegistry(max_parallel_hooks=0)
 
 
+def test_each_thread_s_event_loops_have_their_own_slots(tmp_path: Path) -> None:
+    # A guarded sync tool fires in an event loop of its own per call, in whatever thread
+    # calls it: loops one after the other in a thread share its slots, loops of other
+    # threads have their own (an anyio primitive serves only the loop that waits on it).
+    log = tmp_path / "log"
+    reg = registry(tmp_path, f"echo + >> {log}; sleep 0.05; echo - >> {log}", max_parallel_hooks=2)
+    outcomes: list[HookOutcome] = []
+
+    def in_turn(backend: str) -> None:
+        for _ in range(2):
+            outcomes.extend(anyio.run(fire_many, reg, 4, backend=backend))
+
+    threads = [threading.Thread(target=in_turn, args=(b,)) for b in ("asyncio", "trio")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert [o.errors for o in outcomes] == [()] * 16
+    assert len(log.read_text().split()) == 32
+    assert 2 <= most_at_once(log) <= 4  # two per thread at most
+
+
 async def test_no_thread_is_needed_to_run_hooks(
     tmp_path: Path, leaks: LeakCheck, monkeypatch: pytest.MonkeyPatch
 ) -> None:

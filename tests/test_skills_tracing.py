@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import orchestra.tracing as ot
-from orchestra import ToolDenied
-from orchestra.skills import load
+from orchestra import DAG, ToolDenied, run
+from orchestra.skills import HookRegistry, PermissionHook, load
 
 pytestmark = pytest.mark.anyio
 
@@ -58,3 +60,36 @@ async def test_hook_error_is_recorded_on_its_span(
     assert span.attributes is not None
     assert span.attributes[ot.ATTR_ERROR_TYPE] == "HookRunError"
     assert not span.status.is_ok
+
+
+async def test_fire_follows_the_tracing_switch(
+    spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fire does not read the environment per event: it takes get_tracer()'s last answer,
+    # taken again after each change through orchestra.tracing and at each run.
+    registry = HookRegistry([PermissionHook(event="PreToolUse", decision="allow")])
+
+    async def fired() -> int:
+        await registry.fire("PreToolUse", {"tool_name": "Bash"})
+        return len(spans.get_finished_spans())
+
+    assert await fired() == 1
+    ot.set_enabled(False)
+    assert await fired() == 1
+    ot.set_enabled(None)
+    assert await fired() == 2
+    ot.set_tracer_provider(None)  # the global provider: the API's proxy, records nothing
+    assert await fired() == 2
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    ot.set_tracer_provider(provider)
+    assert await fired() == 3
+    monkeypatch.setenv(ot.ENV_TRACING, "off")
+    dag = DAG("switch")
+    dag.task(lambda: 1, id="a")
+    await run(dag)  # asks get_tracer(), which reads the environment
+    assert await fired() == 3
+    monkeypatch.delenv(ot.ENV_TRACING)
+    assert ot.get_tracer() is not None
+    assert await fired() == 4
+    provider.shutdown()

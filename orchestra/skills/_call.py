@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any, Final
 
 import anyio
@@ -38,7 +38,7 @@ _RUNNER_GRACE: Final = 5.0
 _REASON_CHARS: Final = 256
 
 
-async def call_hook(
+def call_hook(
     hook: HookSpec,
     data: Mapping[str, Any],
     project_dir: str,
@@ -47,8 +47,8 @@ async def call_hook(
     body: bytes | None = None,
     judge: Judge | None = None,
     processes: HookProcesses | None = None,
-) -> HookRecord:
-    """Run ``hook`` once for the event ``data`` and record what it did.
+) -> Coroutine[Any, Any, HookRecord]:
+    """Run ``hook`` once for the event ``data`` and record what it did (to be awaited).
 
     Args:
         hook: the hook.
@@ -60,8 +60,22 @@ async def call_hook(
         judge: the registry's judge, for hooks that ask a model.
         processes: the registry's persistent hook processes.
     """
-    if tracer is None:
-        return await _attempt(hook, HookCall(hook.event, data, project_dir, body, judge, processes))
+    if tracer is None:  # the attempt's own coroutine, not one more around it
+        return _attempt(hook, HookCall(hook.event, data, project_dir, body, judge, processes))
+    return _traced(hook, data, project_dir, tracer, subject, body, judge, processes)
+
+
+async def _traced(
+    hook: HookSpec,
+    data: Mapping[str, Any],
+    project_dir: str,
+    tracer: Tracer,
+    subject: str | None,
+    body: bytes | None,
+    judge: Judge | None,
+    processes: HookProcesses | None,
+) -> HookRecord:
+    """``_attempt`` in a ``hook {event}`` span, current while the hook runs."""
     with hook_span(
         tracer,
         hook.event,
@@ -98,7 +112,7 @@ async def _attempt(hook: HookSpec, call: HookCall) -> HookRecord:
     except Exception as exc:  # a hook never crashes the caller; its error is recorded
         error = HookRunError(f"{type(exc).__name__}: {exc}", summary=type(exc).__name__)
     else:
-        broken = hook.phase_error(result)
+        broken = hook.phase_error(result) if hook.phase is not None else None
         if broken is None:
             duration = time.perf_counter() - started
             return HookRecord(hook, result, None, result.exit_code, result.stderr, duration)

@@ -17,7 +17,7 @@ from opentelemetry.trace import Tracer
 from orchestra.skills._catalog import EventSpec
 from orchestra.skills._hook import HookSpec, event_json
 from orchestra.skills._outcome import Combiner, HookOutcome, HookRecord
-from orchestra.tracing import get_tracer
+from orchestra.tracing._engine import last_tracer
 
 __all__ = ["RunHook", "background", "in_phase_order", "matching_hooks", "run_hooks", "subject_of"]
 
@@ -41,9 +41,13 @@ async def run_hooks(
     """Run the hooks that matched an event, with ``run``, and combine their answers."""
     field = spec.input_field
     current = payload.get(field) if field else None
-    combiner = Combiner(spec, current if isinstance(current, Mapping) else None)
-    tracer = get_tracer()
-    if spec.can_block or spec.can_modify or len(hooks) == 1:
+    if current is not None and type(current) is not dict and not isinstance(current, Mapping):
+        current = None
+    combiner = Combiner(spec, current)
+    tracer = last_tracer()
+    if len(hooks) == 1:  # the most common case: no guard to run again, nothing to gather
+        combiner.add(await run(hooks[0], data, tracer, subject, None))
+    elif spec.can_block or spec.can_modify:
         await _chain(hooks, data, combiner, tracer, subject, run)
     else:
         records: list[HookRecord | None] = [None] * len(hooks)
@@ -121,10 +125,13 @@ def in_phase_order(hooks: Iterable[HookSpec]) -> tuple[HookSpec, ...]:
 
 def subject_of(spec: EventSpec, payload: Mapping[str, Any]) -> str | None:
     """What the event's matchers are matched against: its matcher field, as a string."""
-    raw = payload.get(spec.matcher_field) if spec.matcher_field else None
-    return None if raw is None else str(raw)
+    field = spec.matcher_field
+    raw = payload.get(field) if field else None
+    return raw if raw is None or type(raw) is str else str(raw)
 
 
 def matching_hooks(hooks: Sequence[HookSpec], subject: str | None) -> tuple[HookSpec, ...]:
     """The hooks whose matcher matches ``subject``, in order."""
+    if len(hooks) == 1:  # the most common case, without a generator
+        return tuple(hooks) if hooks[0].matches(subject) else ()
     return tuple(hook for hook in hooks if hook.matches(subject))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
 
@@ -311,9 +312,41 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+# One encoder for every event (``json.dumps`` with options makes one per call).
+_ENCODE: Final = json.JSONEncoder(default=_json_default, ensure_ascii=True).encode
+
+
 def event_json(data: Mapping[str, Any]) -> bytes:
     """The event as JSON bytes, the way hooks get it (ASCII-only, any value stringified)."""
-    return json.dumps(data, default=_json_default, ensure_ascii=True).encode("ascii")
+    return _ENCODE(data).encode("ascii")
+
+
+# The start of the second of the last timestamp (microseconds since the epoch), and its
+# ISO text without the fraction and the offset (none yet: a start no time is in); the
+# digits of 0 to 999, three each.
+_second: tuple[int, str] = (1 << 62, "")
+_DIGITS: Final = tuple(f"{i:03d}" for i in range(1000))
+
+
+def utc_timestamp() -> str:
+    """Now, as ``datetime.datetime.now(datetime.UTC).isoformat()`` writes it.
+
+    The date and time of day are formatted once per second; within it, only the
+    microseconds are written.
+    """
+    global _second  # a one-entry cache, replaced whole (safe across threads)
+    micros = time.time_ns() // 1000
+    start, text = _second
+    fraction = micros - start
+    if not 0 <= fraction < 1_000_000:
+        fraction = micros % 1_000_000
+        start = micros - fraction
+        moment = datetime.datetime.fromtimestamp(start // 1_000_000, datetime.UTC)
+        text = moment.replace(tzinfo=None).isoformat()
+        _second = (start, text)
+    if not fraction:
+        return f"{text}+00:00"
+    return f"{text}.{_DIGITS[fraction // 1000]}{_DIGITS[fraction % 1000]}+00:00"
 
 
 def event_data(
@@ -323,7 +356,7 @@ def event_data(
     return {
         "session_id": session_id,
         "cwd": project_dir,
-        "timestamp": datetime.datetime.now(datetime.UTC).isoformat(),
+        "timestamp": utc_timestamp(),
         **payload,
         "hook_event_name": event,
         "event": event,  # the echo-agent seed's spelling of hook_event_name

@@ -31,8 +31,11 @@ HookDecision: TypeAlias = Literal["allow", "deny", "ask"]
 """The decision of a fired event."""
 
 
+# HookRecord and HookOutcome are made on every fire: frozen without slots, attrs writes
+# their fields straight into the instance's __dict__, which costs half of what a slotted
+# frozen instance's object.__setattr__ per field does.
 @final
-@attrs.frozen
+@attrs.frozen(slots=False)
 class HookRecord:
     """What one hook did during a ``fire``: its result or error, and how long it took.
 
@@ -61,7 +64,7 @@ class HookRecord:
 
 
 @final
-@attrs.frozen
+@attrs.frozen(slots=False)
 class HookOutcome:
     """The combined answer of the hooks of one fired event.
 
@@ -103,30 +106,55 @@ class HookOutcome:
     @property
     def errors(self) -> tuple[HookRecord, ...]:
         """The records of the hooks that failed (crashed, timed out, bad output)."""
-        return tuple(record for record in self.records if record.error is not None)
+        records = self.records
+        if len(records) == 1:  # the most common case, without a generator
+            return records if records[0].error is not None else ()
+        return tuple(record for record in records if record.error is not None)
 
 
 EMPTY: Final = HookOutcome()
 """The outcome of an event that ran no hook (shared: no allocation)."""
 
 
-@attrs.define
+@final
 class Combiner:
-    """Folds hook results into an outcome, in config order."""
+    """Folds hook results into an outcome, in config order.
 
-    spec: EventSpec
-    input: Mapping[str, Any] | None
-    modified: bool = False
-    blocked_by: tuple[str | None, str] | None = None
-    asked: tuple[str | None, str] | None = None
-    allowed: tuple[str | None, str] | None = None
-    messages: list[str] = attrs.field(factory=list)
-    stop: bool = False
-    stop_reason: str | None = None
-    records: list[HookRecord] = attrs.field(factory=list)
-    system_messages: list[str] = attrs.field(factory=list)
-    output: Any = None
-    retry: bool = False
+    Args:
+        spec: the event.
+        input: the event's input (e.g. a tool's arguments), as the hooks may modify it.
+    """
+
+    __slots__ = (
+        "allowed",
+        "asked",
+        "blocked_by",
+        "input",
+        "messages",
+        "modified",
+        "output",
+        "records",
+        "retry",
+        "spec",
+        "stop",
+        "stop_reason",
+        "system_messages",
+    )
+
+    def __init__(self, spec: EventSpec, input: Mapping[str, Any] | None) -> None:
+        self.spec = spec
+        self.input = input
+        self.modified = False
+        self.blocked_by: tuple[str | None, str] | None = None
+        self.asked: tuple[str | None, str] | None = None
+        self.allowed: tuple[str | None, str] | None = None
+        self.messages: list[str] = []
+        self.stop = False
+        self.stop_reason: str | None = None
+        self.records: list[HookRecord] = []
+        self.system_messages: list[str] = []
+        self.output: Any = None
+        self.retry = False
 
     def add(self, record: HookRecord) -> bool:
         """Count one hook's record; return True when it ends the chain."""
@@ -139,31 +167,34 @@ class Combiner:
             self.records.append(attrs.evolve(record, note="error ignored (on_error: continue)"))
             return False
         note: str | None = None
-        self.messages.extend(result.messages)
+        if result.messages:
+            self.messages.extend(result.messages)
         if result.system_message:
             self.system_messages.append(result.system_message)
         if result.output is not None:
             self.output = result.output
-        self.retry = self.retry or result.retry
+        if result.retry:
+            self.retry = True
         if result.stop and not self.stop:
             self.stop, self.stop_reason = True, result.stop_reason
-        reason = result.reason.strip() if result.reason else None
         verdict = result.decision
-        if verdict in ("deny", "block"):
-            if spec.can_block:
-                self.blocked_by = (reason or None, hook.source)
-                self.records.append(record)
-                return True
-            note = f"{verdict} ignored: {spec.name} cannot block"
-            if reason:
-                self.messages.append(reason)
-        elif verdict == "ask":
-            if not spec.can_block:
-                note = f"ask ignored: {spec.name} cannot block"
-            elif self.asked is None:
-                self.asked = (reason or None, hook.source)
-        elif verdict == "allow" and self.allowed is None and spec.can_block:
-            self.allowed = (reason or None, hook.source)
+        if verdict is not None:
+            reason = result.reason.strip() if result.reason else None
+            if verdict in ("deny", "block"):
+                if spec.can_block:
+                    self.blocked_by = (reason or None, hook.source)
+                    self.records.append(record)
+                    return True
+                note = f"{verdict} ignored: {spec.name} cannot block"
+                if reason:
+                    self.messages.append(reason)
+            elif verdict == "ask":
+                if not spec.can_block:
+                    note = f"ask ignored: {spec.name} cannot block"
+                elif self.asked is None:
+                    self.asked = (reason or None, hook.source)
+            elif self.allowed is None and spec.can_block:  # allow
+                self.allowed = (reason or None, hook.source)
         if result.modified_input is not None:
             if spec.can_modify:
                 self.input = dict(result.modified_input)
@@ -184,17 +215,18 @@ class Combiner:
             decision, (reason, source) = "ask", self.asked
         elif self.allowed is not None:
             decision, (reason, source) = "allow", self.allowed
+        blocked = self.blocked_by is not None
         return HookOutcome(
-            decision=decision,
-            blocked=self.blocked_by is not None,
-            reason=reason,
-            modified_input=self.input if self.modified and self.blocked_by is None else None,
-            messages=tuple(self.messages),
-            decided_by=source,
-            stop=self.stop,
-            stop_reason=self.stop_reason,
-            records=tuple(self.records),
-            system_message="\n".join(self.system_messages) or None,
-            output=None if self.blocked_by is not None else self.output,
-            retry=self.retry,
+            decision,
+            blocked,
+            reason,
+            self.input if self.modified and not blocked else None,
+            tuple(self.messages) if self.messages else (),
+            source,
+            self.stop,
+            self.stop_reason,
+            tuple(self.records),
+            "\n".join(self.system_messages) or None if self.system_messages else None,
+            None if blocked else self.output,
+            self.retry,
         )

@@ -181,15 +181,13 @@ class PythonHook(HookSpec):
             raise HookRunError(
                 f"{type(exc).__name__}: {exc}", stderr=traceback.format_exc()
             ) from exc
-        return _result(answer, self.callable)
+        return _NO_OPINION if answer is None else _result(answer, self.callable)
 
 
 _NO_OPINION: Final = HookResult()
 
 
 def _result(answer: object, reference: str) -> HookResult:
-    if answer is None:
-        return _NO_OPINION
     if isinstance(answer, HookResult):
         return answer
     if isinstance(answer, Mapping):

@@ -25,16 +25,14 @@ messages, and a ``modified_input`` is ignored; both are noted in the hook's reco
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
-from weakref import WeakKeyDictionary
 
-import anyio
-from anyio.lowlevel import RunVar
 from opentelemetry.trace import Tracer
 
 from orchestra._errors import ConfigError, did_you_mean
@@ -56,14 +54,12 @@ from orchestra.skills._judge import Judge, supports_agent
 from orchestra.skills._load import load_hooks
 from orchestra.skills._outcome import EMPTY, HookOutcome, HookRecord
 from orchestra.skills._persistent import HookProcesses
+from orchestra.skills._waiters import Gate
 
 __all__ = ["DEFAULT_MAX_PARALLEL_HOOKS", "HookRegistry", "load"]
 
 DEFAULT_MAX_PARALLEL_HOOKS: Final = 32
 """How many hook processes or requests a registry runs at once by default."""
-# A registry's slots, per event loop: anyio's primitives belong to the loop that made them,
-# and one registry may serve several loops (a guarded sync tool runs one per call).
-_SLOTS: RunVar[WeakKeyDictionary[HookRegistry, anyio.Semaphore]] = RunVar("orchestra_hook_slots")
 
 
 class HookRegistry:
@@ -138,6 +134,13 @@ class HookRegistry:
             name: in_phase_order(hook for hook in self.hooks if hook.event == name)
             for name in EVENTS
         }
+        # The events that have hooks: (the event, its hooks, whether one runs only once).
+        self._firing: dict[str, tuple[EventSpec, tuple[HookSpec, ...], bool]] = {
+            name: (EVENTS[name], hooks, any(hook.once for hook in hooks))
+            for name, hooks in self._by_event.items()
+            if hooks
+        }
+        self._slots = threading.local()  # a Gate per thread: see _slot()
         self._processes = HookProcesses()
 
     def __repr__(self) -> str:
@@ -264,56 +267,74 @@ class HookRegistry:
             ValueError: for an event the catalog does not know.
         """
         try:
-            hooks = self._by_event[event]
+            spec, hooks, once = self._firing[event]
         except KeyError:
-            raise _unknown_event(event) from None
-        if not hooks:
-            return EMPTY
-        return await self._fire(EVENTS[event], hooks, payload or {})
-
-    async def _fire(
-        self, spec: EventSpec, hooks: Sequence[HookSpec], payload: Mapping[str, Any]
-    ) -> HookOutcome:
+            if event not in EVENTS:
+                raise _unknown_event(event) from None
+            return EMPTY  # no hooks for it
+        if payload is None:
+            payload = {}
         subject = subject_of(spec, payload)
         matching = matching_hooks(hooks, subject)
-        if any(hook.once for hook in matching):
+        if once:
             matching = tuple(h for h in matching if not (h.once and id(h) in self._ran_once))
             self._ran_once.update(id(h) for h in matching if h.once)
         if not matching:
             return EMPTY
-        data = event_data(spec.name, payload, self.session_id, self.project_dir)
+        data = event_data(event, payload, self.session_id, self.project_dir)
         return await run_hooks(spec, matching, payload, data, subject, self._run)
 
-    async def _run(
+    def _run(
         self,
         hook: HookSpec,
         data: Mapping[str, Any],
         tracer: Tracer | None,
         subject: str | None,
         body: bytes | None = None,
+    ) -> Coroutine[Any, Any, HookRecord]:
+        """Run one hook (see ``RunHook``): in a slot if it is a process or a request."""
+        if hook.external or hook.background:
+            return self._run_in_slot(hook, data, tracer, subject, body)
+        # in-process: the hook's own coroutine, not one more around it
+        return call_hook(
+            hook, data, self.project_dir, tracer, subject, body, self.judge, self._processes
+        )
+
+    async def _run_in_slot(
+        self,
+        hook: HookSpec,
+        data: Mapping[str, Any],
+        tracer: Tracer | None,
+        subject: str | None,
+        body: bytes | None,
     ) -> HookRecord:
-        if hook.external:
-            async with self._slots():
-                record = await call_hook(
-                    hook, data, self.project_dir, tracer, subject, body, self.judge, self._processes
-                )
-        else:
+        slots = self._slot() if hook.external else None
+        if slots is not None:
+            if slots.free and not slots.waiters:
+                slots.free -= 1
+            else:
+                await slots.wait()
+        try:
             record = await call_hook(
                 hook, data, self.project_dir, tracer, subject, body, self.judge, self._processes
             )
+        finally:
+            if slots is not None:
+                slots.release()
         return background(record)
 
-    def _slots(self) -> anyio.Semaphore:
-        """This registry's ``max_parallel_hooks`` slots on the running event loop."""
+    def _slot(self) -> Gate:
+        """This registry's ``max_parallel_hooks`` slots in this thread.
+
+        A ``Gate`` keeps no event-loop state between waits, so one serves each event
+        loop the thread runs in turn (a guarded sync tool runs one per call); event
+        loops in other threads have their own.
+        """
         try:
-            slots = _SLOTS.get()
-        except LookupError:
-            slots = WeakKeyDictionary()
-            _SLOTS.set(slots)
-        semaphore = slots.get(self)
-        if semaphore is None:
-            semaphore = slots[self] = anyio.Semaphore(self.max_parallel_hooks)
-        return semaphore
+            gate: Gate = self._slots.gate
+        except AttributeError:
+            gate = self._slots.gate = Gate(self.max_parallel_hooks)
+        return gate
 
 
 def _unknown_event(event: str) -> ValueError:

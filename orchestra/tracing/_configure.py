@@ -10,7 +10,12 @@ from urllib.parse import urlsplit
 
 from opentelemetry import trace
 
-from orchestra.tracing._state import set_capture_content, set_enabled, set_tracer_provider
+from orchestra.tracing._state import (
+    forget_tracer,
+    set_capture_content,
+    set_enabled,
+    set_tracer_provider,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -107,6 +112,7 @@ def configure(
     if set_global:
         if trace.get_tracer_provider() is not provider:
             trace.set_tracer_provider(provider)
+            forget_tracer()
     else:
         set_tracer_provider(provider)
     return provider

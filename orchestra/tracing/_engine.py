@@ -5,7 +5,8 @@ their tracing from this module and from nowhere else in ``orchestra.tracing``'s 
 modules; users and integrations use the public ``orchestra.tracing`` and
 ``orchestra.tracing.names``. Engines ask ``get_tracer()`` (or ``RunTelemetry.start()``)
 once per run, dispatch or hook chain and hold a recorder whose no-op twin (``NO_RUN``,
-``NO_ATTEMPT``) they call unconditionally when nothing records.
+``NO_ATTEMPT``) they call unconditionally when nothing records; a path taken once per
+event asks ``last_tracer()``, ``get_tracer()``'s last answer.
 """
 
 from orchestra.tracing._run import NO_ATTEMPT as NO_ATTEMPT
@@ -20,6 +21,7 @@ from orchestra.tracing._spans import record_hook_error as record_hook_error
 from orchestra.tracing._spans import set_tool_result as set_tool_result
 from orchestra.tracing._spans import tool_span as tool_span
 from orchestra.tracing._state import get_tracer as get_tracer
+from orchestra.tracing._state import last_tracer as last_tracer
 from orchestra.tracing.names import STATE_RETRYING as STATE_RETRYING
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "agent_attempt",
     "get_tracer",
     "hook_span",
+    "last_tracer",
     "record_decision",
     "record_error",
     "record_hook_error",

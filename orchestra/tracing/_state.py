@@ -5,6 +5,12 @@ Nothing here is decided at import time: the user's tracer provider may be instal
 chain); it returns None, after a few attribute lookups, when nothing would record a span:
 tracing switched off, or the global provider is still the API's proxy/no-op provider.
 Engines then skip all span work for that run behind one boolean.
+
+A path taken once per event (``HookRegistry.fire``) asks ``last_tracer()`` instead: the
+last answer of ``get_tracer()``, kept until the next call of ``get_tracer()`` (each run,
+dispatch and guarded tool call asks it) or a change through this module
+(``set_enabled``, ``set_tracer_provider``, ``configure``), without reading the
+environment or the global provider on each event.
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ __all__ = [
     "ENV_TRACING",
     "Instruments",
     "capture_content",
+    "forget_tracer",
     "get_instruments",
     "get_tracer",
     "is_enabled",
+    "last_tracer",
     "set_capture_content",
     "set_enabled",
     "set_meter_provider",
@@ -90,11 +98,13 @@ class _Made(Generic[_P, _T]):
 
 @final
 class _Settings:
-    __slots__ = ("capture", "enabled")
+    __slots__ = ("capture", "enabled", "last")
 
     def __init__(self) -> None:
         self.enabled: bool | None = None
         self.capture: bool | None = None
+        # get_tracer()'s last answer, in a tuple (None: ask it again)
+        self.last: tuple[trace.Tracer | None] | None = None
 
 
 _settings: Final = _Settings()
@@ -117,6 +127,7 @@ def set_enabled(enabled: bool | None) -> None:
             back to the ``ORCHESTRA_TRACING`` environment variable (on unless ``off``).
     """
     _settings.enabled = enabled
+    _settings.last = None
 
 
 def is_enabled() -> bool:
@@ -148,6 +159,7 @@ def set_tracer_provider(provider: trace.TracerProvider | None) -> None:
     benchmark gives orchestra a provider of its own. None goes back to the global one.
     """
     _tracer.set(provider)
+    _settings.last = None
 
 
 def set_meter_provider(provider: metrics.MeterProvider | None) -> None:
@@ -164,7 +176,25 @@ def get_tracer() -> trace.Tracer | None:
     None when tracing is switched off, or when the provider in use is the API's
     proxy or no-op provider (no SDK configured yet). Cheap: engines call it once per run.
     """
-    return _tracer.get() if is_enabled() else None
+    tracer = _tracer.get() if is_enabled() else None
+    _settings.last = (tracer,)
+    return tracer
+
+
+def last_tracer() -> trace.Tracer | None:
+    """``get_tracer()``'s last answer, or a new one if there is none (internal).
+
+    For paths taken once per event: the environment and the global provider are read
+    again at the next ``get_tracer()`` (each run, dispatch and guarded tool call asks
+    it) and after ``set_enabled``, ``set_tracer_provider`` or ``configure``.
+    """
+    last = _settings.last
+    return get_tracer() if last is None else last[0]
+
+
+def forget_tracer() -> None:
+    """Make the next ``last_tracer()`` ask ``get_tracer()`` again (internal)."""
+    _settings.last = None
 
 
 @final
