@@ -97,6 +97,7 @@ class RunJournal(BatchRecorder):
         self.resume = resume
         self.serializer = serializer
         self.max_bytes: int = getattr(serializer, "max_bytes", DEFAULT_MAX_BYTES)
+        self.protocol = serializer.protocol if type(serializer) is PickleSerializer else None
         self.resumed_from: str | None = None
         self.reused_ids: list[str] = []
         self.reused_index: set[int] = set()
@@ -114,7 +115,7 @@ class RunJournal(BatchRecorder):
         a type in ``atoms``, its duration and output in ``durations`` and ``outputs``:
         what a worker calls for each such task, so one ``list.append``."""
         self.atoms: frozenset[type] = (
-            _WRITER_SERIALIZES if type(serializer) is PickleSerializer else frozenset()
+            _WRITER_SERIALIZES if self.protocol is not None else frozenset()
         )
         """Types of output the writer thread serializes (immutable: what it reads later
         is what the task returned). Only for the default serializer: one of yours is

@@ -15,6 +15,7 @@ starts), so comparing their output digests again would compare equal values.
 from __future__ import annotations
 
 import logging
+import pickle
 import threading
 from collections.abc import Iterable, Sequence
 from itertools import repeat
@@ -73,12 +74,17 @@ class BatchRecorder:
     durations: dict[str, float]  # the run's, by task id: filled before a task is queued
     outputs: dict[str, Any]  # the run's, by task id: filled before a task is queued
     serializer: Serializer
+    protocol: int | None  # the pickle protocol, when the serializer is PickleSerializer
     max_bytes: int
 
     def serialize(self, i: int, output: Any) -> tuple[bytes | None, str | None]:
         """The payload of task ``i``'s output, or None and why it is not kept."""
         try:
-            payload = self.serializer.dumps(output)
+            protocol = self.protocol
+            if protocol is None:
+                payload = self.serializer.dumps(output)
+            else:  # PickleSerializer.dumps, one call shorter
+                payload = pickle.dumps(output, protocol)
         except Exception as exc:
             note = f"output not kept (cannot serialize it: {type(exc).__name__}: {exc})"
         else:
@@ -150,18 +156,25 @@ class BatchRecorder:
             payloads[none_digest] = self.none_payload
             if nones == len(values):
                 return index, durations, none_digest
+        protocol = self.protocol
+        assert protocol is not None  # only PickleSerializer's atoms are serialized here
+        cap = self.max_bytes
+        small = self.small
+        dumps = pickle.dumps
         digests: list[str] = []
         dropped: list[int] = []
         for k, value in enumerate(values):
             if value is None:
                 digests.append(none_digest)
                 continue
-            payload, note = self.serialize(index[k], value)
-            if payload is None:
+            payload = dumps(value, protocol)
+            if len(payload) > cap:  # not kept: say why, as a Settled task
+                note = self.serialize(index[k], value)[1]
                 settled.append((index[k], _TASK_SUCCEEDED, 1, durations[k], None, None, note))
                 dropped.append(k)
                 continue
-            digests.append(out := self._digest(payload))
+            out = small.get(payload) or self._digest(payload)
+            digests.append(out)
             payloads[out] = payload
         if dropped:
             for k in reversed(dropped):
