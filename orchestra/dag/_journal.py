@@ -110,10 +110,12 @@ class RunJournal(BatchRecorder):
         self.stored: set[str] = set()  # digests of the payloads this run's batches stored
         self.writer: BatchWriter | None = None
         self.put: Callable[[Settled], None] = _not_started
-        self.plain: Callable[[Plain], None] = _not_started
-        """Queue task ``i``, which SUCCEEDED at its first attempt with output None or of
-        a type in ``atoms``, its duration and output in ``durations`` and ``outputs``:
-        what a worker calls for each such task, so one ``list.append``."""
+        self.none: Callable[[Plain], None] = _not_started
+        """Queue task ``i``, which SUCCEEDED at its first attempt with output None, its
+        duration in ``durations``: what a worker calls for each such task, so one
+        ``list.append``."""
+        self.atom: Callable[[Plain], None] = _not_started
+        """``none``, for an output of a type in ``atoms`` (in ``outputs``)."""
         self.atoms: frozenset[type] = (
             _WRITER_SERIALIZES if self.protocol is not None else frozenset()
         )
@@ -149,7 +151,7 @@ class RunJournal(BatchRecorder):
         """Open the journal, begin the run; the outputs of the tasks to reuse, by index.
 
         ``durations``, ``outputs``: the run's, by task id, where each task's are set
-        before it is recorded (the writer reads those of ``plain`` tasks there).
+        before it is recorded (the writer reads those of ``none`` and ``atom`` tasks there).
 
         ``keep_outputs=False`` (an executor whose outputs stay remote): the run's outputs are
         handles, not values, so none is kept and none is reused; states are journaled.
@@ -200,10 +202,12 @@ class RunJournal(BatchRecorder):
                 release_shared(shared)
             raise
         self.shared = shared
-        self.writer = BatchWriter(self.write, name=f"orchestra-journal-{run_id[:8]}", lanes=2)
-        self.plain, self.put = self.writer.puts
+        self.writer = BatchWriter(self.write, name=f"orchestra-journal-{run_id[:8]}", lanes=3)
+        self.none, self.atom, self.put = self.writer.puts
         if self.none_payload is None or not self.keeps_outputs:
-            self.plain = self._not_plain
+            self.none = self._not_plain
+        if not self.keeps_outputs:
+            self.atom = self._not_plain
         return reuse
 
     def _find(self, journal: Journal, name: str) -> JournaledRun:
@@ -291,7 +295,7 @@ class RunJournal(BatchRecorder):
                 note = _REMOTE
             elif output is None and self.none_payload is not None:
                 if attempts == 1 and self.durations.get(self.ids[i]) == duration:
-                    self.plain(i)
+                    self.none(i)
                     return
                 payload = self.none_payload
             else:
@@ -299,7 +303,7 @@ class RunJournal(BatchRecorder):
         self.put((i, state, attempts, duration, error, payload, note))
 
     def _not_plain(self, i: Plain) -> None:
-        """``plain`` when None has no payload (the serializer cannot, or outputs stay remote)."""
+        """``none`` or ``atom`` when outputs have no payload here: ``settled`` instead."""
         tid = self.ids[i]
         self.settled(i, _TASK_SUCCEEDED, 1, self.durations[tid], self.outputs.get(tid), None)
 

@@ -51,9 +51,9 @@ _SMALL: Final = 64  # bytes: payloads this small have their digests kept, by pay
 # One settled task on its way to the writer: index, state, attempts, duration, error,
 # payload (bytes, None or REUSED), note. Text and digests are made in the writer thread.
 Settled: TypeAlias = tuple[int, TaskState, int, float, "BaseException | None", Any, "str | None"]
-# The common case, on a lane of its own: a task that SUCCEEDED at its first attempt and
-# returned None (or an atom the writer may serialize: ``RunJournal.atoms``), by index:
-# its duration and output are read from the run's ``durations`` and ``outputs``.
+# The common case, on lanes of their own: a task that SUCCEEDED at its first attempt and
+# returned None, or an atom the writer serializes (``RunJournal.atoms``), by index: its
+# duration and output are read from the run's ``durations`` and ``outputs``.
 Plain: TypeAlias = int
 
 
@@ -100,13 +100,14 @@ class BatchRecorder:
     def write(self, lanes: list[list[Any]]) -> None:
         """Turn settled tasks into records (digests, error text) and write them as one batch.
 
-        ``lanes``: the ``Plain`` tasks, then the ``Settled`` ones. Column by column, with
-        C-level maps where it can: this runs for every task, in a thread that shares the
-        interpreter lock with the event loop.
+        ``lanes``: the ``Plain`` tasks whose output is None, those whose output is an
+        atom, then the ``Settled`` ones. Column by column, with C-level maps where it
+        can: this runs for every task, in a thread that shares the interpreter lock with
+        the event loop.
         """
-        plain_index, settled = lanes
+        nones, atoms, settled = lanes
         payloads: dict[str, bytes] = {}
-        plain = self._plain(plain_index, settled, payloads) if plain_index else None
+        plain = self._plain(nones, atoms, settled, payloads) if nones or atoms else None
         general = self._columns(settled, payloads) if settled else None
         stored = self.stored
         for known in payloads.keys() & stored:  # by an earlier batch of this run
@@ -138,35 +139,37 @@ class BatchRecorder:
         stored.update(payloads)
 
     def _plain(
-        self, index: list[int], settled: list[Settled], payloads: dict[str, bytes]
+        self,
+        nones: list[int],
+        atoms: list[int],
+        settled: list[Settled],
+        payloads: dict[str, bytes],
     ) -> tuple[list[int], list[float], str | list[str]]:
         """``Plain`` tasks' indexes, durations and output digests (one, if all are None).
 
-        Their outputs (None, or atoms the writer may serialize) and durations are read
-        from the run's. An output that cannot be kept (over the cap) makes its task a
-        ``Settled`` one, with the reason, in ``settled``.
+        Their durations and outputs (the atoms the writer serializes) are read from the
+        run's. An output that cannot be kept (over the cap) makes its task a ``Settled``
+        one, with the reason, in ``settled``.
         """
+        index = nones + atoms
         tids = list(map(self.ids.__getitem__, index))
         durations = list(map(self.durations.__getitem__, tids))
-        values = list(map(self.outputs.get, tids))
         none_digest = self.none_digest
-        nones = values.count(None)
         if nones:
-            assert self.none_payload is not None  # else no task is Plain
+            assert self.none_payload is not None  # else no task is Plain with None
             payloads[none_digest] = self.none_payload
-            if nones == len(values):
+            if not atoms:
                 return index, durations, none_digest
+        first = len(nones)
+        values = map(self.outputs.__getitem__, tids[first:])
         protocol = self.protocol
         assert protocol is not None  # only PickleSerializer's atoms are serialized here
         cap = self.max_bytes
         small = self.small
         dumps = pickle.dumps
-        digests: list[str] = []
+        digests = [none_digest] * first
         dropped: list[int] = []
-        for k, value in enumerate(values):
-            if value is None:
-                digests.append(none_digest)
-                continue
+        for k, value in enumerate(values, first):
             payload = dumps(value, protocol)
             if len(payload) > cap:  # not kept: say why, as a Settled task
                 note = self.serialize(index[k], value)[1]

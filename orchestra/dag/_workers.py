@@ -52,7 +52,8 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
     settle = run.settle
     idle = run.idle
     journal = run.journal
-    journal_plain = journal.plain if journal is not None else _unjournaled
+    journal_none = journal.none if journal is not None else _unjournaled
+    journal_atom = journal.atom if journal is not None else _unjournaled
     journal_atoms = journal.atoms if journal is not None else frozenset()
     clock = time.perf_counter  # one reading per task: its end, and the slice's check
     snapshot = contextvars.copy_context
@@ -110,8 +111,10 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
                     durations[tid] = now - started
                     settle(i, _SUCCEEDED)
                     if journal is not None:
-                        if result is None or type(result) in journal_atoms:
-                            journal_plain(i)  # the common case: see RunJournal.plain
+                        if result is None:  # the common case: see RunJournal.none
+                            journal_none(i)
+                        elif type(result) in journal_atoms:
+                            journal_atom(i)
                         else:
                             journal.settled(i, _SUCCEEDED, 1, now - started, result, None)
                 if idle:  # this worker takes one of the ready tasks itself
@@ -140,7 +143,7 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
 
 
 def _unjournaled(i: int) -> None:
-    """``RunJournal.plain`` of a run without a journal: never called."""
+    """``RunJournal.none`` (``atom``) of a run without a journal: never called."""
 
 
 def wake(run: _Run, taking: int) -> None:

@@ -46,7 +46,7 @@ class BatchWriter:
         lanes: int = 1,
         delay: float = 0.005,
         idle_delay: float = 0.05,
-        max_batch: int = 2000,
+        max_batch: int = 10000,
     ) -> None:
         self._write = write
         self._delay = delay
