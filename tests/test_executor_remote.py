@@ -405,3 +405,86 @@ async def test_without_a_cap_every_ready_task_runs_at_once() -> None:
     assert result.ok, result.errors
     with pytest.raises(ValueError, match="max_concurrency must be None or an int >= 1, got 0"):
         await orchestra.run(dag, max_concurrency=0)
+
+
+class ChainingStore(StoreExecutor):
+    """A ``StoreExecutor`` that records what ``chain`` is told, and chains nothing itself."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[tuple[str, tuple[str, ...]]] | None = None
+
+    def chain(self, links: list[tuple[Task, tuple[str, ...]]]) -> StoreExecutor:
+        self.links = [(task.id, ups) for task, ups in links]
+        return self
+
+
+def rules_dag() -> DAG:
+    dag = DAG("rules")
+    dag.add(Task(id="a", fn=lambda: 1))
+    dag.add(Task(id="b", fn=lambda: 2))
+    dag.add(Task(id="takes_all", fn=lambda a, b: a + b, deps=["a", "b"]))
+    dag.add(Task(id="takes_any", fn=lambda **up: len(up), deps=["a"]))
+    dag.add(Task(id="takes_one", fn=lambda a: a, deps=["a", "b"]))  # b is not an input
+    dag.add(Task(id="all_done", fn=lambda **up: 0, deps=["a"], trigger="all_done"))
+    dag.add(Task(id="early", fn=lambda **up: 0, deps=["a", "b"], trigger="one_success"))
+    dag.add(Task(id="on_fail", fn=lambda **up: 0, deps=["a"], trigger="one_failed"))
+    dag.add(Task(id="always", fn=lambda **up: 0, deps=["a"], trigger="always"))
+    return dag
+
+
+class Before(TaskHooks):
+    def before_execute(self, ctx: TaskHookContext) -> None:
+        pass
+
+
+class After(TaskHooks):
+    def after_execute(self, ctx: TaskHookContext, result: Any) -> None:
+        pass
+
+
+class OnFailure(TaskHooks):
+    def on_failure(self, ctx: TaskHookContext, error: BaseException) -> None:
+        pass
+
+
+async def test_chain_is_offered_the_tasks_that_run_exactly_when_their_upstreams_succeed() -> None:
+    executor = ChainingStore()
+    result = await orchestra.run(
+        rules_dag(), executor=executor, max_concurrency=None, hooks=[OnFailure()]
+    )
+    assert result.states["on_fail"] is S.SKIPPED
+    assert executor.links == [
+        ("takes_all", ("a", "b")),
+        ("takes_any", ("a",)),
+        ("all_done", ("a",)),
+    ]
+
+
+@pytest.mark.parametrize(
+    "why",
+    ["nothing", "before_execute", "after_execute", "fail_fast", "capped", "traced", "journal"],
+)
+async def test_chain_is_not_offered_when_the_driver_acts_between_tasks(
+    why: str, exporter: Any, tmp_path: Any
+) -> None:
+    executor = ChainingStore()
+    options: dict[str, Any] = {"max_concurrency": None}
+    if why == "before_execute":
+        options["hooks"] = [Before()]
+    elif why == "after_execute":
+        options["hooks"] = [After()]
+    elif why == "fail_fast":
+        options["fail_fast"] = True
+    elif why == "capped":
+        options["max_concurrency"] = 4
+    elif why == "journal":
+        options["journal"] = tmp_path / "runs.db"
+    if why != "traced":
+        orchestra.tracing.set_enabled(False)
+    result = await orchestra.run(chain(), executor=executor, **options)
+    assert result.outputs == {"c": 20}
+    if why == "nothing":
+        assert executor.links == [("b", ("a",)), ("c", ("b",))]
+    else:
+        assert executor.links is None

@@ -43,6 +43,19 @@ class Executor(Protocol):
       leaves ``task.timeout`` to ``execute`` (say, to measure running time on a worker
       rather than time in a queue), which raises ``TimeoutError`` past it. For a task
       run by an agent the scheduler still times the body and the dispatch together.
+    - **Chained submissions.** An executor with outputs that stay remote may implement
+      ``chain(links) -> Executor``. When nothing has to happen in the driver between a
+      task's upstreams succeeding and its body starting (no ``before_execute`` or
+      ``after_execute`` hooks, no tracing, no ``fail_fast``, ``max_concurrency=None``,
+      no journal), the scheduler calls it once per run, before any task starts, and the
+      run uses the executor it returns. ``links`` lists ``(task, upstream ids)`` for the
+      tasks that run exactly when their upstreams succeed (a rule that runs after
+      successes and decides late, no agent) and whose body takes every upstream's
+      output, keyed by upstream id. That executor may submit such a task ahead, with the
+      handles of its upstreams' attempts still running, if its body can only start once
+      all of them succeeded; ``execute`` for that task (with the same handles) then
+      adopts the submission. A submission not adopted is dropped when an input's attempt
+      fails or its handle is released.
     """
 
     def execute(self, task: Task, kwargs: dict[str, Any]) -> Awaitable[Any]:

@@ -10,14 +10,16 @@ more; the handles themselves are the executor's business. With an executor that 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, cast, final
 
 import anyio
 
 if TYPE_CHECKING:
+    from orchestra.dag._executor import Executor
     from orchestra.dag._model import Task
+    from orchestra.dag._scheduler import _Run
 
-__all__ = ["RemoteOutputs"]
+__all__ = ["RemoteOutputs", "chained"]
 
 _MISSING: Final = object()
 
@@ -158,3 +160,41 @@ class RemoteOutputs:
         for tid, output in outputs.items():
             if tid not in local:
                 self._release(by_id[tid], output)
+
+
+def chained(run: _Run, executor: Executor) -> Executor:
+    """The executor ``run`` uses: ``executor.chain(links)``'s when the run may chain tasks.
+
+    See ``Executor`` (chained submissions). The caller checks that the run is not traced.
+    """
+    chain = getattr(executor, "chain", None)
+    if (
+        chain is None
+        or run.remote is None
+        or run.has_before
+        or run.has_after
+        or run.fail_fast
+        or run.capped
+        or run.journal is not None
+    ):
+        return executor
+    plan = run.plan
+    order = run.order
+    upstreams = run.upstreams
+    always = set(plan.always)
+    links: list[tuple[Task, tuple[str, ...]]] = []
+    for d, task in enumerate(order):
+        ups = upstreams[d]
+        wants = run.wants[d]
+        if (
+            ups
+            and len(wants) == len(ups)
+            and task.agent is None
+            and plan.on_success[d]
+            and not plan.early[d]
+            and d not in always
+            and (task.timeout is None or run.executor_times)
+            and all(order[u].agent is None for u in ups)
+        ):
+            links.append((task, wants))
+    return cast("Executor", chain(links)) if links else executor

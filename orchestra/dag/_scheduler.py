@@ -26,7 +26,7 @@ from orchestra._hooks import TaskHooks
 from orchestra.dag._executor import AgentDispatcher, Executor, LocalExecutor
 from orchestra.dag._journal import RunJournal
 from orchestra.dag._model import DAG, TaskState
-from orchestra.dag._remote import RemoteOutputs
+from orchestra.dag._remote import RemoteOutputs, chained
 from orchestra.dag._result import Column, RunResult
 from orchestra.dag._run_hooks import before_run, end_run
 from orchestra.dag._settle import settle
@@ -193,6 +193,8 @@ class _Run:
             deps=((task.id, task.deps) for task in self.order),
         )
         self.tracer = tel.tracer
+        if tel is NO_RUN and self.remote is not None:
+            self.executor = chained(self, self.executor)  # dependents submitted ahead
         if (
             tel is NO_RUN
             and not self.hooked

@@ -29,6 +29,9 @@ What to know:
   they set ``needs_outputs = False``) and for ``RunResult.outputs`` (``outputs=``:
   ``"leaves"`` by default); each is released once its dependents have ended.
 - ``timeout=`` is the body's running time on the worker, not time in dask's queues.
+- With ``max_concurrency=None`` and no ``before_execute``/``after_execute`` hooks, tracing,
+  ``fail_fast`` or journal, dependents are submitted before their upstreams end (chained):
+  dask starts them on the cluster, and the driver adopts those submissions as attempts.
 - Each attempt is a fresh dask task (key ``"{task id}-{32 hex digits}"``): a ``Retry`` runs the
   body again, even after a worker died (dask raises ``KilledWorker`` once
   ``distributed.scheduler.allowed-failures`` is spent; your ``on_failure`` sees it).

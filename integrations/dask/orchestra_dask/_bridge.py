@@ -36,6 +36,7 @@ from dask.base import annotate
 from distributed.scheduler import KilledWorker
 from tornado.platform.asyncio import BaseAsyncIOLoop
 
+from orchestra_dask._chain import same_inputs
 from orchestra_dask._output import RemoteOutput
 from orchestra_dask._started import Started, killed_note
 from orchestra_dask._started import started as started_record
@@ -43,6 +44,8 @@ from orchestra_dask._worker import Body, run_body
 
 if TYPE_CHECKING:
     from distributed import Client, Future
+
+    from orchestra_dask._chain import ChainedRun
 
 __all__ = ["Attempt", "Bridge"]
 
@@ -66,7 +69,18 @@ class _Item:
 class Attempt(_Item):
     """One attempt: what to submit, then its dask future."""
 
-    __slots__ = ("annotations", "args", "body", "gather", "held", "options", "requeues", "task_id")
+    __slots__ = (
+        "adopted",
+        "annotations",
+        "args",
+        "body",
+        "chain",
+        "gather",
+        "held",
+        "options",
+        "requeues",
+        "task_id",
+    )
 
     def __init__(
         self,
@@ -79,6 +93,7 @@ class Attempt(_Item):
         *,
         gather: bool,
         requeues: int,
+        chain: ChainedRun | None = None,
     ) -> None:
         super().__init__(None)
         self.task_id = task_id
@@ -89,6 +104,8 @@ class Attempt(_Item):
         self.annotations = annotations
         self.gather = gather  # bring the output to the driver (a task run by an agent)
         self.requeues = requeues
+        self.chain = chain  # the run's chaining, if it chains
+        self.adopted = False  # a spec (submitted ahead) the driver's attempt took over
 
 
 @final
@@ -102,10 +119,12 @@ class Bridge:
     __slots__ = (
         "backend",
         "client",
+        "consumers",
         "count",
         "driver_soon",
         "ended",
         "flush_due",
+        "linked",
         "loop",
         "native",
         "pending",
@@ -137,6 +156,10 @@ class Bridge:
         self.flush_due = False
         self.ended: deque[_Item] = deque()  # client loop -> driver
         self.wake_due = False
+        # Chained runs (on the client's loop): future key -> its attempt or spec, and ->
+        # the specs submitted with that future as an input.
+        self.linked: dict[str, Attempt] = {}
+        self.consumers: dict[str, list[Attempt]] = {}
 
     # -- on the driver's loop ----------------------------------------------------------
 
@@ -221,8 +244,12 @@ class Bridge:
     def _release(self) -> None:
         self.release_due = False
         releases = self.releases
+        linked = self.linked
         while releases:
-            releases.popleft().release()
+            future = releases.popleft()
+            if linked:
+                self._unlink(future)
+            future.release()
 
     def _flush(self) -> None:
         self.flush_due = False
@@ -231,6 +258,8 @@ class Bridge:
         while pending:
             item = pending.popleft()
             if item.cancelled:
+                if type(item) is Attempt and item.chain is not None:
+                    item.chain.started.add(item.task_id)  # never submitted ahead now
                 continue
             if type(item) is Attempt:
                 attempts.append(item)
@@ -245,6 +274,34 @@ class Bridge:
                         self._end_with(attempt, exc)
 
     def _submit(self, attempts: list[Attempt]) -> None:
+        """Submit ``attempts`` (adopting specs), then the chained dependents they make ready."""
+        started = started_record(self.client)
+        fresh: list[Attempt] = []
+        for attempt in attempts:
+            chain = attempt.chain
+            if chain is not None:
+                chain.started.add(attempt.task_id)
+                spec = chain.specs.pop(attempt.task_id, None)
+                if spec is not None:
+                    if same_inputs(spec, attempt):
+                        self._adopt(spec, attempt, started)
+                        continue
+                    self._drop(spec, started)
+            fresh.append(attempt)
+        chained: list[Attempt] = []
+        for attempt, error in self._submitted(fresh, started):
+            if error is not None:
+                self._end_with(attempt, error)
+                continue
+            self.loop.create_task(self._follow(attempt, started))
+            if attempt.chain is not None:
+                chained.append(attempt)
+        if chained:
+            self._ahead(chained, started)
+
+    def _submitted(
+        self, attempts: list[Attempt], started: Started
+    ) -> list[tuple[Attempt, BaseException | None]]:
         """Submit ``attempts``: one ``Client.map`` per set of options and annotations."""
         groups: list[list[Attempt]] = []
         for attempt in attempts:
@@ -255,13 +312,13 @@ class Bridge:
                     break
             else:
                 groups.append([attempt])
-        started = started_record(self.client)
+        done: list[tuple[Attempt, BaseException | None]] = []
         for group in groups:
             try:
                 futures = self._map(group)
             except Exception as exc:  # say, a body that cannot be pickled: each on its own
                 if len(group) == 1:
-                    self._end_with(group[0], exc)
+                    done.append((group[0], exc))
                     continue
                 futures = [None] * len(group)
             for attempt, future in zip(group, futures, strict=True):
@@ -269,11 +326,72 @@ class Bridge:
                     try:
                         (future,) = self._map([attempt])
                     except Exception as exc:
-                        self._end_with(attempt, exc)
+                        done.append((attempt, exc))
                         continue
                 attempt.future = future
                 started.pending.add(future.key)
-                self.loop.create_task(self._follow(attempt, started))
+                done.append((attempt, None))
+        return done
+
+    # -- chained runs (see _chain) -----------------------------------------------------
+
+    def _ahead(self, frontier: list[Attempt], started: Started) -> None:
+        """Submit the chained dependents of ``frontier`` whose upstreams all have futures."""
+        while frontier:
+            specs: list[Attempt] = []
+            for submitted in frontier:
+                chain = submitted.chain
+                assert chain is not None
+                self.linked[str(submitted.future.key)] = submitted
+                prepare = chain.executor.prepare
+                for task, args in chain.ahead(submitted):
+                    try:
+                        spec = prepare(task, args, self, {}, chain.annotations, chain)
+                    except Exception:  # the driver's attempt will meet the same error
+                        continue
+                    chain.specs[task.id] = spec
+                    specs.append(spec)
+            frontier = []
+            for spec, error in self._submitted(specs, started):
+                chain = spec.chain
+                assert chain is not None
+                if error is not None:
+                    del chain.specs[spec.task_id]
+                    continue
+                for future in spec.args.values():
+                    self.consumers.setdefault(str(future.key), []).append(spec)
+                frontier.append(spec)
+
+    def _adopt(self, spec: Attempt, attempt: Attempt, started: Started) -> None:
+        """The driver's ``attempt`` takes over ``spec``, submitted ahead with the same inputs."""
+        spec.adopted = True
+        attempt.future = spec.future
+        self.linked[str(spec.future.key)] = attempt
+        self.loop.create_task(self._follow(attempt, started))
+
+    def _drop(self, spec: Attempt, started: Started) -> None:
+        """Release a spec the driver will not adopt (and the specs that use it)."""
+        chain = spec.chain
+        assert chain is not None
+        if chain.specs.get(spec.task_id) is spec:
+            del chain.specs[spec.task_id]
+        future = spec.future
+        started.end(str(future.key))
+        self._unlink(future)
+        future.release()
+
+    def _unlink(self, future: Any) -> None:
+        """``future`` failed or is released: no spec may use it; drop those that did."""
+        key = str(future.key)
+        attempt = self.linked.pop(key, None)
+        if attempt is not None and attempt.chain is not None:
+            attempt.chain.forget(attempt.task_id, future)
+        consumers = self.consumers.pop(key, None)
+        if consumers:
+            started = started_record(self.client)
+            for spec in consumers:
+                if not spec.adopted:
+                    self._drop(spec, started)
 
     def _map(self, attempts: list[Attempt]) -> list[Any]:
         """Submit ``attempts`` (same options) in one message to the scheduler."""
@@ -327,9 +445,13 @@ class Bridge:
             attempt.outcome = await self._settle(attempt, started)
             outcome = attempt.outcome
             if attempt.cancelled and type(outcome) is RemoteOutput:
+                if self.linked:
+                    self._unlink(outcome.future)
                 cast(Any, outcome.future).release()  # nobody waits for it any more
         except BaseException as exc:
             attempt.error = exc
+            if attempt.chain is not None and attempt.future is not None:
+                self._unlink(attempt.future)  # the specs that use it will never run
         finally:
             self._ended(attempt)
 
@@ -354,9 +476,13 @@ class Bridge:
             requeue = not ran and requeued < attempt.requeues and not attempt.cancelled
             if isinstance(error, KilledWorker) and requeue:
                 requeued += 1  # merely queued on the worker that died: again, uncounted
+                if self.linked:
+                    self._unlink(future)
                 future.release()
                 (attempt.future,) = self._map([attempt])
                 started.pending.add(attempt.future.key)
+                if attempt.chain is not None:
+                    self._ahead([attempt], started)
                 continue
             traceback = await future.traceback()
             future.release()

@@ -11,7 +11,7 @@ sees it. On the worker, ``run_body`` (``_worker``) runs the body.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, final
 
 import anyio.lowlevel
@@ -20,6 +20,7 @@ from dask.base import get_annotations
 from opentelemetry import propagate
 
 from orchestra_dask._bridge import Attempt, Bridge
+from orchestra_dask._chain import ChainedRun
 from orchestra_dask._output import RemoteOutput
 from orchestra_dask._worker import Body, held_futures
 
@@ -57,6 +58,11 @@ class DaskExecutor:
     outputs ``RunResult.outputs`` keeps (``outputs=``). An output is released as soon as
     every task that uses it has ended. A task run by an agent (``agent=``) returns its
     text to the driver, where the dispatch happens.
+
+    With ``max_concurrency=None`` and nothing to do in the driver between tasks (no
+    ``before_execute``/``after_execute`` hooks, tracing, ``fail_fast`` or journal), a run
+    chains (``chain``): a task goes to dask as soon as its upstreams have attempts
+    submitted, so dask starts it when they finish, without a round trip through the driver.
 
     ``task.timeout`` is the body's running time on the worker, not time spent waiting in
     dask's queues: an ``async def`` body is cancelled there; a sync body runs in a thread
@@ -137,15 +143,47 @@ class DaskExecutor:
 
     async def execute(self, task: Task, kwargs: dict[str, Any]) -> Any:
         """Run ``task.fn(**kwargs)`` on the cluster; return a ``RemoteOutput`` (or raise)."""
-        options = self._options(task)
-        annotations = {**get_annotations(), **options.pop("annotations", {})}
-        carrier: dict[str, str] = {}
-        propagate.inject(carrier)
+        return await self.attempt(task, kwargs, None)
+
+    def chain(self, links: Sequence[tuple[Task, tuple[str, ...]]]) -> ChainedRun:
+        """The executor of a run whose ``links`` tasks may be submitted ahead (see ``Executor``).
+
+        A chained task is submitted to dask as soon as each of its upstreams has an
+        attempt submitted, with their futures as arguments: dask starts its body when
+        they all finished, as it would with plain futures, and never when one failed.
+        The driver still decides: when it executes the task, that submission becomes
+        its attempt if the inputs are the same; otherwise (a retried upstream, an
+        output a hook replaced) it is released and a fresh attempt is submitted.
+        """
+        return ChainedRun(self, links, get_annotations())
+
+    async def attempt(self, task: Task, kwargs: dict[str, Any], chain: ChainedRun | None) -> Any:
+        """Run one attempt of ``task``, in ``chain``'s run if it chains."""
         bridge = self._bridge_here()
+        args = {k: v.future if type(v) is RemoteOutput else v for k, v in kwargs.items()}
+        if chain is None:
+            carrier: dict[str, str] = {}
+            propagate.inject(carrier)
+            attempt = self.prepare(task, args, bridge, carrier, get_annotations(), None)
+        else:  # a chained run is not traced
+            attempt = self.prepare(task, args, bridge, {}, chain.annotations, chain)
+        return await bridge.run(attempt)
+
+    def prepare(
+        self,
+        task: Task,
+        args: dict[str, Any],
+        bridge: Bridge,
+        carrier: dict[str, str],
+        annotations: dict[str, Any],
+        chain: ChainedRun | None,
+    ) -> Attempt:
+        """The ``Attempt`` that runs ``task.fn(**args)``: ``args`` may hold dask futures."""
+        options = self._options(task)
+        annotations = {**annotations, **options.pop("annotations", {})}
         backend = (self.async_backend or bridge.backend) if task.is_async else None
         body = Body(cloudpickle.dumps(task.fn), carrier, backend, task.timeout)
-        args = {k: v.future if type(v) is RemoteOutput else v for k, v in kwargs.items()}
-        attempt = Attempt(
+        return Attempt(
             task.id,
             body,
             args,
@@ -154,8 +192,8 @@ class DaskExecutor:
             annotations,
             gather=task.agent is not None,
             requeues=self.requeues,
+            chain=chain,
         )
-        return await bridge.run(attempt)
 
     async def fetch(self, task: Task, output: Any) -> Any:
         """Bring an output to the driver (gather its future); other values come back as they are."""
