@@ -193,7 +193,7 @@ class RunJournal(BatchRecorder):
                 resumed_from=self.resumed_from,
             )
             if type(journal) is SQLiteJournal:  # stores the plan once, records by index
-                journal.begin_planned_run(info, plan.stored())
+                journal._begin_planned_run(info, plan.stored())
                 self.indexed = True
             else:
                 journal.begin_run(info)

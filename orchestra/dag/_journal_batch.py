@@ -70,7 +70,7 @@ class BatchRecorder:
     stored: set[str]  # digests of the payloads this run's batches stored
     none_payload: bytes | None
     none_digest: str
-    indexed: bool  # the journal stores records by plan index (``record_indexed``)
+    indexed: bool  # the journal stores records by plan index (``_record_indexed``)
     durations: dict[str, float]  # the run's, by task id: filled before a task is queued
     outputs: dict[str, Any]  # the run's, by task id: filled before a task is queued
     serializer: Serializer
@@ -116,7 +116,7 @@ class BatchRecorder:
         assert journal is not None
         if self.indexed:
             assert type(journal) is SQLiteJournal
-            journal.record_indexed(self.run_id, plain or ((), (), None), general, payloads)
+            journal._record_indexed(self.run_id, plain or ((), (), None), general, payloads)
             stored.update(payloads)
             return
         records: list[TaskRecord] = []
@@ -185,7 +185,7 @@ class BatchRecorder:
         return index, durations, digests
 
     def _full(self, index: Sequence[int], columns: Sequence[Iterable[Any]]) -> list[TaskRecord]:
-        """``TaskRecord``s from records by plan index (``SQLiteJournal.record_indexed``'s)."""
+        """``TaskRecord``s from records by plan index (``SQLiteJournal._record_indexed``'s)."""
         state, attempts, durations, errors, out_digests, reused, notes = columns
         return list(
             map(
@@ -274,7 +274,7 @@ class PlanDigests:
         self._stored: tuple[str, bytes] | None = None
 
     def stored(self) -> tuple[str, bytes]:
-        """The plan's digest and stored form, for ``SQLiteJournal.begin_planned_run``."""
+        """The plan's digest and stored form, for ``SQLiteJournal._begin_planned_run``."""
         stored = self._stored
         if stored is None:
             stored = self._stored = encode_plan((self.ids, self.codes, self.inputs))

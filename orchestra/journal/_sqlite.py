@@ -60,7 +60,7 @@ _MIGRATIONS: list[str] = [
     """,
     # What every run of a plan shares (its task ids, code and input digests, in plan
     # order) is stored once, keyed by its digest; a run names its plan, and the batches
-    # the scheduler writes hold records by plan index (see ``record_indexed``). Batches
+    # the scheduler writes hold records by plan index (see ``_record_indexed``). Batches
     # of full records (version 1's, and ``record``'s) stay as they are.
     """
     CREATE TABLE plans (
@@ -89,7 +89,7 @@ Plan: TypeAlias = tuple[Sequence[str], Sequence[str], Sequence[str]]
 
 
 def encode_plan(plan: Plan) -> tuple[str, bytes]:
-    """A plan's digest and stored form, for ``begin_planned_run``."""
+    """A plan's digest and stored form, for ``_begin_planned_run``."""
     ids, codes, inputs = plan
     data = marshal.dumps((list(ids), list(codes), list(inputs)), _MARSHAL_VERSION)
     return digest(data), data
@@ -241,11 +241,11 @@ class SQLiteJournal:
                 (run.run_id, run.dag, run.started_at, run.task_count, run.resumed_from),
             )
 
-    def begin_planned_run(self, run: RunInfo, plan: tuple[str, bytes]) -> None:
+    def _begin_planned_run(self, run: RunInfo, plan: tuple[str, bytes]) -> None:
         """``begin_run``, naming the run's plan (``encode_plan``: stored once per file).
 
         The scheduler's writer then records the run's tasks by plan index
-        (``record_indexed``), without their ids and digests.
+        (``_record_indexed``), without their ids and digests.
         """
         key, data = plan
         with self._write("record a new run") as db:
@@ -256,14 +256,14 @@ class SQLiteJournal:
                 (run.run_id, run.dag, run.started_at, run.task_count, run.resumed_from, key),
             )
 
-    def record_indexed(
+    def _record_indexed(
         self,
         run_id: str,
         plain: tuple[Sequence[int], Sequence[float], str | Sequence[str] | None],
         general: Sequence[Sequence[Any]] | None,
         payloads: Mapping[str, bytes],
     ) -> None:
-        """``record``, by plan index, for a run begun by ``begin_planned_run``.
+        """``record``, by plan index, for a run begun by ``_begin_planned_run``.
 
         ``plain``: the plan indexes and durations of tasks that SUCCEEDED at their first
         attempt (stored as two arrays), and their output digests: one for all, or one
@@ -390,7 +390,7 @@ def _unmarshal(data: bytes, plan: Plan | None) -> Iterator[TaskRecord]:
     """The records of one batch (its columns zipped back into ``TaskRecord`` tuples).
 
     A batch is a list of ``TaskRecord`` columns (``record``), or a tuple of records by
-    index into the run's plan (``record_indexed``).
+    index into the run's plan (``_record_indexed``).
     """
     stored = marshal.loads(data)
     # tuple.__new__ is TaskRecord._make without its per-record length check
