@@ -82,6 +82,7 @@ _SUCCEEDED: Final = "succeeded"
 _INDEX: Final = next(code for code in "IL" if array(code).itemsize == 4)
 _SWAP: Final = sys.byteorder != "little"
 _PLANS_KEPT: Final = 4  # plans a journal keeps read
+_KNOWN_PLANS: Final = 1024  # digests of plans a journal knows the file holds, at most
 
 
 Plan: TypeAlias = tuple[Sequence[str], Sequence[str], Sequence[str]]
@@ -121,7 +122,9 @@ class SQLiteJournal:
         self.path = Path(path)
         self.read_only = read_only
         self._lock = threading.Lock()
-        self._plans: dict[str, Plan] = {}  # plans read (or written) lately, by digest
+        self._plans: dict[str, Plan] = {}  # plans read lately, by digest
+        self._known_plans: set[str] = set()  # digests of plans the file holds (nothing
+        # deletes one), that this journal stored or found there
         self._db = self._open(timeout)
 
     def __repr__(self) -> str:
@@ -248,13 +251,19 @@ class SQLiteJournal:
         (``_record_indexed``), without their ids and digests.
         """
         key, data = plan
-        with self._write("record a new run") as db:
-            if db.execute("SELECT 1 FROM plans WHERE digest = ?", (key,)).fetchone() is None:
-                db.execute("INSERT INTO plans VALUES (?, ?)", (key, data))
+        known = key in self._known_plans  # stored: one statement, no transaction
+        with self._write("record a new run", statements=1 if known else 2) as db:
+            if not known:
+                row = db.execute("SELECT 1 FROM plans WHERE digest = ?", (key,)).fetchone()
+                if row is None:
+                    db.execute("INSERT INTO plans VALUES (?, ?)", (key, data))
             db.execute(
                 f"INSERT OR REPLACE INTO runs ({_RUN_COLUMNS}, plan) VALUES (?, ?, ?, ?, ?, ?)",
                 (run.run_id, run.dag, run.started_at, run.task_count, run.resumed_from, key),
             )
+        if len(self._known_plans) >= _KNOWN_PLANS:
+            self._known_plans.clear()
+        self._known_plans.add(key)
 
     def _record_indexed(
         self,
