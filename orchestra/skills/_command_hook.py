@@ -19,6 +19,8 @@ from orchestra.skills._yaml import kind
 from orchestra.tracing.names import ATTR_PROCESS_EXIT_CODE
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from orchestra.skills._fields import Entry
     from orchestra.skills._result import HookResult
 
@@ -188,14 +190,18 @@ class CommandHook(HookSpec):
         except FileNotFoundError as exc:
             raise HookRunError(f"could not start: {exc}") from None
 
-    async def run(self, call: HookCall) -> HookResult:
+    def run(self, call: HookCall) -> Coroutine[Any, Any, HookResult]:
         """Run the command with the event JSON on stdin (see ``run_command``).
 
         A persistent hook sends the event to its process instead (see ``HookProcesses``).
+        Returns the run's coroutine itself (one less per event).
+
+        Raises:
+            HookRunError: the hook cannot run (no sandbox, no registry of processes).
         """
         if self.persistent:
-            return await run_persistent(self, call)
-        return await run_command(
+            return run_persistent(self, call)
+        return run_command(
             command=self.command,
             args=self.args,
             stdin=call.body(),

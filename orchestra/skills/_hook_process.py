@@ -138,9 +138,9 @@ class HookProcess:
         while True:
             end = self.out.rfind(b"\n")
             if end >= 0:
-                lines = self.out[:end].split(b"\n")
+                lines = bytes(self.out[:end])
                 del self.out[: end + 1]
-                return [bytes(line) for line in lines]
+                return lines.split(b"\n")
             if len(self.out) > OUTPUT_LIMIT:
                 raise HookRunError("output over 1 MiB on stdout (one line)")
             if self.ended:

@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import atexit
 import weakref
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 from opentelemetry import context as otel_context
@@ -132,12 +132,15 @@ def _spawner(hook: CommandHook, call: HookCall) -> Callable[[int], HookProcess]:
     return spawn
 
 
-async def run_persistent(hook: CommandHook, call: HookCall) -> HookResult:
+def run_persistent(hook: CommandHook, call: HookCall) -> Coroutine[Any, Any, HookResult]:
     """Send an event to a persistent hook's process (started if need be), read its answer.
 
+    Returns the coroutine of ``PersistentHook.run`` itself (one less per event).
+
     Raises:
-        HookRunError: the process failed or is broken, or no registry holds it.
+        HookRunError: the process failed or is broken (when awaited), or no registry
+            holds it (at once).
     """
     if call.processes is None:
         raise HookRunError("a persistent hook runs in a HookRegistry, which holds its process")
-    return await call.processes.get(hook, call).run(call)
+    return call.processes.get(hook, call).run(call)

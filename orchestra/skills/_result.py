@@ -280,6 +280,12 @@ def parse_result(stdout: bytes, *, strict: bool = False) -> HookResult:
     return result_from_json(data, strict=strict)
 
 
+# The result of ``{"decision": X}`` for each X ours reads (HookResult is frozen: shared).
+_PLAIN: Final = {
+    value: HookResult(decision=verdict) for value, verdict in _OUR_DECISIONS.items()
+}
+
+
 def result_from_json(data: object, *, strict: bool = False) -> HookResult:
     """Read an already decoded JSON value as a result (see ``parse_result``).
 
@@ -295,6 +301,10 @@ def result_from_json(data: object, *, strict: bool = False) -> HookResult:
     """
     if not isinstance(data, dict):
         raise _invalid(f"expected an object, got {_kind(data)}")
+    if len(data) == 1:  # a decision alone, the most common answer: read once, kept
+        plain = _PLAIN.get(decision) if type(decision := data.get("decision")) is str else None
+        if plain is not None:
+            return plain
     if strict:
         _check_fields(data, _TOP_FIELDS, "")
 
