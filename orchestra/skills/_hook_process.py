@@ -127,31 +127,29 @@ class HookProcess:
                 with contextlib.suppress(BlockingIOError):
                     view = view[os.write(self.stdin, view) :]
 
-    async def lines(self) -> list[bytes]:
-        """The next complete lines on stdout, waiting for at least one (or a wake-up).
+    def lines(self) -> list[bytes] | None:
+        """The complete lines on stdout now; ``[]`` after a wake-up; None: none yet.
+
+        With None, wait until ``selector`` is readable, then ``drain()``.
 
         Raises:
             OutputEnded: stdout ended.
             HookRunError: a line longer than the output limit.
-            anyio.ClosedResourceError: the process was killed meanwhile.
         """
-        while True:
-            end = self.out.rfind(b"\n")
-            if end >= 0:
-                lines = bytes(self.out[:end])
-                del self.out[: end + 1]
-                return lines.split(b"\n")
-            if len(self.out) > OUTPUT_LIMIT:
-                raise HookRunError("output over 1 MiB on stdout (one line)")
-            if self.ended:
-                raise OutputEnded
-            if self.woken:
-                self.woken = False
-                return []
-            await anyio.wait_readable(self.selector)
-            if self.killed:
-                raise anyio.ClosedResourceError
-            self.drain()
+        out = self.out
+        end = out.rfind(b"\n")
+        if end >= 0:
+            lines = bytes(out[:end])
+            del out[: end + 1]
+            return lines.split(b"\n")
+        if len(out) > OUTPUT_LIMIT:
+            raise HookRunError("output over 1 MiB on stdout (one line)")
+        if self.ended:
+            raise OutputEnded
+        if self.woken:
+            self.woken = False
+            return []
+        return None
 
     def drain(self) -> None:
         """Read what the pipes have now (of stderr, only the last 64 KiB is kept)."""

@@ -243,7 +243,13 @@ class PersistentHook:
         """Read answers and hand them out, until ``waiter`` has its own."""
         while waiter.stage is not Stage.DONE and child is self._child:
             try:
-                lines = await child.lines()
+                lines = child.lines()
+                if lines is None:  # no whole line yet: wait for the pipes
+                    await anyio.wait_readable(child.selector)
+                    if child.killed:
+                        return  # killed meanwhile: the failure answered every event
+                    child.drain()
+                    continue
             except OutputEnded:
                 code = await child.exited(_GRACE)
                 reason = "closed its stdout" if code is None else describe_exit(code, child.shell)
