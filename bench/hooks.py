@@ -23,12 +23,13 @@ Hooks without a spawn per event (``persistent_section``), on each backend:
 (f) a persistent hook's ``fire`` round trip against a raw NDJSON round trip to the same
     kind of process (a Python loop answering one JSON line per line): the event encoded,
     written, the answer read and decoded, over bare non-blocking pipes or anyio's process
-    streams; target at most 1.5x the faster.
+    streams; target at most 1.5x the faster, in this process's CPU time (median of the
+    blocks, and of 5 runs of them), wall time beside it.
     Then the same hook spawned per event (the same script, one event per process):
     target at least 8x slower than the persistent one. An ``sh`` ``while read`` loop
     against ``sh`` spawned per event, for scale.
-(g) a ``type: python`` no-op hook's ``fire``, in CPU time (the machine is shared):
-    target at most 5 µs; a fixed ``permission`` hook's ``fire`` beside it.
+(g) a ``type: python`` no-op hook's ``fire``, in CPU time (the machine is shared; median
+    of 5 blocks): target at most 5 µs; a fixed ``permission`` hook's ``fire`` beside it.
 (h) a 200-task DAG with a TaskCreated and a TaskCompleted hook: per-task overhead against
     no hooks, spawned per event (``sh``, Python), persistent (1 and 8 in flight) and
     in-process.
@@ -133,24 +134,35 @@ def firing(registry: HookRegistry, tool: str) -> Callable[[], Awaitable[object]]
 
 async def per_call(fn: Callable[[], Awaitable[object]], calls: int) -> float:
     """Seconds per call, one call at a time."""
-    started = time.perf_counter()
+    return (await timed(fn, calls))[0]
+
+
+async def timed(fn: Callable[[], Awaitable[object]], calls: int) -> tuple[float, float]:
+    """(wall, CPU) seconds per call, one call at a time; CPU is this process's."""
+    started, cpu = time.perf_counter(), time.process_time()
     for _ in range(calls):
         await fn()
-    return (time.perf_counter() - started) / calls
+    return (time.perf_counter() - started) / calls, (time.process_time() - cpu) / calls
 
 
 async def latencies(
-    fns: dict[str, Callable[[], Awaitable[object]]],
+    fns: dict[str, Callable[[], Awaitable[object]]], cpu: dict[str, float] | None = None
 ) -> dict[str, tuple[float, float]]:
-    """(best, median) seconds per call of each function, over blocks taken in turn.
+    """(best, median) wall seconds per call of each function, over blocks taken in turn.
 
     Small blocks taken in turn let drift in the machine's load hit all alike; the best
-    block is the figure least disturbed by other processes on a shared machine.
+    block is the figure least disturbed by other processes on a shared machine. With
+    ``cpu``, the median CPU seconds per call of each function go there too.
     """
     samples: dict[str, list[float]] = {name: [] for name in fns}
+    cpu_samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(ROUNDS):
         for name, fn in fns.items():
-            samples[name].append(await per_call(fn, BLOCK))
+            wall, used = await timed(fn, BLOCK)
+            samples[name].append(wall)
+            cpu_samples[name].append(used)
+    if cpu is not None:
+        cpu.update((name, statistics.median(values)) for name, values in cpu_samples.items())
     return {name: (min(values), statistics.median(values)) for name, values in samples.items()}
 
 
@@ -243,6 +255,7 @@ SH_ONCE = """cat >/dev/null; echo '{"decision": "allow"}'"""
 NOOP_MODULE = "def noop(event):\n    return None\n"
 PAYLOAD = {"tool_name": "Bash", "tool_input": {"command": "ls -la"}}
 PYTHON_FIRES = 20_000 if QUICK else 100_000
+CPU_RUNS = 2 if QUICK else 5  # runs of the (f) blocks, for the median of their CPU figures
 DAG_TASKS = 200
 
 
@@ -302,15 +315,10 @@ def ratio_row(label: str, figures: tuple[float, float], base: tuple[float, float
 
 
 async def cpu_per_fire(registry: HookRegistry, n: int) -> float:
-    """CPU seconds per ``fire`` (best of 5 blocks): what the hook path costs, whatever
+    """CPU seconds per ``fire`` (median of 5 blocks): what the hook path costs, whatever
     else the shared machine runs."""
-    best = float("inf")
-    for _ in range(5):
-        started = time.process_time()
-        for _ in range(n):
-            await registry.fire("PreToolUse", PAYLOAD)
-        best = min(best, (time.process_time() - started) / n)
-    return best
+    fire = firing(registry, "Bash")
+    return statistics.median([(await timed(fire, n))[1] for _ in range(5)])
 
 
 def layered_dag(tasks: int = DAG_TASKS, width: int = 10) -> DAG:
@@ -374,7 +382,11 @@ async def persistent_section(folder: Path) -> None:
         }
         for fn in fns.values():  # warm up: start the processes, fill the caches
             await per_call(fn, 20)
-        latency = await latencies(fns)
+        cpu_runs: list[dict[str, float]] = []
+        for _ in range(CPU_RUNS):  # the last run's wall figures are kept
+            cpu_runs.append({})
+            latency = await latencies(fns, cpu_runs[-1])
+        cpu = {name: statistics.median(run[name] for run in cpu_runs) for name in fns}
         slow = {"spawned": firing(spawned, "Bash"), "sh spawned": firing(sh_spawned, "Bash")}
         for fn in slow.values():
             await per_call(fn, 2)
@@ -398,12 +410,22 @@ async def persistent_section(folder: Path) -> None:
     print("  (f) ratios: rows 1-3 against the faster raw round trip; spawned against persistent")
     for label, key, against in rows:
         print(ratio_row(label, latency[key], against))
+    cpu_base = min(cpu["pipes"], cpu["streams"])
+    for label, key in (
+        ("raw NDJSON, non-blocking pipes", "pipes"),
+        ("raw NDJSON, anyio process streams", "streams"),
+        ("fire, persistent hook (Python loop)", "persistent"),
+    ):
+        print(
+            f"      CPU, {label:<39} {cpu[key] * 1e6:7.1f} µs per call  {cpu[key] / cpu_base:5.2f}x"
+        )
     best_ratio = latency["persistent"][0] / base[0]
     median_ratio = latency["persistent"][1] / base[1]
     faster = latency["spawned"][1] / latency["persistent"][1]
     print(
-        f"      persistent / raw: {best_ratio:.2f}x best, {median_ratio:.2f}x median"
-        f" (target <= 1.5x); spawned / persistent: {faster:.1f}x median (target >= 8x)"
+        f"      persistent / raw: {cpu['persistent'] / cpu_base:.2f}x CPU (target <= 1.5x);"
+        f" wall {best_ratio:.2f}x best, {median_ratio:.2f}x median;"
+        f" spawned / persistent: {faster:.1f}x median (target >= 8x)"
     )
 
     sys.path.insert(0, str(folder))

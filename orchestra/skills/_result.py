@@ -281,9 +281,7 @@ def parse_result(stdout: bytes, *, strict: bool = False) -> HookResult:
 
 
 # The result of ``{"decision": X}`` for each X ours reads (HookResult is frozen: shared).
-_PLAIN: Final = {
-    value: HookResult(decision=verdict) for value, verdict in _OUR_DECISIONS.items()
-}
+_PLAIN: Final = {value: HookResult(decision=verdict) for value, verdict in _OUR_DECISIONS.items()}
 
 
 def result_from_json(data: object, *, strict: bool = False) -> HookResult:
