@@ -3,8 +3,8 @@
 The process is started as every hook process is (``_process.spawn``): in a process group
 of its own, with a pipe for each of stdin, stdout and stderr, all non-blocking on
 orchestra's side, its exit awaited on a pidfd. Reading waits on one
-descriptor (an epoll or kqueue selector) that is readable when stdout, stderr or a
-wake-up pipe is, so one waiting caller reads everything: stdout into complete lines,
+descriptor (an epoll object, or a kqueue selector) that is readable when stdout, stderr
+or a wake-up pipe is, so one waiting caller reads everything: stdout into complete lines,
 stderr into a tail of its last 64 KiB (it never fills up and blocks the process).
 Nothing here is tied to an event loop between calls.
 """
@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import selectors
 import time
-from collections.abc import Mapping, Sequence
-from typing import Final
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Final, Protocol
 
 import anyio
 
@@ -29,6 +30,37 @@ STDERR_KEPT: Final = 64 * 1024
 """How much of a persistent process's stderr is kept: its last 64 KiB."""
 
 _CHUNK: Final = 65536
+
+
+class _Selector(Protocol):
+    """What a hook process's reader needs of a selector: a descriptor to wait on."""
+
+    def fileno(self) -> int: ...
+    def unregister(self, fd: int, /) -> object: ...
+    def close(self) -> None: ...
+
+
+def _selector(
+    fds: Iterable[int],
+) -> tuple[_Selector, Callable[[float], list[tuple[int, int]]]]:
+    """A selector readable when one of ``fds`` is, and how to ask which are: (fd, events).
+
+    On Linux an epoll object itself (``selectors`` adds a Python layer per call, and the
+    call comes once per event); elsewhere the platform's ``selectors`` selector.
+    """
+    if hasattr(select, "epoll"):
+        epoll = select.epoll()
+        for fd in fds:
+            epoll.register(fd, select.EPOLLIN)
+        return epoll, epoll.poll
+    chosen = selectors.DefaultSelector()
+    for fd in fds:
+        chosen.register(fd, selectors.EVENT_READ)
+
+    def ready(timeout: float) -> list[tuple[int, int]]:
+        return [(key.fd, events) for key, events in chosen.select(timeout)]
+
+    return chosen, ready
 
 
 class OutputEnded(Exception):
@@ -52,10 +84,9 @@ class HookProcess:
         self.stdout = child.stdout
         self.stderr = child.stderr
         self.wake = wake
-        self.selector = selectors.DefaultSelector()
-        for fd in (self.stdout, self.stderr, wake):
-            if fd >= 0:
-                self.selector.register(fd, selectors.EVENT_READ)
+        self.selector, self._ready = _selector(
+            fd for fd in (self.stdout, self.stderr, wake) if fd >= 0
+        )
         self.out = bytearray()
         self.err = bytearray()
         self.ended = False  # stdout ended
@@ -65,7 +96,11 @@ class HookProcess:
 
     @classmethod
     def start(
-        cls, argv: Sequence[str], env: Mapping[str, str], cwd: str | None, wake: int = -1
+        cls,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str | None,
+        wake: int = -1,
     ) -> HookProcess:
         """Start ``argv`` in a process group of its own, with pipes for all three.
 
@@ -155,24 +190,24 @@ class HookProcess:
         """Read what the pipes have now (of stderr, only the last 64 KiB is kept)."""
         if self.killed:
             return
-        for key, _ in self.selector.select(0):
+        for fd, _ in self._ready(0):
             try:
-                data = os.read(key.fd, _CHUNK)
+                data = os.read(fd, _CHUNK)
             except BlockingIOError:
                 continue
-            if key.fd == self.stdout:
+            if fd == self.stdout:
                 if data:
                     self.out += data
                 else:
-                    self.selector.unregister(key.fd)
+                    self.selector.unregister(fd)
                     self.ended = True
-            elif key.fd == self.stderr:
+            elif fd == self.stderr:
                 if data:
                     self.err += data
                     if len(self.err) > STDERR_KEPT:
                         del self.err[: len(self.err) - STDERR_KEPT]
                 else:
-                    self.selector.unregister(key.fd)
+                    self.selector.unregister(fd)
             else:
                 self.woken = True
 
