@@ -119,6 +119,7 @@ class _Run:
         self.index = plan.index
         self.idle: list[anyio.Event] = []
         self.slice_end = 0.0  # when the workers next let the loop run
+        self.slice_cpu = 0.0  # ... and the loop thread's CPU time by then (_workers)
         self.passing = False  # a worker leads a loop pass: the others follow it
         self.base: contextvars.Context | None = None  # the context new workers start in
         self.threads: ThreadPool | None = None
@@ -211,6 +212,7 @@ class _Run:
         result: RunResult | None = None
         self.base = contextvars.copy_context()
         self.slice_end = time.perf_counter() + SLICE
+        self.slice_cpu = time.thread_time() + SLICE
         try:
             if not (self.chain.has("before_run") and await before_run(self)):
                 await self.work(cancelled)

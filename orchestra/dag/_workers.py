@@ -5,7 +5,10 @@ suspend run back to back with no task creation, no stream and no limiter per nod
 run yields to the loop once ``SLICE`` seconds passed since its last pass, whatever the
 worker: the first worker past the deadline leads a pass and the others follow it until
 it resumes, so one loop pass runs at most about ``SLICE`` of bodies (timers, I/O and
-other tasks are served).
+other tasks are served). The slice is the loop thread's CPU time, read only once
+``SLICE`` seconds of wall time passed: time the thread waited for the GIL (another
+thread of the process busy, say a dask client's) or for the OS is not the loop's work,
+and counting it would end a pass after every task, each waking every follower again.
 
 Each body runs in its own copy of the run's context, as a task would: a worker compares
 its context with a snapshot after each task and, if a body (or a hook) changed it,
@@ -56,15 +59,18 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
     journal_atom = journal.atom if journal is not None else _unjournaled
     journal_atoms = journal.atoms if journal is not None else frozenset()
     clock = time.perf_counter  # one reading per task: its end, and the slice's check
+    cpu = time.thread_time  # read when the slice's wall time is over
     snapshot = contextvars.copy_context
     fresh = snapshot()  # this worker's context as it started: the run's base
     now = clock()
     while True:
         if ready and not run.stopping:
             if run.passing or now >= run.slice_end:
-                await loop_pass(run)
-                now = clock()
-                continue
+                if run.passing or cpu() >= run.slice_cpu:
+                    await loop_pass(run)
+                    now = clock()
+                    continue
+                run.slice_end = now + SLICE  # the thread mostly waited: the slice goes on
             i = ready.popleft()
             kind = kinds[i]
             if kind:  # the body in place (no hook sees it RUNNING): see the docstring
@@ -180,6 +186,7 @@ async def loop_pass(run: _Run) -> None:
     finally:
         run.passing = False
         run.slice_end = time.perf_counter() + SLICE
+        run.slice_cpu = time.thread_time() + SLICE
         passed.set()
 
 

@@ -45,6 +45,7 @@ from orchestra_dask._worker import Body, run_body
 if TYPE_CHECKING:
     from distributed import Client, Future
 
+    from orchestra import Task
     from orchestra_dask._chain import ChainedRun
 
 __all__ = ["Attempt", "Bridge"]
@@ -79,13 +80,14 @@ class Attempt(_Item):
         "held",
         "options",
         "requeues",
+        "task",
         "task_id",
     )
 
     def __init__(
         self,
         task_id: str,
-        body: Body,
+        body: Body | None,
         args: dict[str, Any],
         held: dict[str, Future[Any]],
         options: dict[str, Any],
@@ -106,6 +108,27 @@ class Attempt(_Item):
         self.requeues = requeues
         self.chain = chain  # the run's chaining, if it chains
         self.adopted = False  # a spec (submitted ahead) the driver's attempt took over
+        self.task: Task | None = None  # the task to prepare, when ``body`` is None
+
+    @classmethod
+    def later(
+        cls, task: Task, args: dict[str, Any], chain: ChainedRun, *, requeues: int
+    ) -> Attempt:
+        """A chained run's attempt, prepared (``prepare``) only if it adopts no spec."""
+        attempt = cls(task.id, None, args, {}, {}, {}, gather=False, requeues=requeues, chain=chain)
+        attempt.task = task
+        return attempt
+
+    def prepare(self, bridge: Bridge) -> None:
+        """Pickle the body of an attempt made ``later`` (and read its dask options)."""
+        chain = self.chain
+        assert chain is not None
+        assert self.task is not None
+        ready = chain.executor.prepare(self.task, self.args, bridge, {}, chain.annotations, chain)
+        self.body = ready.body
+        self.held = ready.held
+        self.options = ready.options
+        self.annotations = ready.annotations
 
 
 @final
@@ -287,6 +310,12 @@ class Bridge:
                         self._adopt(spec, attempt, started)
                         continue
                     self._drop(spec, started)
+                if attempt.body is None:
+                    try:
+                        attempt.prepare(self)
+                    except Exception as exc:  # say, bad metadata["dask"]
+                        self._end_with(attempt, exc)
+                        continue
             fresh.append(attempt)
         chained: list[Attempt] = []
         for attempt, error in self._submitted(fresh, started):

@@ -165,8 +165,8 @@ class DaskExecutor:
             carrier: dict[str, str] = {}
             propagate.inject(carrier)
             attempt = self.prepare(task, args, bridge, carrier, get_annotations(), None)
-        else:  # a chained run is not traced
-            attempt = self.prepare(task, args, bridge, {}, chain.annotations, chain)
+        else:  # prepared on the client's loop, and only if no spec is adopted
+            attempt = Attempt.later(task, args, chain, requeues=self.requeues)
         return await bridge.run(attempt)
 
     def prepare(

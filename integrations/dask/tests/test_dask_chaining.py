@@ -228,3 +228,17 @@ async def test_a_before_execute_hook_keeps_each_body_behind_its_decision(
     assert result.states[f"b{tag}"] is S.SKIPPED
     assert result.attempts[f"b{tag}"] == 1
     assert ran(log) == ["a"]
+
+
+async def test_a_chained_task_with_bad_dask_options_fails_with_the_error(
+    client: Client, anyio_backend: str
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    dag = DAG(f"chained-bad-{tag}")
+    dag.add(Task(id=f"a{tag}", fn=lambda: 1))
+    dag.add(Task(id=f"b{tag}", fn=lambda **up: 2, deps=[f"a{tag}"], metadata={"dask": 5}))
+    result = await run_in_thread(dag, client, anyio_backend)
+    assert result.states[f"a{tag}"] is S.SUCCEEDED
+    assert result.states[f"b{tag}"] is S.FAILED
+    assert isinstance(result.errors[f"b{tag}"], TypeError)
+    assert "metadata['dask'] must be a mapping" in str(result.errors[f"b{tag}"])
