@@ -237,15 +237,15 @@ def with_peak_rss(fn: Callable[[], object]) -> tuple[Figures, float]:
     return figures, (peak - before) / 1e6
 
 
-def rounds(variants: dict[str, Callable[[], object]], n: int) -> dict[str, Figures]:
-    """The median figures of each variant over ``n`` interleaved rounds (after a warm-up)."""
+def rounds(variants: dict[str, Callable[[], object]], n: int) -> dict[str, list[Figures]]:
+    """The figures of each variant in ``n`` interleaved rounds (after a warm-up)."""
     for fn in variants.values():
         fn()
     runs: dict[str, list[Figures]] = {name: [] for name in variants}
     for _ in range(n):
         for name, fn in variants.items():
             runs[name].append(measured(fn))
-    return {name: median(rs) for name, rs in runs.items()}
+    return runs
 
 
 def median(runs: list[Figures]) -> Figures:
@@ -253,8 +253,13 @@ def median(runs: list[Figures]) -> Figures:
     return statistics.median(wall), statistics.median(cpu), statistics.median(kids)
 
 
-def table(case: str, figures: dict[str, Figures], target: float | None) -> list[str]:
-    """Print the case's figures; return the verdict lines for its orchestra variants."""
+def table(case: str, runs: dict[str, list[Figures]], target: float | None) -> list[str]:
+    """Print the case's figures; return the verdict lines for its orchestra variants.
+
+    Besides the ratios of the medians, the spread of the ratios round by round (each
+    orchestra round against the plain dask round just before it): median [min - max].
+    """
+    figures = {name: median(rs) for name, rs in runs.items()}
     base = figures["dask"]
     verdicts = []
     print(f"\n{case}")
@@ -266,9 +271,21 @@ def table(case: str, figures: dict[str, Figures], target: float | None) -> list[
                 f"workers' CPU {kids / base[2]:.2f}x"
             )
         print(f"  {name:<22} wall {wall:6.3f} s  cpu {cpu:6.3f} s  workers {kids:6.3f} s{ratios}")
+        if name != "dask":
+            print(f"  {'':<22} round by round: {spread(runs[name], runs['dask'])}")
         if name == "orchestra" and target is not None:
             verdicts.append(verdict(case, wall / base[0], cpu / base[1], target))
     return verdicts
+
+
+def spread(mine: list[Figures], base: list[Figures]) -> str:
+    """The per-round ratios of wall and this process's CPU: median [min - max]."""
+
+    def one(k: int) -> str:
+        ratios = sorted(m[k] / b[k] for m, b in zip(mine, base, strict=True))
+        return f"{statistics.median(ratios):.2f}x [{ratios[0]:.2f}-{ratios[-1]:.2f}]"
+
+    return f"wall {one(0)}, CPU {one(1)}"
 
 
 def verdict(case: str, wall: float, cpu: float, target: float) -> str:
@@ -358,8 +375,12 @@ def chain_case(args: argparse.Namespace, n: int) -> str:
         for _ in range(n):
             for name, fn in variants.items():
                 runs[name].append(with_peak_rss(fn))
+    table(
+        f"{case} (2 worker processes x 1 thread)",
+        {name: [f for f, _ in r] for name, r in runs.items()},
+        None,
+    )
     figures = {name: median([f for f, _ in r]) for name, r in runs.items()}
-    table(f"{case} (2 worker processes x 1 thread)", figures, None)
     growth = {name: max(g for _, g in r) for name, r in runs.items()}
     print(
         f"  peak RSS growth here: dask {growth['dask']:.0f} MB, "
