@@ -17,9 +17,16 @@ from opentelemetry.trace import Tracer
 from orchestra.skills._catalog import EventSpec
 from orchestra.skills._hook import HookSpec, event_json
 from orchestra.skills._outcome import Combiner, HookOutcome, HookRecord
-from orchestra.tracing._engine import last_tracer
 
-__all__ = ["RunHook", "background", "in_phase_order", "matching_hooks", "run_hooks", "subject_of"]
+__all__ = [
+    "RunHook",
+    "background",
+    "combiner_for",
+    "in_phase_order",
+    "matching_hooks",
+    "run_hooks",
+    "subject_of",
+]
 
 RunHook: TypeAlias = Callable[
     [HookSpec, Mapping[str, Any], "Tracer | None", "str | None", "bytes | None"],
@@ -30,24 +37,29 @@ RunHook: TypeAlias = Callable[
 _RERUN: Final = "re-run: the input was rewritten after the guards"
 
 
-async def run_hooks(
-    spec: EventSpec,
-    hooks: Sequence[HookSpec],
-    payload: Mapping[str, Any],
-    data: dict[str, Any],
-    subject: str | None,
-    run: RunHook,
-) -> HookOutcome:
-    """Run the hooks that matched an event, with ``run``, and combine their answers."""
+def combiner_for(spec: EventSpec, payload: Mapping[str, Any]) -> Combiner:
+    """A ``Combiner`` for an event, starting from its input (the payload's input field)."""
     field = spec.input_field
     current = payload.get(field) if field else None
     if current is not None and type(current) is not dict and not isinstance(current, Mapping):
         current = None
-    combiner = Combiner(spec, current)
-    tracer = last_tracer()
-    if len(hooks) == 1:  # the most common case: no guard to run again, nothing to gather
-        combiner.add(await run(hooks[0], data, tracer, subject, None))
-    elif spec.can_block or spec.can_modify:
+    return Combiner(spec, current)
+
+
+async def run_hooks(
+    hooks: Sequence[HookSpec],
+    data: dict[str, Any],
+    combiner: Combiner,
+    tracer: Tracer | None,
+    subject: str | None,
+    run: RunHook,
+) -> HookOutcome:
+    """Run the hooks that matched an event, with ``run``, and combine their answers.
+
+    The caller runs a single hook itself (no guard to run again, nothing to gather).
+    """
+    spec = combiner.spec
+    if spec.can_block or spec.can_modify:
         await _chain(hooks, data, combiner, tracer, subject, run)
     else:
         records: list[HookRecord | None] = [None] * len(hooks)

@@ -42,6 +42,7 @@ from orchestra.skills._call import call_hook
 from orchestra.skills._catalog import EVENTS, EventSpec
 from orchestra.skills._firing import (
     background,
+    combiner_for,
     in_phase_order,
     matching_hooks,
     run_hooks,
@@ -55,6 +56,7 @@ from orchestra.skills._load import load_hooks
 from orchestra.skills._outcome import EMPTY, HookOutcome, HookRecord
 from orchestra.skills._persistent import HookProcesses
 from orchestra.skills._waiters import Gate
+from orchestra.tracing._engine import last_tracer
 
 __all__ = ["DEFAULT_MAX_PARALLEL_HOOKS", "HookRegistry", "load"]
 
@@ -282,7 +284,12 @@ class HookRegistry:
         if not matching:
             return EMPTY
         data = event_data(event, payload, self.session_id, self.project_dir)
-        return await run_hooks(spec, matching, payload, data, subject, self._run)
+        combiner = combiner_for(spec, payload)
+        tracer = last_tracer()
+        if len(matching) == 1:  # the most common case, run here (one coroutine less)
+            combiner.add(await self._run(matching[0], data, tracer, subject, None))
+            return combiner.outcome()
+        return await run_hooks(matching, data, combiner, tracer, subject, self._run)
 
     def _run(
         self,
