@@ -43,7 +43,7 @@ from orchestra.journal import (
     SQLiteJournal,
 )
 from orchestra.journal._codec import digest
-from orchestra.journal._sqlite import acquire_shared, release_shared
+from orchestra.journal._shared import acquire_shared, release_shared
 from orchestra.journal._writer import BatchWriter
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 from orchestra.dag._model import TaskState
 from orchestra.journal import Journal, Serializer, SQLiteJournal, TaskRecord
 from orchestra.journal._codec import code_digest, digest
-from orchestra.journal._sqlite import encode_plan
+from orchestra.journal._stored import encode_plan
 
 if TYPE_CHECKING:
     from orchestra.dag._model import Task

@@ -2,31 +2,25 @@
 
 from __future__ import annotations
 
-import atexit
-import marshal
 import os
 import sqlite3
-import sys
 import threading
-from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from itertools import chain, repeat
 from pathlib import Path
-from typing import Any, Final, TypeAlias, final
+from typing import Any, Final, final
 
 from orchestra._errors import JournalError
-from orchestra.journal._codec import digest
 from orchestra.journal._records import JournaledRun, RunInfo, TaskRecord
+from orchestra.journal._stored import (
+    Plan,
+    decode_batch,
+    decode_plan,
+    encode_full,
+    encode_indexed,
+)
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "Plan",
-    "SQLiteJournal",
-    "acquire_shared",
-    "encode_plan",
-    "release_shared",
-]
+__all__ = ["SCHEMA_VERSION", "SQLiteJournal"]
 
 APPLICATION_ID: Final = 0x4F524348  # "ORCH", in the file header: says the file is ours
 """``PRAGMA application_id`` of an orchestra journal."""
@@ -75,25 +69,9 @@ SCHEMA_VERSION: Final = len(_MIGRATIONS)
 """The schema version this orchestra writes (and the newest it reads)."""
 
 _RUN_COLUMNS: Final = "run_id, dag, started_at, task_count, resumed_from"
-_MARSHAL_VERSION: Final = 4  # read by every Python 3.4+
 _IN_CHUNK: Final = 500  # digests per "IN (...)" query, under every SQLite's variable limit
-_SUCCEEDED: Final = "succeeded"
-# Plan indexes and durations of the common record are stored as little-endian arrays.
-_INDEX: Final = next(code for code in "IL" if array(code).itemsize == 4)
-_SWAP: Final = sys.byteorder != "little"
 _PLANS_KEPT: Final = 4  # plans a journal keeps read
 _KNOWN_PLANS: Final = 1024  # digests of plans a journal knows the file holds, at most
-
-
-Plan: TypeAlias = tuple[Sequence[str], Sequence[str], Sequence[str]]
-"""A plan's task ids, code digests and input digests, in plan order."""
-
-
-def encode_plan(plan: Plan) -> tuple[str, bytes]:
-    """A plan's digest and stored form, for ``_begin_planned_run``."""
-    ids, codes, inputs = plan
-    data = marshal.dumps((list(ids), list(codes), list(inputs)), _MARSHAL_VERSION)
-    return digest(data), data
 
 
 @final
@@ -280,24 +258,7 @@ class SQLiteJournal:
         records, column by column in ``TaskRecord`` field order, a plan index in place of
         the task id and no code or input digest (8 columns).
         """
-        index, durations, output = plain
-        if not (output is None or isinstance(output, str)):
-            if len(output) != len(index):
-                raise ValueError(f"{len(index)} plain tasks with {len(output)} output digests")
-            output = list(output)
-        indexes = array(_INDEX, index)
-        times = array("d", durations)
-        if _SWAP:
-            indexes.byteswap()
-            times.byteswap()
-        rest: list[Sequence[Any]] | None = None
-        if general is not None:
-            if len(general) != _INDEXED_COLUMNS:
-                raise ValueError(f"a batch has {_INDEXED_COLUMNS} columns, got {len(general)}")
-            rest = list(general)
-        records = marshal.dumps(
-            (output, indexes.tobytes(), times.tobytes(), rest), _MARSHAL_VERSION
-        )
+        records = encode_indexed(plain, general)
         self._insert(run_id, records, payloads)
 
     def _insert(self, run_id: str, records: bytes, payloads: Mapping[str, bytes]) -> None:
@@ -321,9 +282,7 @@ class SQLiteJournal:
         self, run_id: str, columns: Sequence[Sequence[Any]], payloads: Mapping[str, bytes]
     ) -> None:
         """``record``, given the batch column by column (``TaskRecord`` field order)."""
-        if len(columns) != len(TaskRecord._fields):
-            raise ValueError(f"a batch has {len(TaskRecord._fields)} columns, got {len(columns)}")
-        self._insert(run_id, marshal.dumps(list(columns), _MARSHAL_VERSION), payloads)
+        self._insert(run_id, encode_full(columns), payloads)
 
     def load_run(self, run_id: str) -> JournaledRun | None:
         """Read a run back with its tasks and payloads; None if there is no such run."""
@@ -367,7 +326,7 @@ class SQLiteJournal:
         for (records,) in self._db.execute(
             "SELECT records FROM batches WHERE run_id = ? ORDER BY seq", (run_id,)
         ):
-            for record in _unmarshal(records, plan):
+            for record in decode_batch(records, plan):
                 tasks[record[0]] = record
         return tasks
 
@@ -378,9 +337,7 @@ class SQLiteJournal:
             row = self._db.execute("SELECT tasks FROM plans WHERE digest = ?", (key,)).fetchone()
             if row is None:
                 raise self._error(f"a run names plan {key}, which the file does not hold")
-            plan = marshal.loads(row[0])
-            if not (isinstance(plan, tuple) and len(plan) == 3):
-                raise ValueError("a plan that orchestra did not write")
+            plan = decode_plan(row[0])
             while len(self._plans) >= _PLANS_KEPT:
                 del self._plans[next(iter(self._plans))]
             self._plans[key] = plan
@@ -390,68 +347,6 @@ class SQLiteJournal:
         """Close the file."""
         with self._lock:
             self._db.close()
-
-
-_INDEXED_COLUMNS: Final = len(TaskRecord._fields) - 2  # no code or input digest
-
-
-def _unmarshal(data: bytes, plan: Plan | None) -> Iterator[TaskRecord]:
-    """The records of one batch (its columns zipped back into ``TaskRecord`` tuples).
-
-    A batch is a list of ``TaskRecord`` columns (``record``), or a tuple of records by
-    index into the run's plan (``_record_indexed``).
-    """
-    stored = marshal.loads(data)
-    # tuple.__new__ is TaskRecord._make without its per-record length check
-    if isinstance(stored, list) and len(stored) == len(TaskRecord._fields):
-        return map(tuple.__new__, repeat(TaskRecord), zip(*stored, strict=True))
-    if plan is None or not (isinstance(stored, tuple) and len(stored) == 4):
-        raise ValueError("a batch of task records that orchestra did not write")
-    ids, codes, inputs = plan
-    output, index_data, time_data, general = stored
-    index = array(_INDEX)
-    index.frombytes(index_data)
-    durations = array("d")
-    durations.frombytes(time_data)
-    if _SWAP:
-        index.byteswap()
-        durations.byteswap()
-    if len(index) != len(durations):
-        raise ValueError("a batch of task records that orchestra did not write")
-    if not (output is None or isinstance(output, str) or len(output) == len(index)):
-        raise ValueError("a batch of task records that orchestra did not write")
-    plain = zip(
-        map(ids.__getitem__, index),
-        repeat(_SUCCEEDED),
-        repeat(1),
-        durations,
-        repeat(None),
-        map(codes.__getitem__, index),
-        map(inputs.__getitem__, index),
-        repeat(output) if output is None or isinstance(output, str) else output,
-        repeat(False),
-        repeat(None),
-    )
-    records = map(tuple.__new__, repeat(TaskRecord), plain)
-    if general is None:
-        return records
-    if len(general) != _INDEXED_COLUMNS:
-        raise ValueError("a batch of task records that orchestra did not write")
-    at, state, attempts, duration, error, out, reused, note = general
-    rest = zip(
-        map(ids.__getitem__, at),
-        state,
-        attempts,
-        duration,
-        error,
-        map(codes.__getitem__, at),
-        map(inputs.__getitem__, at),
-        out,
-        reused,
-        note,
-        strict=True,
-    )
-    return chain(records, map(tuple.__new__, repeat(TaskRecord), rest))
 
 
 def _counts(tasks: dict[str, TaskRecord]) -> dict[str, int]:
@@ -472,84 +367,3 @@ def _transaction(db: sqlite3.Connection) -> Iterator[None]:
             db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
-
-
-# -- journals shared within a process -----------------------------------------------------
-#
-# ``run(journal="runs.db")`` borrows one open journal per file and process instead of
-# opening and closing the file for every run: closing the last connection to a WAL file
-# checkpoints it and deletes the WAL, and the next run's first commit recreates it, two
-# fsyncs that can cost more than a whole run of cheap tasks. A borrowed journal is checked
-# again at every borrowing (a file replaced or deleted meanwhile is opened anew); a few
-# idle ones stay open, the rest are closed, and all are closed at exit.
-
-_IDLE_KEPT: Final = 4
-
-
-@final
-class _Shared:
-    __slots__ = ("inode", "journal", "users")
-
-    def __init__(self, journal: SQLiteJournal, inode: int) -> None:
-        self.journal = journal
-        self.inode = inode
-        self.users = 0
-
-
-_shared_lock = threading.Lock()
-_shared: dict[tuple[int, str], _Shared] = {}  # (pid, real path) -> journal; idle ones last
-
-
-def _inode(path: str) -> int | None:
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None
-
-
-def acquire_shared(path: str | os.PathLike[str]) -> SQLiteJournal:
-    """Borrow this process's open journal on ``path`` (opened, or checked again)."""
-    real = os.path.realpath(path)
-    key = (os.getpid(), real)
-    with _shared_lock:
-        entry = _shared.pop(key, None)
-        if entry is not None and entry.inode != _inode(real):  # replaced or deleted
-            if entry.users == 0:
-                entry.journal.close()
-            entry = None
-        if entry is None:
-            journal = SQLiteJournal(path)
-            entry = _Shared(journal, _inode(real) or 0)
-        else:
-            try:
-                entry.journal.recheck()
-            except BaseException:
-                _shared[key] = entry
-                raise
-        entry.users += 1
-        _shared[key] = entry  # most recently used last
-        return entry.journal
-
-
-def release_shared(journal: SQLiteJournal) -> None:
-    """Give a borrowed journal back; idle ones beyond a few are closed."""
-    with _shared_lock:
-        for entry in _shared.values():
-            if entry.journal is journal:
-                entry.users -= 1
-                break
-        else:
-            journal.close()
-            return
-        pid = os.getpid()
-        idle = [k for k, e in _shared.items() if e.users == 0 and k[0] == pid]
-        for key in idle[: max(0, len(idle) - _IDLE_KEPT)]:
-            _shared.pop(key).journal.close()
-
-
-@atexit.register
-def _close_shared() -> None:
-    pid = os.getpid()
-    with _shared_lock:
-        for key in [k for k in _shared if k[0] == pid]:
-            _shared.pop(key).journal.close()
