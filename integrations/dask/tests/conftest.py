@@ -1,8 +1,26 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+from distributed import Client, LocalCluster
 
 
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Client]:
+    """A small in-process cluster (one worker, four threads), one per test module.
+
+    Modules that need another cluster (processes, resources) define their own ``client``.
+    """
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=4, processes=False, dashboard_address=":0"
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client

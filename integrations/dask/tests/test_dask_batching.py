@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
 import anyio.to_thread
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client
 from distributed.diagnostics.plugin import SchedulerPlugin
 from orchestra_dask import DaskExecutor
 
@@ -19,17 +18,6 @@ from orchestra import DAG, Task
 pytestmark = pytest.mark.anyio
 
 WIDTH = 40
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[Client]:
-    with (
-        LocalCluster(
-            n_workers=1, threads_per_worker=4, processes=False, dashboard_address=":0"
-        ) as cluster,
-        Client(cluster) as client,
-    ):
-        yield client
 
 
 class Graphs(SchedulerPlugin):

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 import pytest
-from distributed import Client, Event, LocalCluster
+from distributed import Client, Event
 from orchestra_dask import DaskExecutor
 
 import orchestra
@@ -19,17 +18,6 @@ from orchestra import DAG, Replace, Skip, Task, TaskHookContext, TaskHooks, Task
 pytestmark = pytest.mark.anyio
 
 S = TaskState
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[Client]:
-    with (
-        LocalCluster(
-            n_workers=1, threads_per_worker=4, processes=False, dashboard_address=":0"
-        ) as cluster,
-        Client(cluster) as client,
-    ):
-        yield client
 
 
 def keys_on_scheduler(client: Client, prefix: str) -> list[str]:
