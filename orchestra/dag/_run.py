@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Iterable
-from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -121,24 +120,30 @@ def run_sync(
             f"run_sync() cannot start an event loop inside the running {running} loop: "
             "use `await orchestra.run(...)` there"
         )
-    return anyio.run(
-        partial(
-            run,
-            dag,
-            hooks=hooks,
-            max_concurrency=max_concurrency,
-            fail_fast=fail_fast,
-            retry_budget=retry_budget,
-            executor=executor,
-            dispatcher=dispatcher,
-            max_attempts=max_attempts,
-            hook_timeout=hook_timeout,
-            journal=journal,
-            resume=resume,
-            serializer=serializer,
-        ),
-        backend=backend,
-    )
+    done: list[RunResult] = []
+
+    async def main() -> None:
+        # Not main's return value: asyncio's runner formats that as it closes (its SIGINT
+        # handler's repr), and a result's repr counts its states, O(tasks).
+        done.append(
+            await run(
+                dag,
+                hooks=hooks,
+                max_concurrency=max_concurrency,
+                fail_fast=fail_fast,
+                retry_budget=retry_budget,
+                executor=executor,
+                dispatcher=dispatcher,
+                max_attempts=max_attempts,
+                hook_timeout=hook_timeout,
+                journal=journal,
+                resume=resume,
+                serializer=serializer,
+            )
+        )
+
+    anyio.run(main, backend=backend)
+    return done[0]
 
 
 def _check_dag(dag: object, function: str) -> None:

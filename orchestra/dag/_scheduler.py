@@ -10,6 +10,7 @@ with their hooks, are ``_task_run``'s; the run's own hooks are ``_run_hooks``'s.
 from __future__ import annotations
 
 import contextvars
+import math
 import time
 import uuid
 from collections import deque
@@ -117,10 +118,11 @@ class _Run:
         self.done = 0
         self.not_ok = 0  # tasks settled FAILED, UPSTREAM_FAILED or CANCELLED
         self.index = plan.index
-        self.idle: list[anyio.Event] = []
-        self.slice_end = 0.0  # when the workers next let the loop run
+        self.idle: list[anyio.Event] = []  # what wakes each idle worker, in the order they waited
+        self.woken = 0  # workers started or woken that did not look at the ready deque yet
+        self.slice_end = 0.0  # when the workers next let the loop run (-inf: stopped)
         self.slice_cpu = 0.0  # ... and the loop thread's CPU time by then (_workers)
-        self.passing = False  # a worker leads a loop pass: the others follow it
+        self.passing = False  # a worker leads a loop pass (the slice ended)
         self.base: contextvars.Context | None = None  # the context new workers start in
         self.threads: ThreadPool | None = None
         self.stopping = False
@@ -211,8 +213,6 @@ class _Run:
         escaped: BaseException | None = None
         result: RunResult | None = None
         self.base = contextvars.copy_context()
-        self.slice_end = time.perf_counter() + SLICE
-        self.slice_cpu = time.thread_time() + SLICE
         try:
             if not (self.chain.has("before_run") and await before_run(self)):
                 await self.work(cancelled)
@@ -246,6 +246,10 @@ class _Run:
 
     async def work(self, cancelled: type[BaseException]) -> None:
         """Run the workers until every task ended (or the run stops)."""
+        self.idle.clear()  # of workers a fail_fast stop cancelled
+        self.woken = self.workers
+        self.slice_end = time.perf_counter() + SLICE
+        self.slice_cpu = time.thread_time() + SLICE
         async with anyio.create_task_group() as tg:
             self.tg = tg
             for _ in range(self.workers):
@@ -330,5 +334,6 @@ class _Run:
     def stop(self) -> None:
         """Cancel everything still running (fail_fast, or a fatal BaseException)."""
         self.stopping = True
+        self.slice_end = -math.inf  # workers take no more tasks
         if self.tg is not None:
             self.tg.cancel_scope.cancel()

@@ -17,7 +17,7 @@ from orchestra.dag._state import TaskState
 if TYPE_CHECKING:
     from orchestra.dag._scheduler import _Run
 
-__all__ = ["gate", "settle"]
+__all__ = ["gate", "release_rest", "settle"]
 
 _SUCCEEDED: Final = TaskState.SUCCEEDED
 _FAILED: Final = TaskState.FAILED
@@ -45,32 +45,49 @@ def settle(run: _Run, i: int, state: TaskState) -> None:
     if run.remote is not None:
         run.remote.ended(i, run.outputs)
     if state is _SUCCEEDED:
-        ready = run.ready
-        early = run.early_on_success
-        plain = run.runs_on_success
-        ended: list[int] | None = None
-        for d in run.dependents[i]:
-            left = remaining[d] - 1
-            if left < 0:  # queued or ended already
-                continue
-            remaining[d] = left
-            if left:
-                if not early[d]:
-                    continue
-            elif plain[d]:  # the common case: every upstream succeeded
-                ready.append(d)
-                continue
-            if _ask(run, d, left):
-                if ended is None:
-                    ended = [d]
-                else:
-                    ended.append(d)
-        if ended is not None:
-            _cascade(run, ended)
+        _release(run, run.dependents[i], None)
     else:
         if state in _NOT_OK:
             run.not_ok += 1
         _cascade(run, [i])
+
+
+def release_rest(run: _Run, i: int, d: int, left: int) -> None:
+    """Finish settling task ``i``, which SUCCEEDED, from its dependent ``d`` on.
+
+    A worker settles a task in line while each dependent it meets needs no rule
+    (``settle``'s common case); at the first that does, ``d`` (``left`` of its upstreams
+    still to end), this asks its rule and goes on with the dependents after it.
+    """
+    dependents = run.dependents[i]
+    ended = [d] if _ask(run, d, left) else None
+    _release(run, dependents[dependents.index(d) + 1 :], ended)
+
+
+def _release(run: _Run, dependents: list[int], ended: list[int] | None) -> None:
+    """Release ``dependents`` of a task that SUCCEEDED, then settle those that ended."""
+    ready = run.ready
+    remaining = run.remaining
+    early = run.early_on_success
+    plain = run.runs_on_success
+    for d in dependents:
+        left = remaining[d] - 1
+        if left < 0:  # queued or ended already
+            continue
+        remaining[d] = left
+        if left:
+            if not early[d]:
+                continue
+        elif plain[d]:  # the common case: every upstream succeeded
+            ready.append(d)
+            continue
+        if _ask(run, d, left):
+            if ended is None:
+                ended = [d]
+            else:
+                ended.append(d)
+    if ended is not None:
+        _cascade(run, ended)
 
 
 def _cascade(run: _Run, stack: list[int]) -> None:

@@ -3,12 +3,18 @@
 A worker that finds work waiting takes it without a checkpoint, so bodies that never
 suspend run back to back with no task creation, no stream and no limiter per node. The
 run yields to the loop once ``SLICE`` seconds passed since its last pass, whatever the
-worker: the first worker past the deadline leads a pass and the others follow it until
-it resumes, so one loop pass runs at most about ``SLICE`` of bodies (timers, I/O and
-other tasks are served). The slice is the loop thread's CPU time, read only once
-``SLICE`` seconds of wall time passed: time the thread waited for the GIL (another
-thread of the process busy, say a dask client's) or for the OS is not the loop's work,
-and counting it would end a pass after every task, each waking every follower again.
+worker: the first worker past the deadline leads a pass and the others that were
+running tasks follow it until it resumes, so one loop pass runs at most about ``SLICE``
+of bodies (timers, I/O and other tasks are served). The slice is the loop thread's CPU
+time, read only once ``SLICE`` seconds of wall time passed: time the thread waited for
+the GIL (another thread of the process busy, say a dask client's) or for the OS is not
+the loop's work, and counting it would end a pass after every task.
+
+Idle workers wait until a worker wakes one, and a worker wakes one only when it starts
+a task while more are ready and no woken worker is on its way: should that task's body
+wait, the woken one takes the next. Bodies that never wait so keep one worker busy and
+the others asleep (waking a worker per ready task would have them all wake and sleep
+again at every loop pass); bodies that do wait wake a worker each, up to the cap.
 
 Each body runs in its own copy of the run's context, as a task would: a worker compares
 its context with a snapshot after each task and, if a body (or a hook) changed it,
@@ -30,6 +36,7 @@ import anyio
 
 from orchestra.dag._model import KIND_ASYNC, TaskState
 from orchestra.dag._run_hooks import end_tasks
+from orchestra.dag._settle import release_rest
 from orchestra.dag._task_run import end_cancelled, end_failed, end_fatal, run_task
 
 if TYPE_CHECKING:
@@ -52,7 +59,11 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
     outputs = run.outputs
     attempts = run.attempts
     durations = run.durations
-    settle = run.settle
+    states = run.states
+    remaining = run.remaining
+    dependents = run.dependents
+    early = run.early_on_success
+    plain = run.runs_on_success
     idle = run.idle
     journal = run.journal
     journal_none = journal.none if journal is not None else _unjournaled
@@ -62,16 +73,26 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
     cpu = time.thread_time  # read when the slice's wall time is over
     snapshot = contextvars.copy_context
     fresh = snapshot()  # this worker's context as it started: the run's base
+    run.woken -= 1  # started: this worker looks at the ready deque now
     now = clock()
+    ran = False  # whether this worker ran a task since it last waited idle
     while True:
-        if ready and not run.stopping:
-            if run.passing or now >= run.slice_end:
+        if ready:
+            if now >= run.slice_end:  # past too while a worker leads a pass, or stopped
+                if run.stopping:
+                    return
                 if run.passing or cpu() >= run.slice_cpu:
-                    await loop_pass(run)
+                    if ran or not run.passing:
+                        await loop_pass(run)
+                    else:  # woken for work the worker leading the pass will take
+                        await park(run)
                     now = clock()
                     continue
                 run.slice_end = now + SLICE  # the thread mostly waited: the slice goes on
             i = ready.popleft()
+            ran = True
+            if ready and not run.woken and idle:  # should this body wait, one takes the next
+                wake_one(run)
             kind = kinds[i]
             if kind:  # the body in place (no hook sees it RUNNING): see the docstring
                 task = order[i]
@@ -115,7 +136,25 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
                     outputs[tid] = result
                     now = clock()
                     durations[tid] = now - started
-                    settle(i, _SUCCEEDED)
+                    # settle(i, SUCCEEDED), its common case in line: no on_end hook or
+                    # remote output comes here; a dependent whose rule must decide, and
+                    # the ones after it, are release_rest's
+                    states[i] = _SUCCEEDED
+                    run.done += 1
+                    remaining[i] = -1
+                    for d in dependents[i]:
+                        left = remaining[d] - 1
+                        if left < 0:  # queued or ended already
+                            continue
+                        remaining[d] = left
+                        if left:
+                            if not early[d]:
+                                continue
+                        elif plain[d]:  # every upstream succeeded
+                            ready.append(d)
+                            continue
+                        release_rest(run, i, d, left)
+                        break
                     if journal is not None:
                         if result is None:  # the common case: see RunJournal.none
                             journal_none(i)
@@ -123,16 +162,14 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
                             journal_atom(i)
                         else:
                             journal.settled(i, _SUCCEEDED, 1, now - started, result, None)
-                if idle:  # this worker takes one of the ready tasks itself
-                    wake(run, 1)
             else:
                 if i in reuse:
                     run.reuse_task(i)
                 else:
                     await run_task(run, i, cancelled)
-                if idle:  # this one first calls on_end hooks, if any
-                    wake(run, 0)
-                if run.ending:
+                if run.ending:  # on_end hooks may wait: one takes the next ready task
+                    if ready and not run.woken and idle:
+                        wake_one(run)
                     await end_tasks(run)
                 now = clock()
             if snapshot() != fresh:  # the body (or a hook) changed this context
@@ -140,11 +177,12 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
                     respawn(run, cancelled)
                 return
         elif run.done >= run.total or run.stopping:
+            while idle:  # they return too
+                wake_one(run)
             return
         else:
-            event = anyio.Event()
-            idle.append(event)
-            await event.wait()
+            await park(run)
+            ran = False
             now = clock()
 
 
@@ -152,18 +190,18 @@ def _unjournaled(i: int) -> None:
     """``RunJournal.none`` (``atom``) of a run without a journal: never called."""
 
 
-def wake(run: _Run, taking: int) -> None:
-    """Wake idle workers: one per ready task the waking worker does not take.
+async def park(run: _Run) -> None:
+    """Wait among the idle workers until a worker wakes this one (``wake_one``)."""
+    event = anyio.Event()
+    run.idle.append(event)
+    await event.wait()
+    run.woken -= 1
 
-    Once every task ended, all of them (they return).
-    """
-    idle = run.idle
-    if run.done >= run.total:
-        while idle:
-            idle.pop().set()
-    else:
-        for _ in range(min(len(idle), len(run.ready) - taking)):
-            idle.pop().set()
+
+def wake_one(run: _Run) -> None:
+    """Wake the idle worker that waited last."""
+    run.idle.pop().set()
+    run.woken += 1
 
 
 async def loop_pass(run: _Run) -> None:
@@ -185,8 +223,9 @@ async def loop_pass(run: _Run) -> None:
         await anyio.sleep(_AT_ONCE)
     finally:
         run.passing = False
-        run.slice_end = time.perf_counter() + SLICE
-        run.slice_cpu = time.thread_time() + SLICE
+        if not run.stopping:  # stop() ended the slice for good
+            run.slice_end = time.perf_counter() + SLICE
+            run.slice_cpu = time.thread_time() + SLICE
         passed.set()
 
 
@@ -194,4 +233,5 @@ def respawn(run: _Run, cancelled: type[BaseException]) -> None:
     """Start a worker in the run's base context, to replace one whose context changed."""
     assert run.tg is not None
     assert run.base is not None
+    run.woken += 1
     run.base.run(run.tg.start_soon, worker, run, cancelled)
