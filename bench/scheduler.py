@@ -36,6 +36,7 @@ import tracemalloc
 import types
 from collections import deque
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import anyio
@@ -290,7 +291,7 @@ def dask_graph(graph: Graph) -> dict[str, Any]:
 
 def hamilton_driver(graph: Graph) -> tuple[Any, list[str]]:
     os.environ.setdefault("HAMILTON_TELEMETRY_ENABLED", "false")  # offline
-    from hamilton import driver  # type: ignore[import-untyped]
+    from hamilton import driver
 
     src = []
     for tid, deps in graph.items():
@@ -338,13 +339,13 @@ def async_section(name: str, graph: Graph, backend: str) -> None:
 
 
 def sync_section(name: str, graph: Graph) -> None:
-    import dask
+    import dask.local
     import dask.threaded
 
     n = len(graph)
     dg = dask_graph(graph)
     keys = list(graph)
-    t_dask_sync = timed(lambda: dask.get(dg, keys))
+    t_dask_sync = timed(lambda: dask.local.get_sync(dg, keys))
     t_dask_thr = timed(lambda: dask.threaded.get(dg, keys))
     dag_thread = build(graph, snoop)
     dag_inline = build(graph, snoop, inline=True)
@@ -353,8 +354,8 @@ def sync_section(name: str, graph: Graph) -> None:
     row("dask threaded", n, t_dask_thr, *floors)
     row("dask synchronous", n, t_dask_sync, *floors)
     for backend in BACKENDS:
-        t_thread = timed(lambda b=backend: run_orchestra(b, dag_thread))
-        t_inline = timed(lambda b=backend: run_orchestra(b, dag_inline))
+        t_thread = timed(partial(run_orchestra, backend, dag_thread))
+        t_inline = timed(partial(run_orchestra, backend, dag_inline))
         row(f"orchestra threads, {backend}", n, t_thread, *floors)
         row(f"orchestra inline, {backend}", n, t_inline, *floors)
     print()
@@ -368,7 +369,7 @@ def hamilton_section() -> None:
     n = len(small)
     print(f"[layered 1,000, sync bodies] Hamilton driver {rate(n, t_ham)}")
     for backend in BACKENDS:
-        t_small = timed(lambda b=backend: run_orchestra(b, dag_small))
+        t_small = timed(partial(run_orchestra, backend, dag_small))
         row(f"orchestra inline, {backend}", n, t_small, ("/hamilton", t_ham))
     print()
 

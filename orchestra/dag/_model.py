@@ -25,6 +25,7 @@ _DEFAULT_TRIGGER: Final = "all_success"
 
 
 _NO_METADATA: Final[Mapping[str, Any]] = MappingProxyType({})
+_new_fields: Final = object.__new__
 
 # How the scheduler may run a task's body (``Task._kind``): through the whole attempt
 # loop, or, with no timeout, retries or agent (and a run with no hooks), in place.
@@ -141,21 +142,25 @@ class Task(_TaskFields):
     ) -> Task:
         if type(id) is not str or not id:
             raise ValueError(f"a task id must be a non-empty string, got {id!r}")
-        if not callable(fn):
+        if type(fn) is FunctionType and not fn.__dict__:  # no 3.12+ coroutine mark
+            is_async = fn.__code__.co_flags & _CO_COROUTINE != 0
+        elif callable(fn):
+            is_async = _is_async(fn)
+        else:
             raise TypeError(f"task {id!r}: fn must be callable, got {fn!r}")
         dep_tasks: tuple[Task, ...] = ()
         if not deps:
             dep_ids: tuple[str, ...] = ()
-        elif isinstance(deps, (str, Task)):
-            dep_ids, dep_tasks = _dep_ids((deps,))
-        else:
+        elif type(deps) is list or type(deps) is tuple or not isinstance(deps, (str, Task)):
             dep_ids = tuple(deps)  # type: ignore[arg-type]  # checked just below
-            for dep in dep_ids:
-                if type(dep) is not str:
-                    dep_ids, dep_tasks = _dep_ids(dep_ids)
-                    break
-            if len(set(dep_ids)) != len(dep_ids):
+            try:
+                "".join(dep_ids)  # ids only (the usual case): checked in C
+            except TypeError:
+                dep_ids, dep_tasks = _dep_ids(dep_ids)
+            if len(dep_ids) > 1 and len(set(dep_ids)) != len(dep_ids):
                 dep_ids = tuple(dict.fromkeys(dep_ids))
+        else:
+            dep_ids, dep_tasks = _dep_ids((deps,))
         if id in dep_ids:
             raise DAGError(f"task {id!r} depends on itself")
         if retries != 0 and (not isinstance(retries, int) or retries < 0):
@@ -171,7 +176,7 @@ class Task(_TaskFields):
                 f"task {id!r}: unknown trigger rule {trigger!r}; "
                 f"expected one of {', '.join(sorted(TRIGGER_RULES))}"
             )
-        self = _TaskFields()
+        self = _new_fields(_TaskFields)
         self.id = id
         self.fn = fn
         self.deps = dep_ids
@@ -183,15 +188,12 @@ class Task(_TaskFields):
         self.agent = agent
         self.inline = inline
         self.run_on_fail_fast = run_on_fail_fast
-        if type(fn) is FunctionType and not fn.__dict__:  # no 3.12+ coroutine mark
-            self.is_async = bool(fn.__code__.co_flags & _CO_COROUTINE)
-        else:
-            self.is_async = _is_async(fn)
+        self.is_async = is_async
         self._dep_tasks = dep_tasks
         if timeout is not None or retries or agent is not None:
             self._kind = KIND_FULL
         else:
-            self._kind = KIND_ASYNC if self.is_async else KIND_INLINE if inline else KIND_FULL
+            self._kind = KIND_ASYNC if is_async else KIND_INLINE if inline else KIND_FULL
         self.__class__ = cls  # same slots: frozen from here on
         return self  # type: ignore[return-value]
 
@@ -265,6 +267,7 @@ class DAG:
         self.name = name
         self._tasks: dict[str, Task] = {}
         self._plan: Plan | None = None
+        self._task_deps = False  # whether a dependency was given as a Task (plan checks it)
 
     def __repr__(self) -> str:
         return f"DAG({self.name!r}, tasks={len(self._tasks)})"
@@ -292,6 +295,8 @@ class DAG:
             raise DAGError(f"DAG {self.name!r} already has a task {task.id!r}")
         self._tasks[task.id] = task
         self._plan = None
+        if task._dep_tasks:
+            self._task_deps = True
         return task
 
     @overload

@@ -7,8 +7,10 @@ import inspect
 from collections import deque
 from collections.abc import Callable, Mapping
 from inspect import Parameter
-from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Final, final
+from itertools import compress, repeat
+from operator import attrgetter, itemgetter, not_
+from types import FunctionType
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, final
 
 from orchestra._errors import DAGError
 from orchestra.dag._rules import EARLY_ON_SUCCESS
@@ -29,9 +31,16 @@ _DEFAULT_TRIGGER: Final = "all_success"
 _NOT_ON_SUCCESS: Final = frozenset({"one_failed", "all_failed", "all_skipped"})
 _kind_of = attrgetter("_kind")
 _trigger_of = attrgetter("trigger")
+_id_of = attrgetter("id")
+_deps_of = attrgetter("deps")
+_fn_of = attrgetter("fn")
+_dep_tasks_of = attrgetter("_dep_tasks")
+_needs_of = itemgetter(1)
+_PLAIN: Final = {FunctionType}
+_Takes: TypeAlias = tuple[frozenset[str] | None, tuple[str, ...]]
 
 
-def _takes(fn: Callable[..., Any]) -> tuple[frozenset[str] | None, tuple[str, ...]]:
+def _takes(fn: Callable[..., Any]) -> _Takes:
     """What ``fn`` takes by keyword (None: ``**kwargs``), and the parameters it needs.
 
     A needed parameter has no default; the scheduler passes upstream outputs by keyword,
@@ -85,17 +94,26 @@ class Plan:
     added after its upstreams, the usual case: then planning is one pass), else Kahn's
     order; indexes are positions in it.
 
-    Per task, for the scheduler: ``kinds`` (``Task._kind``: how its body may run),
-    ``early`` (its rule may decide on a success before every upstream ended),
-    ``on_success`` (its rule runs it when every upstream succeeded); ``always`` lists the
-    ``"always"`` tasks, ``threads`` says whether a sync body needs a thread and ``agent``
-    is the first task run by an agent (None: none is).
+    Per task, for the scheduler: ``deps`` (its upstreams' ids), ``dependents``,
+    ``indegree``, ``wants`` (the upstream outputs its body takes), ``kinds``
+    (``Task._kind``: how its body may run), ``early`` (its rule may decide on a success
+    before every upstream ended), ``on_success`` (its rule runs it when every upstream
+    succeeded); ``always`` lists the ``"always"`` tasks, ``threads`` says whether a sync
+    body needs a thread and ``agent`` is the first task run by an agent (None: none is).
+    ``upstreams`` (indexes) are built on first use: a run without hooks, journal or
+    failures needs none.
+
+    Built with whole-list operations (``map``, ``compress``) wherever a task needs no
+    decision of its own: a per-task pass in Python costs as much as the rest of the
+    plan (bench/scheduler.py, 100,000 tasks).
     """
 
     __slots__ = (
+        "_upstreams",
         "agent",
         "always",
         "dependents",
+        "deps",
         "early",
         "indegree",
         "index",
@@ -104,7 +122,6 @@ class Plan:
         "order",
         "sources",
         "threads",
-        "upstreams",
         "wants",
     )
 
@@ -112,20 +129,23 @@ class Plan:
         self,
         order: tuple[Task, ...],
         index: dict[str, int],
-        upstreams: list[tuple[int, ...]],
+        deps: list[tuple[str, ...]],
         dependents: list[list[int]],
-        wants: list[tuple[str, ...]],
+        takes: list[_Takes],
+        takes_some: bool,
     ) -> None:
         self.order = order
         self.index = index
-        self.upstreams = upstreams
+        self.deps = deps
         self.dependents = dependents
-        self.wants = wants
-        self.indegree = indegree = list(map(len, upstreams))
-        self.sources = tuple(i for i, n in enumerate(indegree) if not n)
+        self._upstreams: list[tuple[int, ...]] | None = None
         n = len(order)
-        # Whole-list operations for the usual DAG (default rules, plain bodies): a
-        # per-task pass in Python would cost as much as the rest of the plan.
+        self.indegree = indegree = list(map(len, deps))
+        self.sources = tuple(compress(range(n), map(not_, indegree)))
+        if takes_some:
+            self.wants = list(map(_wants, takes, deps))
+        else:  # no body takes an upstream output
+            self.wants = [_NEEDS_NOTHING] * n
         self.kinds = kinds = list(map(_kind_of, order))
         triggers = list(map(_trigger_of, order))
         if triggers.count(_DEFAULT_TRIGGER) == n:
@@ -142,6 +162,14 @@ class Plan:
             self.threads = any(not (t.is_async or t.inline) for t in order)
             self.agent = next((t for t in order if t.agent is not None), None)
 
+    @property
+    def upstreams(self) -> list[tuple[int, ...]]:
+        """Per task, its upstreams' indexes (in ``deps`` order)."""
+        if self._upstreams is None:
+            get = self.index.__getitem__
+            self._upstreams = list(map(tuple, map(map, repeat(get), self.deps)))
+        return self._upstreams
+
     @classmethod
     def build(cls, dag: DAG) -> Plan:
         """Validate ``dag`` (iteratively: deep chains never recurse) and flatten it.
@@ -153,95 +181,116 @@ class Plan:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return cls._build(dag)
+            order = tuple(dag._tasks.values())
+            plan = cls._build(dag, order)
+            if plan is None:  # not added in a topological order
+                plan = cls._build(dag, _kahn(dag, order))
+                assert plan is not None
+            return plan
         finally:
             if collecting:
                 gc.enable()
 
     @classmethod
-    def _build(cls, dag: DAG) -> Plan:
-        order = tuple(dag._tasks.values())
-        index = dict(zip(dag._tasks, range(len(order)), strict=True))
+    def _build(cls, dag: DAG, order: tuple[Task, ...]) -> Plan | None:
+        """The plan of ``order`` (None: not a topological order); DAGError if invalid."""
+        n = len(order)
+        index = dict(zip(map(_id_of, order), range(n), strict=True))
+        deps = list(map(_deps_of, order))
+        takes, takes_some, needs_some = _signatures(order)
+        if needs_some:
+            for i in compress(range(n), map(_needs_of, takes)):
+                if not set(takes[i][1]).issubset(deps[i]):
+                    _diagnose(dag, order, index, takes)
         get = index.__getitem__
-        upstreams: list[tuple[int, ...]] = []
         dependents: list[list[int]] = [[] for _ in order]
-        wants: list[tuple[str, ...]] = []
-        add_up, add_want = upstreams.append, wants.append
-        # by id(fn), what each function takes and needs (the functions live meanwhile)
-        takes: dict[int, tuple[frozenset[str] | None, tuple[str, ...]]] = {}
-        sorted_ = True
+        in_order = True
         try:
-            for i, task in enumerate(order):
-                deps = task.deps
-                key = id(task.fn)
-                took = takes.get(key)
-                if took is None:
-                    took = takes[key] = _takes(task.fn)
-                names, needs = took
-                if needs and not set(needs).issubset(deps):
-                    _check_needs(task, needs)
-                if not deps:
-                    add_up(())
-                    add_want(())
-                    continue
-                ups = tuple(map(get, deps))
-                add_up(ups)
-                for u in ups:
+            for i, ids in zip(compress(range(n), deps), filter(None, deps), strict=True):
+                for dep in ids:
+                    u = get(dep)
                     dependents[u].append(i)
-                if sorted_ and max(ups) > i:
-                    sorted_ = False
-                if task._dep_tasks:
-                    _same_dag(task, order, index)
-                if names is _ALL or (names and names.issuperset(deps)):
-                    add_want(deps)
-                elif names:
-                    add_want(tuple(d for d in deps if d in names))
-                else:
-                    add_want(())
+                    if u > i:
+                        in_order = False
         except KeyError:
-            task = order[len(upstreams)]
-            unknown = next(d for d in task.deps if d not in index)
-            raise DAGError(f"task {task.id!r} depends on unknown task {unknown!r}") from None
-        if sorted_:
-            return cls(order, index, upstreams, dependents, wants)
-        return cls._kahn(dag, order, upstreams, dependents, wants)
+            _diagnose(dag, order, index, takes)
+        if dag._task_deps:  # a dependency given as a Task: this DAG's
+            for i in compress(range(n), map(_dep_tasks_of, order)):
+                _same_dag(order[i], order, index)
+        if not in_order:
+            return None
+        return cls(order, index, deps, dependents, takes, takes_some)
 
-    @classmethod
-    def _kahn(
-        cls,
-        dag: DAG,
-        order: tuple[Task, ...],
-        upstreams: list[tuple[int, ...]],
-        dependents: list[list[int]],
-        wants: list[tuple[str, ...]],
-    ) -> Plan:
-        """Order tasks added before their upstreams (Kahn's algorithm), or name a cycle."""
-        indeg = list(map(len, upstreams))
-        queue = deque(i for i, n in enumerate(indeg) if n == 0)
-        topo: list[int] = []
-        while queue:
-            i = queue.popleft()
-            topo.append(i)
-            for child in dependents[i]:
-                indeg[child] -= 1
-                if indeg[child] == 0:
-                    queue.append(child)
-        if len(topo) != len(order):
-            left = {order[i].id: n for i, n in enumerate(indeg)}
-            raise DAGError(
-                f"DAG {dag.name!r} has a cycle: {' -> '.join(_find_cycle(dag._tasks, left))}"
-            )
-        position = [0] * len(order)
-        for new, old in enumerate(topo):
-            position[old] = new
-        ordered = tuple(order[old] for old in topo)
-        return cls(
-            ordered,
-            {task.id: i for i, task in enumerate(ordered)},
-            [tuple(position[u] for u in upstreams[old]) for old in topo],
-            [[position[d] for d in dependents[old]] for old in topo],
-            [wants[old] for old in topo],
+
+def _signatures(order: tuple[Task, ...]) -> tuple[list[_Takes], bool, bool]:
+    """Per task, what its function takes and needs (``_takes``), worked out once per function.
+
+    Also whether any function takes an upstream output, and whether any needs one.
+    """
+    fns: list[Any] = list(map(_fn_of, order))
+    keys: list[object] = fns  # plain functions are equal only to themselves
+    if set(map(type, fns)) != _PLAIN:  # other callables may define equality: by identity
+        keys = list(map(id, fns))  # (the functions live meanwhile)
+    took = dict(zip(keys, fns, strict=True))
+    for key, fn in took.items():
+        took[key] = _takes(fn)
+    signatures: list[_Takes] = list(took.values())
+    return (
+        list(map(took.__getitem__, keys)),
+        any(names is _ALL or names for names, _ in signatures),
+        any(needs for _, needs in signatures),
+    )
+
+
+def _wants(took: _Takes, deps: tuple[str, ...]) -> tuple[str, ...]:
+    """The upstream outputs a body that takes ``took[0]`` is given, of ``deps``."""
+    names = took[0]
+    if names is _ALL or (names and names.issuperset(deps)):
+        return deps
+    if names:
+        return tuple(d for d in deps if d in names)
+    return _NEEDS_NOTHING
+
+
+def _diagnose(
+    dag: DAG, order: tuple[Task, ...], index: Mapping[str, int], takes: list[_Takes]
+) -> NoReturn:
+    """Raise the first error, task by task in ``order``, that planning ran into."""
+    for task, (_, needs) in zip(order, takes, strict=True):
+        if needs and not set(needs).issubset(task.deps):
+            _check_needs(task, needs)
+        for dep in task.deps:
+            if dep not in index:
+                raise DAGError(f"task {task.id!r} depends on unknown task {dep!r}")
+        if task._dep_tasks:
+            _same_dag(task, order, index)
+    raise AssertionError(f"DAG {dag.name!r}: no error to report")  # pragma: no cover
+
+
+def _kahn(dag: DAG, order: tuple[Task, ...]) -> tuple[Task, ...]:
+    """Tasks added before their upstreams, in Kahn's order; or DAGError naming a cycle."""
+    index = dict(zip(map(_id_of, order), range(len(order)), strict=True))
+    get = index.__getitem__
+    indeg = [len(task.deps) for task in order]
+    dependents: list[list[int]] = [[] for _ in order]
+    for i, task in enumerate(order):
+        for dep in task.deps:
+            dependents[get(dep)].append(i)
+    queue = deque(i for i, n in enumerate(indeg) if n == 0)
+    topo: list[int] = []
+    while queue:
+        i = queue.popleft()
+        topo.append(i)
+        for child in dependents[i]:
+            indeg[child] -= 1
+            if indeg[child] == 0:
+                queue.append(child)
+    if len(topo) != len(order):
+        left = {order[i].id: n for i, n in enumerate(indeg)}
+        raise DAGError(
+            f"DAG {dag.name!r} has a cycle: {' -> '.join(_find_cycle(dag._tasks, left))}"
         )
+    return tuple(order[i] for i in topo)
 
 
 def _same_dag(task: Task, order: tuple[Task, ...], index: Mapping[str, int]) -> None:

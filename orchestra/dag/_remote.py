@@ -17,6 +17,7 @@ import anyio
 if TYPE_CHECKING:
     from orchestra.dag._executor import Executor
     from orchestra.dag._model import Task
+    from orchestra.dag._plan import Plan
     from orchestra.dag._scheduler import _Run
 
 __all__ = ["RemoteOutputs", "chained"]
@@ -73,20 +74,13 @@ class RemoteOutputs:
 
     @classmethod
     def for_run(
-        cls,
-        executor: object,
-        order: Sequence[Task],
-        upstreams: Sequence[tuple[int, ...]],
-        dependents: Sequence[Sequence[int]],
-        after_hooks: Sequence[object],
+        cls, executor: object, plan: Plan, after_hooks: Sequence[object]
     ) -> RemoteOutputs | None:
         """The bookkeeping for ``executor``, or None when its outputs are plain values.
 
         Args:
             executor: the run's executor.
-            order: the run's tasks, by index.
-            upstreams: each task's upstream indexes.
-            dependents: each task's dependent indexes.
+            plan: the run's plan (its tasks, their upstreams and dependents).
             after_hooks: the hook objects that implement ``after_execute``.
         """
         fetch = getattr(executor, "fetch", None)
@@ -96,9 +90,9 @@ class RemoteOutputs:
             fetch,
             getattr(executor, "release", None),
             getattr(executor, "keeps_output", None),
-            order,
-            upstreams,
-            dependents,
+            plan.order,
+            plan.upstreams,
+            plan.dependents,
             hooks_need=any(getattr(hook, "needs_outputs", True) for hook in after_hooks),
         )
 

@@ -85,10 +85,10 @@ class _Run:
         if fail_fast:
             dag.validate(fail_fast=True)
         self.dag = dag
+        self.plan = plan
         self.order = plan.order
         self.dependents = plan.dependents
         self.wants = plan.wants
-        self.upstreams = plan.upstreams
         if dispatcher is None and plan.agent is not None:
             raise DAGError(
                 f"task {plan.agent.id!r} is executed by agent {plan.agent.agent!r}: "
@@ -154,17 +154,19 @@ class _Run:
         self.max_concurrency = self.workers if max_concurrency is None else max_concurrency
         self.capped = max_concurrency is not None
         # An executor whose outputs stay remote (it has fetch): None = plain values.
-        self.remote = RemoteOutputs.for_run(
-            executor, self.order, self.upstreams, self.dependents, chain.hooks("after_execute")
-        )
+        self.remote = RemoteOutputs.for_run(executor, plan, chain.hooks("after_execute"))
         self.executor_times = bool(getattr(executor, "applies_timeouts", False))
         # Telemetry, decided once per run in execute(): NO_RUN records nothing.
         self.tel: RunTelemetry = NO_RUN
         self.tracer: Tracer | None = None
         self.journal = journal
         self.reuse: dict[int, Any] = {}  # index -> output, of the tasks a resume reuses
-        self.plan = plan
         self.kinds = [0] * n  # per task, how a worker runs it: set by execute()
+
+    @property
+    def upstreams(self) -> list[tuple[int, ...]]:
+        """Per task, its upstreams' indexes (the plan's, built on first use)."""
+        return self.plan.upstreams
 
     # -- the run --------------------------------------------------------------------------
 
