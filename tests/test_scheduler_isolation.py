@@ -117,6 +117,24 @@ async def test_bodies_that_change_their_context_keep_cancel_scopes_and_timeouts(
     assert result.outputs == {f"t{i}": f"t{i} True" for i in range(30)}
 
 
+async def test_a_run_whose_last_body_changes_its_context_ends() -> None:
+    # The other workers wait idle by then: the worker that hands over wakes them to end.
+    async def first() -> None:
+        await anyio.lowlevel.checkpoint()  # meanwhile the other workers find nothing to do
+
+    async def last() -> str:
+        seen.set("last")
+        return "done"
+
+    dag = DAG("last")
+    dag.add(Task(id="first", fn=first))
+    dag.add(Task(id="last", fn=last, deps=["first"]))
+    with anyio.fail_after(10):  # a hang guard, far above the run's few milliseconds
+        result = await orchestra.run(dag, max_concurrency=4)
+    assert result.outputs == {"first": None, "last": "done"}
+    assert seen.get() == "unset"
+
+
 async def test_a_timed_out_body_that_changed_its_context_ends_failed() -> None:
     async def slow() -> None:
         seen.set("slow")

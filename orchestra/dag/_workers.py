@@ -175,10 +175,11 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
             if snapshot() != fresh:  # the body (or a hook) changed this context
                 if run.done < run.total and not run.stopping:
                     respawn(run, cancelled)
+                else:
+                    wake_all(run)
                 return
         elif run.done >= run.total or run.stopping:
-            while idle:  # they return too
-                wake_one(run)
+            wake_all(run)
             return
         else:
             await park(run)
@@ -202,6 +203,12 @@ def wake_one(run: _Run) -> None:
     """Wake the idle worker that waited last."""
     run.idle.pop().set()
     run.woken += 1
+
+
+def wake_all(run: _Run) -> None:
+    """Wake every idle worker: the run ended (or stops), they return."""
+    while run.idle:
+        wake_one(run)
 
 
 async def loop_pass(run: _Run) -> None:
