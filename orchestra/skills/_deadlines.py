@@ -51,6 +51,10 @@ class Deadlines:
     def watch(self, hook: Watched) -> None:
         """Watch ``hook``'s ``oldest_deadline`` (call it after sending it an event).
 
+        A caller may skip the call, and the lock, when ``hook.watched`` is true: the
+        thread reads a hook's deadline again after it marks it unwatched (see
+        ``_run``), so a deadline set before ``watched`` was seen true is not missed.
+
         Raises:
             RuntimeError: the thread could not be started.
         """
@@ -86,8 +90,11 @@ class Deadlines:
                 heapq.heappop(self._heap)
                 oldest = hook.oldest_deadline
                 if oldest == math.inf:
-                    hook.watched = False
-                    continue
+                    hook.watched = False  # from now on watch() takes the lock; one
+                    oldest = hook.oldest_deadline  # before it set this deadline first
+                    if oldest == math.inf:
+                        continue
+                    hook.watched = True
                 if oldest <= now:
                     hook.wake()
                     oldest = now + _AGAIN  # until its reader has dealt with it

@@ -42,11 +42,12 @@ class _Selector(Protocol):
 
 def _selector(
     fds: Iterable[int],
-) -> tuple[_Selector, Callable[[float], list[tuple[int, int]]]]:
+) -> tuple[_Selector, Callable[[float, int], list[tuple[int, int]]]]:
     """A selector readable when one of ``fds`` is, and how to ask which are: (fd, events).
 
-    On Linux an epoll object itself (``selectors`` adds a Python layer per call, and the
-    call comes once per event); elsewhere the platform's ``selectors`` selector.
+    The second is called as ``ready(timeout, maxevents)``. On Linux an epoll object
+    itself (``selectors`` adds a Python layer per call, and the call comes once per
+    event); elsewhere the platform's ``selectors`` selector.
     """
     if hasattr(select, "epoll"):
         epoll = select.epoll()
@@ -57,7 +58,7 @@ def _selector(
     for fd in fds:
         chosen.register(fd, selectors.EVENT_READ)
 
-    def ready(timeout: float) -> list[tuple[int, int]]:
+    def ready(timeout: float, _maxevents: int) -> list[tuple[int, int]]:
         return [(key.fd, events) for key, events in chosen.select(timeout)]
 
     return chosen, ready
@@ -84,9 +85,10 @@ class HookProcess:
         self.stdout = child.stdout
         self.stderr = child.stderr
         self.wake = wake
-        self.selector, self._ready = _selector(
-            fd for fd in (self.stdout, self.stderr, wake) if fd >= 0
-        )
+        fds = [fd for fd in (self.stdout, self.stderr, wake) if fd >= 0]
+        self.selector, self._ready = _selector(fds)
+        self.ready_fd = self.selector.fileno()  # readable when one of ``fds`` is
+        self._fds = len(fds)  # at most this many are ready (epoll's buffer: no bigger)
         self.out = bytearray()
         self.err = bytearray()
         self.ended = False  # stdout ended
@@ -165,7 +167,7 @@ class HookProcess:
     def lines(self) -> list[bytes] | None:
         """The complete lines on stdout now; ``[]`` after a wake-up; None: none yet.
 
-        With None, wait until ``selector`` is readable, then ``drain()``.
+        With None, wait until ``ready_fd`` is readable, then ``drain()``.
 
         Raises:
             OutputEnded: stdout ended.
@@ -190,7 +192,7 @@ class HookProcess:
         """Read what the pipes have now (of stderr, only the last 64 KiB is kept)."""
         if self.killed:
             return
-        for fd, _ in self._ready(0):
+        for fd, _ in self._ready(0, self._fds):
             try:
                 data = os.read(fd, _CHUNK)
             except BlockingIOError:
@@ -242,7 +244,7 @@ class HookProcess:
         self.child.kill()
         self.close_stdin(in_loop=in_loop)
         if in_loop:  # wake a reader waiting on them
-            anyio.notify_closing(self.selector)
+            anyio.notify_closing(self.ready_fd)
         self.selector.close()
         self.child.close_pipes()
 

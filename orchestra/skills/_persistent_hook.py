@@ -21,12 +21,13 @@ import collections
 import contextlib
 import itertools
 import json
+import json.scanner
 import math
 import os
 import re
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
 import attrs
@@ -37,7 +38,7 @@ from orchestra.skills._deadlines import DEADLINES
 from orchestra.skills._hook import HookCall, event_json
 from orchestra.skills._hook_process import HookProcess, OutputEnded
 from orchestra.skills._result import HookResult, HookRunError, result_from_json
-from orchestra.skills._waiters import Gate, Stage, Waiter, left
+from orchestra.skills._waiters import DONE, SENT, WRITING, Gate, Waiter, left
 
 if TYPE_CHECKING:
     from orchestra.skills._command_hook import CommandHook
@@ -113,6 +114,10 @@ class PersistentHook:
     async def run(self, call: HookCall) -> HookResult:
         """Send one event and wait for its answer, under the hook's timeout.
 
+        One coroutine does it all (a coroutine more per step would cost more than
+        the steps): a turn, the line written, then the answers read and handed out
+        until this event has its own, or another caller's reading waited for.
+
         Raises:
             HookRunError: the process failed (see the module's table), or is broken.
         """
@@ -120,15 +125,57 @@ class PersistentHook:
             raise HookRunError(self.broken)
         waiter = Waiter(time.monotonic() + self.hook.timeout)
         slots = self._slots
-        if slots.free and not slots.waiters:
-            slots.free -= 1
-        else:
+        if not slots.take():
             await self._turn(slots, waiter)
         try:
-            await self._exchange(waiter, call)
+            child = self._child
+            if child is None:
+                child = await self._started(waiter)
+            waiter.id = next(self._ids)
+            line = _event_line(call, waiter.id)
+            writer = self._writer
+            if not writer.take():
+                await self._turn(writer, waiter)
+            try:
+                rest = self._send(child, waiter, line)
+                if rest is not None:
+                    await self._send_rest(child, waiter, rest)
+            finally:
+                writer.release()
+            while waiter.stage is not DONE:
+                if self._reading:
+                    await self._follow(child, waiter)
+                    continue
+                self._reading = True
+                try:  # read answers and hand them out, until this event has its own
+                    while waiter.stage is not DONE and child is self._child:
+                        try:
+                            lines = child.lines()
+                            if lines is None:  # no whole line yet: wait for the pipes
+                                await anyio.wait_readable(child.ready_fd)
+                                if child.killed:
+                                    break  # killed meanwhile: the failure answered every event
+                                child.drain()
+                                continue
+                        except OutputEnded:
+                            await self._ended(child)
+                            break
+                        except HookRunError as exc:
+                            self._fail(child, str(exc))
+                            break
+                        except anyio.ClosedResourceError:
+                            break  # killed meanwhile: the failure answered every event
+                        for answer in lines:
+                            self._deliver(child, answer)
+                        if self.oldest_deadline <= time.monotonic():
+                            self._fail(child, str(self._timed_out()))
+                finally:
+                    self._reading = False
+                    if self._in_flight:
+                        self._pass_reading()
         finally:
             slots.release()
-            if waiter.stage is not Stage.DONE:
+            if waiter.stage is not DONE:
                 self._leave(waiter)
             if self._dying:
                 await self._bury()
@@ -148,63 +195,60 @@ class PersistentHook:
         message = f"timed out after {self.hook.timeout:g} s"
         return HookRunError(message + " waiting for the process" if waiting else message)
 
-    async def _exchange(self, waiter: Waiter, call: HookCall) -> None:
-        child = self._child
-        if child is None:
-            child = await self._started(waiter)
-        waiter.id = next(self._ids)
-        line = _event_line(call, waiter.id)
-        writer = self._writer
-        if writer.free and not writer.waiters:
-            writer.free -= 1
-        else:
-            await self._turn(writer, waiter)
-        try:
-            if child is not self._child:  # it failed while this event waited its turn
-                waiter.answer(None, HookRunError("the process failed before the event was sent"))
-                return
-            waiter.stage = Stage.WRITING
-            self._in_flight[waiter.id] = waiter
-            if len(self._in_flight) == 1:
-                self.oldest_deadline = waiter.deadline
+    def _send(self, child: HookProcess, waiter: Waiter, line: bytes) -> memoryview | None:
+        """Put the event in flight and write what the pipe takes of its line now.
+
+        Returns what is left to write (None: all of it went, or nothing will).
+        """
+        if child is not self._child:  # it failed while this event waited its turn
+            waiter.answer(None, HookRunError("the process failed before the event was sent"))
+            return None
+        waiter.stage = WRITING
+        in_flight = self._in_flight
+        in_flight[waiter.id] = waiter
+        if len(in_flight) == 1:
+            self.oldest_deadline = waiter.deadline
+        if not self.watched:  # else no lock to take (see ``Deadlines.watch``)
             DEADLINES.watch(self)
-            try:
-                rest = child.write_now(line)
-                if rest is not None:
-                    await child.write_rest(rest, waiter.deadline)
-            except (BrokenPipeError, anyio.ClosedResourceError):
-                pass  # it is gone: the reader finds out how
-            except TimeoutError:  # it does not read its stdin
-                self._fail(child, str(self._timed_out()))
-            if waiter.stage is Stage.WRITING:
-                waiter.stage = Stage.SENT
-        finally:
-            writer.release()
-        while waiter.stage is not Stage.DONE:
-            if self._reading:
-                await self._follow(child, waiter)
-                continue
-            self._reading = True
-            try:
-                await self._read(child, waiter)
-            finally:
-                self._reading = False
-                self._pass_reading()
+        try:
+            rest = child.write_now(line)
+        except BrokenPipeError:
+            rest = None  # it is gone: the reader finds out how
+        if rest is None:
+            waiter.stage = SENT
+        return rest
+
+    async def _send_rest(self, child: HookProcess, waiter: Waiter, rest: memoryview) -> None:
+        """Write the rest of the event's line as the pipe takes it, until its deadline."""
+        try:
+            await child.write_rest(rest, waiter.deadline)
+        except (BrokenPipeError, anyio.ClosedResourceError):
+            pass  # it is gone: the reader finds out how
+        except TimeoutError:  # it does not read its stdin
+            self._fail(child, str(self._timed_out()))
+        if waiter.stage is WRITING:
+            waiter.stage = SENT
+
+    async def _ended(self, child: HookProcess) -> None:
+        """The process closed its stdout: a grace to exit, then the events in flight fail."""
+        code = await child.exited(_GRACE)
+        reason = "closed its stdout" if code is None else describe_exit(code, child.shell)
+        self._fail(child, reason, exit_code=code)
 
     async def _follow(self, child: HookProcess, waiter: Waiter) -> None:
         """Wait while another caller reads: for the answer, or a turn to read."""
         with anyio.move_on_after(left(waiter)):
             await waiter.wait()
-        if waiter.stage is not Stage.DONE and waiter.deadline <= time.monotonic():
+        if waiter.stage is not DONE and waiter.deadline <= time.monotonic():
             self._fail(child, str(self._timed_out()))  # the reader did not see to it
 
     def _leave(self, waiter: Waiter) -> None:
         """Settle an event whose caller went away (cancelled, or timed out waiting)."""
-        if waiter.stage is Stage.WRITING:  # half a line is out: the stream is lost
+        if waiter.stage is WRITING:  # half a line is out: the stream is lost
             child = self._child
             if child is not None:
                 self._fail(child, "an event was cancelled while being written", count=False)
-        elif waiter.stage is Stage.SENT:
+        elif waiter.stage is SENT:
             waiter.abandoned = True  # its answer is dropped when it comes
             if not self._reading:  # it may have been woken to read on
                 self._pass_reading()
@@ -212,7 +256,7 @@ class PersistentHook:
     def _pass_reading(self) -> None:
         """Wake a caller still waiting for its answer to read on."""
         for waiter in self._in_flight.values():
-            if not waiter.abandoned and waiter.stage is Stage.SENT:
+            if not waiter.abandoned and waiter.stage is SENT:
                 waiter.nudge()
                 return
 
@@ -239,32 +283,6 @@ class PersistentHook:
                 raise
         return self._child
 
-    async def _read(self, child: HookProcess, waiter: Waiter) -> None:
-        """Read answers and hand them out, until ``waiter`` has its own."""
-        while waiter.stage is not Stage.DONE and child is self._child:
-            try:
-                lines = child.lines()
-                if lines is None:  # no whole line yet: wait for the pipes
-                    await anyio.wait_readable(child.selector)
-                    if child.killed:
-                        return  # killed meanwhile: the failure answered every event
-                    child.drain()
-                    continue
-            except OutputEnded:
-                code = await child.exited(_GRACE)
-                reason = "closed its stdout" if code is None else describe_exit(code, child.shell)
-                self._fail(child, reason, exit_code=code)
-                return
-            except HookRunError as exc:
-                self._fail(child, str(exc))
-                return
-            except anyio.ClosedResourceError:
-                return  # killed meanwhile: the failure answered every event in flight
-            for line in lines:
-                self._deliver(child, line)
-            if self.oldest_deadline <= time.monotonic():
-                self._fail(child, str(self._timed_out()))
-
     def _deliver(self, child: HookProcess, line: bytes) -> None:
         """Hand one answer to its caller; a line that breaks the protocol kills."""
         if child is not self._child:
@@ -289,7 +307,7 @@ class PersistentHook:
             self._fail(child, f"answered unknown id {json.dumps(key)}")
             return
         self.oldest_deadline = next(iter(in_flight.values())).deadline if in_flight else math.inf
-        stderr = child.take_stderr()
+        stderr = child.take_stderr() if child.err else ""
         if waiter.abandoned:
             return
         error = data.pop("error", None)
@@ -390,7 +408,7 @@ def _event_line(call: HookCall, key: int) -> bytes:
     return b'%s, "id": %d}\n' % (call.body()[:-1], key)
 
 
-_DECODER: Final = json.JSONDecoder()
+_SCAN: Final = json.scanner.make_scanner(cast(Any, json.JSONDecoder()))  # as json.loads reads
 _JSON_SPACE: Final = re.compile(r"[ \t\n\r]*")  # what JSON calls whitespace
 
 
@@ -406,7 +424,10 @@ def _decode(line: bytes) -> object:
     if line[:1] != b"{":
         return json.loads(line) if line.strip() else {}
     text = line.decode()
-    data, end = _DECODER.raw_decode(text)
+    try:  # as JSONDecoder.raw_decode, a layer less
+        data, end = _SCAN(text, 0)
+    except StopIteration as exc:
+        raise json.JSONDecodeError("Expecting value", text, exc.value) from None
     if end != len(text):
         space = _JSON_SPACE.match(text, end)  # always matches (maybe nothing)
         end = space.end() if space else end
