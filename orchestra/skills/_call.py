@@ -19,6 +19,7 @@ from collections.abc import Coroutine, Mapping
 from typing import Any, Final
 
 import anyio
+import attrs
 from opentelemetry.trace import Span, Tracer
 
 from orchestra.skills._hook import HookCall, HookSpec
@@ -26,11 +27,12 @@ from orchestra.skills._judge import Judge
 from orchestra.skills._outcome import HookRecord
 from orchestra.skills._persistent import HookProcesses
 from orchestra.skills._result import HookRunError
+from orchestra.skills._waiters import Gate
 from orchestra.tracing import capture_content, traceparent
 from orchestra.tracing._engine import hook_span, record_decision, record_error
 from orchestra.tracing.names import ATTR_HOOK_OUTPUT
 
-__all__ = ["call_hook"]
+__all__ = ["background", "call_hook"]
 
 # Extra seconds a runner gets past a hook's own timeout before it is cancelled from here
 # (the runners enforce the timeout themselves; this only guards against a runner bug).
@@ -47,6 +49,7 @@ def call_hook(
     body: bytes | None = None,
     judge: Judge | None = None,
     processes: HookProcesses | None = None,
+    slots: Gate | None = None,
 ) -> Coroutine[Any, Any, HookRecord]:
     """Run ``hook`` once for the event ``data`` and record what it did (to be awaited).
 
@@ -59,10 +62,13 @@ def call_hook(
         body: ``data`` already encoded, if the caller has it.
         judge: the registry's judge, for hooks that ask a model.
         processes: the registry's persistent hook processes.
+        slots: the slots it runs in (one held while it runs; its timeout, its duration
+            and its span start once it has one), or None.
     """
     if tracer is None:  # the attempt's own coroutine, not one more around it
-        return _attempt(hook, HookCall(hook.event, data, project_dir, body, judge, processes))
-    return _traced(hook, data, project_dir, tracer, subject, body, judge, processes)
+        call = HookCall(hook.event, data, project_dir, body, judge, processes)
+        return _attempt(hook, call, slots)
+    return _traced(hook, data, project_dir, tracer, subject, body, judge, processes, slots)
 
 
 async def _traced(
@@ -74,49 +80,62 @@ async def _traced(
     body: bytes | None,
     judge: Judge | None,
     processes: HookProcesses | None,
+    slots: Gate | None,
 ) -> HookRecord:
     """``_attempt`` in a ``hook {event}`` span, current while the hook runs."""
-    with hook_span(
-        tracer,
-        hook.event,
-        hook_type=hook.type,
-        name=f"{hook.type} {hook.source}",
-        source=hook.source,
-        subject=subject,
-        matcher=hook.matcher,
-    ) as span:
-        tp = traceparent()
-        if tp is not None:  # the hook's own span, for hooks that read only stdin
-            data = {**data, "traceparent": tp}
-            body = None
-        record = await _attempt(
-            hook, HookCall(hook.event, data, project_dir, body, judge, processes)
-        )
-        _trace(span, record)
+    if slots is not None and not slots.take():
+        await slots.wait()
+    try:
+        with hook_span(
+            tracer,
+            hook.event,
+            hook_type=hook.type,
+            name=f"{hook.type} {hook.source}",
+            source=hook.source,
+            subject=subject,
+            matcher=hook.matcher,
+        ) as span:
+            tp = traceparent()
+            if tp is not None:  # the hook's own span, for hooks that read only stdin
+                data = {**data, "traceparent": tp}
+                body = None
+            call = HookCall(hook.event, data, project_dir, body, judge, processes)
+            record = await _attempt(hook, call, None)
+            _trace(span, record)
+    finally:
+        if slots is not None:
+            slots.release()
     return record
 
 
-async def _attempt(hook: HookSpec, call: HookCall) -> HookRecord:
-    """Run one hook under its timeout (plus a grace), recording its answer or error."""
-    started = time.perf_counter()
+async def _attempt(hook: HookSpec, call: HookCall, slots: Gate | None) -> HookRecord:
+    """Run one hook in one of ``slots``, under its timeout (plus a grace), and record it."""
+    if slots is not None and not slots.take():
+        await slots.wait()
     try:
-        if hook.keeps_timeout():  # no guard timer needed (saves a cancel scope per call)
-            result = await hook.run(call)
-        else:
-            with anyio.fail_after(hook.timeout + _RUNNER_GRACE):
+        started = time.perf_counter()
+        try:
+            if hook.keeps_timeout():  # no guard timer needed (saves a cancel scope per call)
                 result = await hook.run(call)
-    except HookRunError as exc:
-        error = exc
-    except TimeoutError:
-        error = HookRunError(f"timed out after {hook.timeout:g} s")
-    except Exception as exc:  # a hook never crashes the caller; its error is recorded
-        error = HookRunError(f"{type(exc).__name__}: {exc}", summary=type(exc).__name__)
-    else:
-        broken = hook.phase_error(result) if hook.phase is not None else None
-        if broken is None:
-            duration = time.perf_counter() - started
-            return HookRecord(hook, result, None, result.exit_code, result.stderr, duration)
-        error = HookRunError(broken, exit_code=result.exit_code, stderr=result.stderr)
+            else:
+                with anyio.fail_after(hook.timeout + _RUNNER_GRACE):
+                    result = await hook.run(call)
+        except HookRunError as exc:
+            error = exc
+        except TimeoutError:
+            error = HookRunError(f"timed out after {hook.timeout:g} s")
+        except Exception as exc:  # a hook never crashes the caller; its error is recorded
+            error = HookRunError(f"{type(exc).__name__}: {exc}", summary=type(exc).__name__)
+        else:
+            broken = hook.phase_error(result) if hook.phase is not None else None
+            if broken is None:
+                duration = time.perf_counter() - started
+                record = HookRecord(hook, result, None, result.exit_code, result.stderr, duration)
+                return background(record) if hook.background else record
+            error = HookRunError(broken, exit_code=result.exit_code, stderr=result.stderr)
+    finally:
+        if slots is not None:
+            slots.release()
     duration = time.perf_counter() - started
     return HookRecord(
         hook,
@@ -126,6 +145,18 @@ async def _attempt(hook: HookSpec, call: HookCall) -> HookRecord:
         error.stderr,
         duration,
         error_summary=error.summary,
+    )
+
+
+def background(record: HookRecord) -> HookRecord:
+    """A background (``async``) hook's record: its answer may not block nor modify."""
+    result = record.result
+    if result is None or (result.decision is None and result.modified_input is None):
+        return record
+    return attrs.evolve(
+        record,
+        result=attrs.evolve(result, decision=None, modified_input=None),
+        note="async hook: its decision and input change count as none",
     )
 
 

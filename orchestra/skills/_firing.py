@@ -20,7 +20,6 @@ from orchestra.skills._outcome import Combiner, HookOutcome, HookRecord
 
 __all__ = [
     "RunHook",
-    "background",
     "combiner_for",
     "in_phase_order",
     "matching_hooks",
@@ -111,20 +110,6 @@ async def _chain(
         record = await run(hook, data, tracer, subject, None)
         if combiner.add(attrs.evolve(record, note=_RERUN)):
             return
-
-
-def background(record: HookRecord) -> HookRecord:
-    """A background (``async``) hook's record: its answer may not block nor modify."""
-    result = record.result
-    if not record.hook.background or result is None:
-        return record
-    if result.decision is None and result.modified_input is None:
-        return record
-    return attrs.evolve(
-        record,
-        result=attrs.evolve(result, decision=None, modified_input=None),
-        note="async hook: its decision and input change count as none",
-    )
 
 
 _PHASE_RANK: Final = {"transform": 0, "guard": 1, None: 2}

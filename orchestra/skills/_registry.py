@@ -41,7 +41,6 @@ from orchestra.skills._adapters import subagent_hooks, task_hooks
 from orchestra.skills._call import call_hook
 from orchestra.skills._catalog import EVENTS, EventSpec
 from orchestra.skills._firing import (
-    background,
     combiner_for,
     in_phase_order,
     matching_hooks,
@@ -300,35 +299,17 @@ class HookRegistry:
         body: bytes | None = None,
     ) -> Coroutine[Any, Any, HookRecord]:
         """Run one hook (see ``RunHook``): in a slot if it is a process or a request."""
-        if hook.external or hook.background:
-            return self._run_in_slot(hook, data, tracer, subject, body)
-        # in-process: the hook's own coroutine, not one more around it
         return call_hook(
-            hook, data, self.project_dir, tracer, subject, body, self.judge, self._processes
+            hook,
+            data,
+            self.project_dir,
+            tracer,
+            subject,
+            body,
+            self.judge,
+            self._processes,
+            self._slot() if hook.external else None,
         )
-
-    async def _run_in_slot(
-        self,
-        hook: HookSpec,
-        data: Mapping[str, Any],
-        tracer: Tracer | None,
-        subject: str | None,
-        body: bytes | None,
-    ) -> HookRecord:
-        slots = self._slot() if hook.external else None
-        if slots is not None:
-            if slots.free and not slots.waiters:
-                slots.free -= 1
-            else:
-                await slots.wait()
-        try:
-            record = await call_hook(
-                hook, data, self.project_dir, tracer, subject, body, self.judge, self._processes
-            )
-        finally:
-            if slots is not None:
-                slots.release()
-        return background(record)
 
     def _slot(self) -> Gate:
         """This registry's ``max_parallel_hooks`` slots in this thread.
