@@ -59,3 +59,32 @@ def test_a_later_deadline_is_followed() -> None:
     hook.oldest_deadline = time.monotonic() + 0.1  # answered; a newer event in flight
     assert hook.woken.wait(5)
     assert hook.wakes == 1
+
+
+class Racing(Hook):
+    """A hook whose caller sends an event just as the thread drops its entry: the thread
+    reads ``inf`` (its event answered) and, right after, the next event's deadline."""
+
+    def __init__(self, deadline: float) -> None:
+        super().__init__(deadline)
+        # What reads of oldest_deadline give: watch(), the thread, the thread again.
+        self.reads = [deadline, math.inf, deadline + 0.05]
+
+    @property
+    def oldest_deadline(self) -> float:
+        reads: list[float] = getattr(self, "reads", [math.inf])
+        return reads.pop(0) if len(reads) > 1 else reads[0]
+
+    @oldest_deadline.setter
+    def oldest_deadline(self, value: float) -> None:
+        self.reads = [value]
+
+
+def test_a_deadline_set_as_the_entry_is_dropped_is_still_timed() -> None:
+    # A caller that saw ``watched`` true does not call watch(): the thread, having marked
+    # the hook unwatched, reads its deadline once more and keeps timing it.
+    deadlines = Deadlines()
+    hook = Racing(time.monotonic() + 0.02)
+    deadlines.watch(hook)
+    assert hook.woken.wait(5)
+    assert hook.wakes == 1

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import orchestra.skills._hook as hook_module
 from orchestra.skills import HookResult
 from orchestra.skills._hook import HookCall, event_json
 from orchestra.skills._persistent_hook import _decode, _event_line
@@ -57,6 +58,34 @@ def test_the_event_line_is_the_event_json_with_its_id_last(data: dict[str, Any])
     line = _event_line(HookCall("PreToolUse", data, "/"), 7)
     assert line == event_json({**data, "id": 7}) + b"\n"
     assert json.loads(line) == {**data, "id": 7}  # the payload's own id is replaced
+
+
+VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary(),
+    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner) | st.frozensets(st.text()),
+)
+
+
+@given(st.dictionaries(st.text(), VALUES))
+def test_the_event_json_is_the_json_encoders_own(data: dict[str, Any]) -> None:
+    # json's C encoder, called directly, must encode as JSONEncoder.encode does (NaN,
+    # any text as ASCII, bytes and sets through the default), and so must the fallback.
+    expected = hook_module._ENCODER.encode(data).encode("ascii")
+    assert event_json(data) == expected
+    saved, hook_module._c_encoder = hook_module._c_encoder, None
+    try:
+        assert event_json(data) == expected
+    finally:
+        hook_module._c_encoder = saved
+
+
+def test_a_circular_event_fails_and_the_next_one_encodes() -> None:
+    loop: dict[str, Any] = {"a": [1]}
+    loop["self"] = loop
+    with pytest.raises(ValueError, match="Circular reference"):
+        event_json(loop)
+    shared = {"b": 2}
+    assert event_json({"x": shared, "y": [shared]}) == b'{"x": {"b": 2}, "y": [{"b": 2}]}'
 
 
 @pytest.mark.parametrize(
