@@ -183,7 +183,7 @@ def test_task_is_frozen_and_pickles() -> None:
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         task.retries = 3  # type: ignore[misc]
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
-        del task.fn  # type: ignore[misc]
+        del task.fn
     again = pickle.loads(pickle.dumps(task))
     assert (again.id, again.fn, again.deps, again.retries, dict(again.metadata)) == (
         "a",
@@ -229,3 +229,46 @@ def test_async_callable_objects_and_partials_are_async() -> None:
     assert Task(id="a", fn=Body()).is_async
     assert Task(id="b", fn=functools.partial(add, 1)).is_async
     assert not Task(id="c", fn=functools.partial(noop)).is_async
+
+
+def test_task_options_read_back_as_given() -> None:
+    import pickle
+
+    plain = Task(id="p", fn=noop)
+    assert (plain.retries, plain.retry_delay, plain.timeout, plain.trigger) == (
+        0,
+        0.0,
+        None,
+        "all_success",
+    )
+    assert (plain.agent, plain.inline, plain.run_on_fail_fast, dict(plain.metadata)) == (
+        None,
+        False,
+        False,
+        {},
+    )
+    assert Task(id="i", fn=noop, inline=True).inline is True
+    # Values equal to a default but not it are kept as given, not replaced by it.
+    odd = Task(id="o", fn=noop, retries=False, retry_delay=0, inline=0)  # type: ignore[arg-type]
+    assert (odd.retries, odd.retry_delay, odd.inline) == (False, 0, 0)
+    assert type(odd.retries) is bool
+    assert type(odd.retry_delay) is int
+    full = Task(
+        id="f",
+        fn=noop,
+        deps=["a"],
+        retries=1,
+        retry_delay=0.25,
+        timeout=2.0,
+        trigger="all_done",
+        metadata={"k": "v"},
+        agent="writer",
+        inline=True,
+        run_on_fail_fast=True,
+    )
+    fields = ("retries", "retry_delay", "timeout", "trigger", "agent", "inline")
+    expected = (1, 0.25, 2.0, "all_done", "writer", True)
+    for task in (full, pickle.loads(pickle.dumps(full))):
+        assert tuple(getattr(task, name) for name in fields) == expected
+        assert task.run_on_fail_fast is True
+        assert dict(task.metadata) == {"k": "v"}

@@ -31,6 +31,7 @@ _DEFAULT_TRIGGER: Final = "all_success"
 _NOT_ON_SUCCESS: Final = frozenset({"one_failed", "all_failed", "all_skipped"})
 _kind_of = attrgetter("_kind")
 _trigger_of = attrgetter("trigger")
+_opts_of = attrgetter("_opts")
 _id_of = attrgetter("id")
 _deps_of = attrgetter("deps")
 _fn_of = attrgetter("fn")
@@ -147,7 +148,7 @@ class Plan:
         else:  # no body takes an upstream output
             self.wants = [_NEEDS_NOTHING] * n
         self.kinds = kinds = list(map(_kind_of, order))
-        triggers = list(map(_trigger_of, order))
+        triggers = list(map(_trigger_of, map(_opts_of, order)))
         if triggers.count(_DEFAULT_TRIGGER) == n:
             self.early = [False] * n
             self.on_success = [True] * n
