@@ -229,12 +229,20 @@ def _signatures(order: tuple[Task, ...]) -> tuple[list[_Takes], bool, bool]:
     Also whether any function takes an upstream output, and whether any needs one.
     """
     fns: list[Any] = list(map(_fn_of, order))
-    keys: list[object] = fns  # plain functions are equal only to themselves
-    if set(map(type, fns)) != _PLAIN:  # other callables may define equality: by identity
+    try:  # plain functions are equal only to themselves: keyed by the function
+        took: dict[Any, Any] = dict.fromkeys(fns)
+        plain = set(map(type, took)) <= _PLAIN  # the distinct functions only
+    except TypeError:  # an unhashable callable
+        plain = False
+    keys: list[object] = fns
+    if not plain:  # other callables may define equality: by identity
         keys = list(map(id, fns))  # (the functions live meanwhile)
-    took = dict(zip(keys, fns, strict=True))
-    for key, fn in took.items():
-        took[key] = _takes(fn)
+        took = dict(zip(keys, fns, strict=True))
+        for key, fn in took.items():
+            took[key] = _takes(fn)
+    else:
+        for fn in took:
+            took[fn] = _takes(fn)
     signatures: list[_Takes] = list(took.values())
     return (
         list(map(took.__getitem__, keys)),
