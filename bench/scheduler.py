@@ -3,7 +3,7 @@
 Shapes (10,000 no-op tasks each): ``wide`` (10,000 independent tasks and one sink),
 ``chain`` (10,000 in a line), ``layered`` (100 layers of 100, each node with 3 random
 deps in the previous layer, fixed seed). On each anyio backend (asyncio, trio) it prints
-tasks/s (median of repeats) and ratios against two floors written in the raw backend:
+tasks/s (median of interleaved rounds) and ratios against two floors written in the raw backend:
 
 - floor A, task per node: ``graphlib.TopologicalSorter`` driving one task per node under
   a 64-slot semaphore;
@@ -254,19 +254,23 @@ class NoopEnd(TaskHooks):
         return None
 
 
-def timed(fn: Callable[[], Any], repeat: int = REPEAT) -> float:
-    """CPU seconds of one call (the process's, all threads), the median of ``repeat``.
+def timed(*fns: Callable[[], Any], repeat: int = REPEAT) -> list[float]:
+    """CPU seconds of one call of each of ``fns`` (the process's, all threads).
+
+    The median of ``repeat`` rounds; rounds interleave the contenders (each round calls
+    every one once), so a change of the machine's load weighs on all of them alike.
 
     CPU time, not wall time: on a shared machine other processes' load stretches wall
     time by whatever share of the cores they take, differently from one run to the next.
     """
-    runs = []
+    runs: list[list[float]] = [[] for _ in fns]
     for _ in range(repeat):
-        gc.collect()
-        t0 = time.process_time()
-        fn()
-        runs.append(time.process_time() - t0)
-    return statistics.median(runs)
+        for fn, times in zip(fns, runs, strict=True):
+            gc.collect()
+            t0 = time.process_time()
+            fn()
+            times.append(time.process_time() - t0)
+    return [statistics.median(times) for times in runs]
 
 
 def rate(n: int, seconds: float) -> str:
@@ -312,12 +316,14 @@ def async_section(name: str, graph: Graph, backend: str) -> None:
     dag = build(graph, anoop)
     dag.validate()
     hooks = [NoopHook() for _ in range(5)]
-    t_a = timed(lambda: run_floor(backend, "a", graph))
-    t_c = timed(lambda: run_floor(backend, "c", graph))
-    t_run = timed(lambda: run_orchestra(backend, dag))
-    t_build = timed(lambda: run_orchestra(backend, build(graph, anoop)))
-    t_hooks = timed(lambda: run_orchestra(backend, dag, hooks=hooks))
-    t_end = timed(lambda: run_orchestra(backend, dag, hooks=[NoopEnd()]))
+    t_a, t_c, t_run, t_build, t_hooks, t_end = timed(
+        lambda: run_floor(backend, "a", graph),
+        lambda: run_floor(backend, "c", graph),
+        lambda: run_orchestra(backend, dag),
+        lambda: run_orchestra(backend, build(graph, anoop)),
+        lambda: run_orchestra(backend, dag, hooks=hooks),
+        lambda: run_orchestra(backend, dag, hooks=[NoopEnd()]),
+    )
     floors = (("/A", t_a), ("/C", t_c))
     print(f"[{name}, {backend}] {n} tasks, async no-op bodies")
     row("floor A, task per node", n, t_a, *floors)
@@ -331,8 +337,10 @@ def async_section(name: str, graph: Graph, backend: str) -> None:
     print(f"  {'':32}+{(t_end - t_run) / n * 1e6:.2f} us per task for on_end")
     if name == "wide":  # bodies that suspend once: every body pays a loop pass
         dag_s = build(graph, asleep0)
-        t_as = timed(lambda: run_floor(backend, "a", graph, sleep0=True))
-        t_os = timed(lambda: run_orchestra(backend, dag_s))
+        t_as, t_os = timed(
+            lambda: run_floor(backend, "a", graph, sleep0=True),
+            lambda: run_orchestra(backend, dag_s),
+        )
         row("floor A, bodies sleep(0)", n, t_as, ("/A", t_as))
         row("orchestra, bodies sleep(0)", n, t_os, ("/A", t_as))
     print()
@@ -345,17 +353,23 @@ def sync_section(name: str, graph: Graph) -> None:
     n = len(graph)
     dg = dask_graph(graph)
     keys = list(graph)
-    t_dask_sync = timed(lambda: dask.local.get_sync(dg, keys))
-    t_dask_thr = timed(lambda: dask.threaded.get(dg, keys))
     dag_thread = build(graph, snoop)
     dag_inline = build(graph, snoop, inline=True)
+    t_dask_sync, t_dask_thr, *t_orchestra = timed(
+        lambda: dask.local.get_sync(dg, keys),
+        lambda: dask.threaded.get(dg, keys),
+        *(
+            partial(run_orchestra, backend, dag)
+            for backend in BACKENDS
+            for dag in (dag_thread, dag_inline)
+        ),
+    )
     floors = (("/dask-threaded", t_dask_thr), ("/dask-sync", t_dask_sync))
     print(f"[{name}] {n} tasks, sync no-op bodies")
     row("dask threaded", n, t_dask_thr, *floors)
     row("dask synchronous", n, t_dask_sync, *floors)
-    for backend in BACKENDS:
-        t_thread = timed(partial(run_orchestra, backend, dag_thread))
-        t_inline = timed(partial(run_orchestra, backend, dag_inline))
+    for k, backend in enumerate(BACKENDS):
+        t_thread, t_inline = t_orchestra[2 * k : 2 * k + 2]
         row(f"orchestra threads, {backend}", n, t_thread, *floors)
         row(f"orchestra inline, {backend}", n, t_inline, *floors)
     print()
@@ -364,27 +378,30 @@ def sync_section(name: str, graph: Graph) -> None:
 def hamilton_section() -> None:
     small = layered(layers=10, width=100)
     dr, outputs = hamilton_driver(small)
-    t_ham = timed(lambda: dr.execute(outputs))
     dag_small = build(small, snoop, inline=True)
     n = len(small)
+    # A run of 1,000 nodes takes a few ms: three times the rounds, for a steadier median.
+    t_ham, *t_small = timed(
+        lambda: dr.execute(outputs),
+        *(partial(run_orchestra, backend, dag_small) for backend in BACKENDS),
+        repeat=3 * REPEAT,
+    )
     print(f"[layered 1,000, sync bodies] Hamilton driver {rate(n, t_ham)}")
-    for backend in BACKENDS:
-        t_small = timed(partial(run_orchestra, backend, dag_small))
-        row(f"orchestra inline, {backend}", n, t_small, ("/hamilton", t_ham))
+    for backend, t_orch in zip(BACKENDS, t_small, strict=True):
+        row(f"orchestra inline, {backend}", n, t_orch, ("/hamilton", t_ham))
     print()
 
 
 def build_section() -> None:
     big = layered(layers=1000, width=100, seed=11)
     n = len(big)
-    pool_s = timed(lambda: Pool(big), repeat=3)
 
     def construct() -> DAG:
         dag = build(big, anoop)
         dag.validate()
         return dag
 
-    dag_s = timed(construct, repeat=3)
+    pool_s, dag_s = timed(lambda: Pool(big), construct, repeat=3)
     print("[build] 100,000-node layered DAG: construction, validation and planning")
     print(f"  orchestra DAG      {dag_s / n * 1e6:6.2f} us/node (target <= 2)")
     print(f"  floor C's arrays   {pool_s / n * 1e6:6.2f} us/node")
