@@ -52,7 +52,7 @@ from orchestra.skills._guard import AskCallback, Guard, OutcomeCallback
 from orchestra.skills._hook import HookSpec, event_data
 from orchestra.skills._judge import Judge, supports_agent
 from orchestra.skills._load import load_hooks
-from orchestra.skills._outcome import EMPTY, HookOutcome, HookRecord
+from orchestra.skills._outcome import EMPTY, HookOutcome, HookRecord, plain_outcome
 from orchestra.skills._persistent import HookProcesses
 from orchestra.skills._waiters import Gate
 from orchestra.tracing._engine import last_tracer
@@ -283,11 +283,16 @@ class HookRegistry:
         if not matching:
             return EMPTY
         data = event_data(event, payload, self.session_id, self.project_dir)
-        combiner = combiner_for(spec, payload)
         tracer = last_tracer()
         if len(matching) == 1:  # the most common case, run here (one coroutine less)
-            combiner.add(await self._run(matching[0], data, tracer, subject, None))
-            return combiner.outcome()
+            record = await self._run(matching[0], data, tracer, subject, None)
+            outcome = plain_outcome(spec, record)
+            if outcome is None:
+                combiner = combiner_for(spec, payload)
+                combiner.add(record)
+                outcome = combiner.outcome()
+            return outcome
+        combiner = combiner_for(spec, payload)
         return await run_hooks(matching, data, combiner, tracer, subject, self._run)
 
     def _run(
