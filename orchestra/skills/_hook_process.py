@@ -141,12 +141,11 @@ class HookProcess:
         Raises:
             BrokenPipeError: the process closed its stdin (it exited, most likely).
         """
-        view = memoryview(data)
-        try:  # noqa: SIM105 -- once per event: a plain try is the cheaper
-            view = view[os.write(self.stdin, view) :]
+        try:
+            written = os.write(self.stdin, data)
         except BlockingIOError:
-            pass
-        return view if view else None
+            written = 0
+        return memoryview(data)[written:] if written < len(data) else None
 
     async def write_rest(self, view: memoryview, deadline: float) -> None:
         """Write the rest of a line, waiting for the pipe, until ``deadline`` (monotonic).
