@@ -66,6 +66,9 @@ WORKER = textwrap.dedent(
         elif what == "unknown id":
             sys.stdout.write(json.dumps({"id": 10**6}) + "\\n")
             sys.stdout.flush()
+        elif what == "list id":  # an id that cannot be a key
+            sys.stdout.write(json.dumps({"id": [event["id"]]}) + "\\n")
+            sys.stdout.flush()
         elif what == "no id":
             print("{}", flush=True)
         elif what == "hang":
@@ -310,6 +313,9 @@ async def test_an_unknown_id_kills_and_restarts(
     async with registry(worker, tmp_path) as reg:
         pid = pid_of(await fire(reg))
         assert error_of(await fire(reg, "unknown id")) == "answered unknown id 1000000"
+        assert await group_gone(pid)
+        pid = pid_of(await fire(reg))
+        assert error_of(await fire(reg, "list id")).startswith("answered unknown id [")
         assert await group_gone(pid)
         assert pid_of(await fire(reg)) != pid
     await leaks.check()

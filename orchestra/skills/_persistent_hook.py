@@ -37,7 +37,7 @@ from orchestra.skills._command import describe_exit
 from orchestra.skills._deadlines import DEADLINES
 from orchestra.skills._hook import HookCall, event_json
 from orchestra.skills._hook_process import HookProcess, OutputEnded
-from orchestra.skills._result import HookResult, HookRunError, result_from_json
+from orchestra.skills._result import NO_OPINION, HookResult, HookRunError, result_from_json
 from orchestra.skills._waiters import DONE, SENT, WRITING, Gate, Waiter, left
 
 if TYPE_CHECKING:
@@ -56,8 +56,8 @@ _GRACE: Final = 0.5
 # The wait before a restart, by the number of recent failures: 50 ms, 100 ms, ... 2 s.
 _BACKOFF: Final = tenacity.wait_exponential(multiplier=0.05, max=2.0)
 _RETRYING: Final = tenacity.Retrying(wait=_BACKOFF)
-_NONE: Final = HookResult()  # no opinion: ``{}``, the most common answer
 _CLOSED: Final = "stopped: the registry was closed"
+_INF: Final = math.inf
 
 
 def _backoff(failures: int) -> float:
@@ -91,7 +91,8 @@ class PersistentHook:
         self._spawn = spawn
         self._child: HookProcess | None = None
         self._slots = Gate(hook.max_in_flight)
-        self._writer = Gate(1)
+        # Who writes a line: one at a time (with one event in flight, its slot says so).
+        self._writer = Gate(1) if hook.max_in_flight > 1 else None
         self._ids = itertools.count(1)
         self._in_flight: dict[int, Waiter] = {}  # written, not answered; oldest first
         self._reading = False
@@ -125,7 +126,9 @@ class PersistentHook:
             raise HookRunError(self.broken)
         waiter = Waiter(time.monotonic() + self.hook.timeout)
         slots = self._slots
-        if not slots.take():
+        if slots.free and not slots.waiters:  # ``slots.take()``, a call less per event
+            slots.free -= 1
+        else:
             await self._turn(slots, waiter)
         try:
             child = self._child
@@ -134,14 +137,19 @@ class PersistentHook:
             waiter.id = next(self._ids)
             line = _event_line(call, waiter.id)
             writer = self._writer
-            if not writer.take():
-                await self._turn(writer, waiter)
-            try:
+            if writer is None:
                 rest = self._send(child, waiter, line)
-                if rest is not None:
+                if rest is not None:  # the pipe is full
                     await self._send_rest(child, waiter, rest)
-            finally:
-                writer.release()
+            else:
+                if not writer.take():
+                    await self._turn(writer, waiter)
+                try:
+                    rest = self._send(child, waiter, line)
+                    if rest is not None:
+                        await self._send_rest(child, waiter, rest)
+                finally:
+                    writer.release()
             while waiter.stage is not DONE:
                 if self._reading:
                     await self._follow(child, waiter)
@@ -150,13 +158,14 @@ class PersistentHook:
                 try:  # read answers and hand them out, until this event has its own
                     while waiter.stage is not DONE and child is self._child:
                         try:
-                            lines = child.lines()
-                            if lines is None:  # no whole line yet: wait for the pipes
+                            # What was read holds no whole line (the reader before took
+                            # them all): wait for the pipes, unless it saw an end or a wake-up.
+                            if not (child.ended or child.woken):
                                 await anyio.wait_readable(child.ready_fd)
                                 if child.killed:
                                     break  # killed meanwhile: the failure answered every event
                                 child.drain()
-                                continue
+                            lines = child.lines()
                         except OutputEnded:
                             await self._ended(child)
                             break
@@ -165,10 +174,11 @@ class PersistentHook:
                             break
                         except anyio.ClosedResourceError:
                             break  # killed meanwhile: the failure answered every event
-                        for answer in lines:
-                            self._deliver(child, answer)
-                        if self.oldest_deadline <= time.monotonic():
-                            self._fail(child, str(self._timed_out()))
+                        if lines is not None:
+                            for answer in lines:
+                                self._deliver(child, answer)
+                            if self._in_flight and self.oldest_deadline <= time.monotonic():
+                                self._fail(child, str(self._timed_out()))
                 finally:
                     self._reading = False
                     if self._in_flight:
@@ -302,11 +312,14 @@ class PersistentHook:
                 self._fail(child, f"answered without an id: {_clip(line)}")
                 return
             key = next(iter(in_flight))  # one at a time: answers come in order
-        waiter = in_flight.pop(key, None)
+        try:
+            waiter = in_flight.pop(key, None)
+        except TypeError:  # an id that cannot be one (a list, an object)
+            waiter = None
         if waiter is None:
             self._fail(child, f"answered unknown id {json.dumps(key)}")
             return
-        self.oldest_deadline = next(iter(in_flight.values())).deadline if in_flight else math.inf
+        self.oldest_deadline = next(iter(in_flight.values())).deadline if in_flight else _INF
         stderr = child.take_stderr() if child.err else ""
         if waiter.abandoned:
             return
@@ -316,7 +329,7 @@ class PersistentHook:
             waiter.answer(None, HookRunError(f"answered an error: {text}", stderr=stderr))
             return
         try:
-            result = result_from_json(data, strict=self.hook.strict_output) if data else _NONE
+            result = result_from_json(data, strict=self.hook.strict_output) if data else NO_OPINION
         except HookRunError as exc:
             waiter.answer(None, HookRunError(str(exc), stderr=stderr))
             return

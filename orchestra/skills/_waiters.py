@@ -51,7 +51,8 @@ class Waiter:
 
     def answer(self, result: HookResult | None, error: HookRunError | None = None) -> None:
         self.result, self.error, self.stage = result, error, DONE
-        self.nudge()
+        if self.wake is not None:  # ``nudge()``, a call less per event
+            self.wake.set()
 
     def nudge(self) -> None:
         """Wake it, if it waits: its answer came, or it is its turn to read."""
