@@ -23,7 +23,7 @@ import attrs
 
 from orchestra.skills._catalog import EventSpec
 from orchestra.skills._hook import HookSpec
-from orchestra.skills._result import HookResult
+from orchestra.skills._result import PLAIN_RESULTS, HookResult
 
 __all__ = ["EMPTY", "Combiner", "HookDecision", "HookOutcome", "HookRecord", "plain_outcome"]
 
@@ -243,9 +243,10 @@ def plain_outcome(spec: EventSpec, record: HookRecord) -> HookOutcome | None:
         record: the only hook's record.
     """
     result = record.result
-    if (
-        result is None
-        or result.messages
+    if result is None:
+        return None
+    if id(result) not in PLAIN_RESULTS and (
+        result.messages
         or result.system_message
         or result.output is not None
         or result.retry

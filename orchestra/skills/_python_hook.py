@@ -16,7 +16,7 @@ import attrs
 
 from orchestra._errors import did_you_mean
 from orchestra.skills._hook import HookCall, HookSpec
-from orchestra.skills._result import HookResult, HookRunError, result_from_json
+from orchestra.skills._result import NO_OPINION, HookResult, HookRunError, result_from_json
 
 if TYPE_CHECKING:
     from orchestra.skills._fields import Entry
@@ -181,10 +181,7 @@ class PythonHook(HookSpec):
             raise HookRunError(
                 f"{type(exc).__name__}: {exc}", stderr=traceback.format_exc()
             ) from exc
-        return _NO_OPINION if answer is None else _result(answer, self.callable)
-
-
-_NO_OPINION: Final = HookResult()
+        return NO_OPINION if answer is None else _result(answer, self.callable)
 
 
 def _result(answer: object, reference: str) -> HookResult:

@@ -135,9 +135,15 @@ class HookRegistry:
             name: in_phase_order(hook for hook in self.hooks if hook.event == name)
             for name in EVENTS
         }
-        # The events that have hooks: (the event, its hooks, whether one runs only once).
-        self._firing: dict[str, tuple[EventSpec, tuple[HookSpec, ...], bool]] = {
-            name: (EVENTS[name], hooks, any(hook.once for hook in hooks))
+        # The events that have hooks: (the event, its hooks, whether one runs only once,
+        # whether every one runs whatever the subject: none has a matcher).
+        self._firing: dict[str, tuple[EventSpec, tuple[HookSpec, ...], bool, bool]] = {
+            name: (
+                EVENTS[name],
+                hooks,
+                any(hook.once for hook in hooks),
+                all(hook.pattern is None for hook in hooks),
+            )
             for name, hooks in self._by_event.items()
             if hooks
         }
@@ -268,7 +274,7 @@ class HookRegistry:
             ValueError: for an event the catalog does not know.
         """
         try:
-            spec, hooks, once = self._firing[event]
+            spec, hooks, once, unmatched = self._firing[event]
         except KeyError:
             if event not in EVENTS:
                 raise _unknown_event(event) from None
@@ -276,7 +282,7 @@ class HookRegistry:
         if payload is None:
             payload = {}
         subject = subject_of(spec, payload)
-        matching = matching_hooks(hooks, subject)
+        matching = hooks if unmatched else matching_hooks(hooks, subject)
         if once:
             matching = tuple(h for h in matching if not (h.once and id(h) in self._ran_once))
             self._ran_once.update(id(h) for h in matching if h.once)

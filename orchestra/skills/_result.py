@@ -46,7 +46,9 @@ import attrs
 from orchestra._errors import OrchestraError
 
 __all__ = [
+    "NO_OPINION",
     "OUTPUT_LIMIT",
+    "PLAIN_RESULTS",
     "HookResult",
     "HookRunError",
     "HookVerdict",
@@ -282,6 +284,10 @@ def parse_result(stdout: bytes, *, strict: bool = False) -> HookResult:
 
 # The result of ``{"decision": X}`` for each X ours reads (HookResult is frozen: shared).
 _PLAIN: Final = {value: HookResult(decision=verdict) for value, verdict in _OUR_DECISIONS.items()}
+NO_OPINION: Final = HookResult()
+"""The result of ``{}`` (or of a function that returned None), shared."""
+PLAIN_RESULTS: Final = frozenset(map(id, (NO_OPINION, *_PLAIN.values())))
+"""The ids of the shared results that hold a decision at most (``_PLAIN``, ``NO_OPINION``)."""
 
 
 def result_from_json(data: object, *, strict: bool = False) -> HookResult:
