@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +106,7 @@ async def bare() -> None:
     await anyio.run_process(["sh", "-c", "true"])
 
 
-def running(command: str, wrap: list[str] | None = None) -> Callable[[], Awaitable[object]]:
+def running(command: str, wrap: list[str] | None = None) -> Callable[[], Coroutine[Any, Any, None]]:
     async def run() -> None:
         await run_command(
             command=command, args=None, stdin=EVENT, env=ENV, cwd=None, timeout=10, wrap=wrap or ()
@@ -122,7 +122,7 @@ SANDBOX = (
 )
 
 
-def firing(registry: HookRegistry, tool: str) -> Callable[[], Awaitable[object]]:
+def firing(registry: HookRegistry, tool: str) -> Callable[[], Coroutine[Any, Any, None]]:
     payload = {"tool_name": tool, "tool_input": {"command": "ls -la"}}
 
     async def fire() -> None:
@@ -146,7 +146,7 @@ async def timed(fn: Callable[[], Awaitable[object]], calls: int) -> tuple[float,
 
 
 async def latencies(
-    fns: dict[str, Callable[[], Awaitable[object]]], cpu: dict[str, float] | None = None
+    fns: Mapping[str, Callable[[], Awaitable[object]]], cpu: dict[str, float] | None = None
 ) -> dict[str, tuple[float, float]]:
     """(best, median) wall seconds per call of each function, over blocks taken in turn.
 
@@ -166,7 +166,7 @@ async def latencies(
     return {name: (min(values), statistics.median(values)) for name, values in samples.items()}
 
 
-async def concurrently(fn: Callable[[], Awaitable[object]], n: int = CONCURRENT) -> float:
+async def concurrently(fn: Callable[[], Coroutine[Any, Any, None]], n: int = CONCURRENT) -> float:
     """Seconds for ``n`` calls at once."""
     started = time.perf_counter()
     async with anyio.create_task_group() as tg:
