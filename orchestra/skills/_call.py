@@ -1,6 +1,6 @@
 """One hook call: its timeout, its errors, its phase, its span.
 
-``call_hook`` runs one hook and always answers a ``HookRecord``: a hook never crashes the
+``attempt`` runs one hook and always answers a ``HookRecord``: a hook never crashes the
 caller. A hook error (``HookRunError``, a timeout, any other exception, a result its
 phase forbids) is recorded with its message; what it means is its ``on_error``'s, decided
 by the ``Combiner``.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 import anyio
@@ -32,7 +32,7 @@ from orchestra.tracing import capture_content, traceparent
 from orchestra.tracing._engine import hook_span, record_decision, record_error
 from orchestra.tracing.names import ATTR_HOOK_OUTPUT
 
-__all__ = ["background", "call_hook"]
+__all__ = ["attempt", "background", "traced_attempt"]
 
 # Extra seconds a runner gets past a hook's own timeout before it is cancelled from here
 # (the runners enforce the timeout themselves; this only guards against a runner bug).
@@ -40,38 +40,7 @@ _RUNNER_GRACE: Final = 5.0
 _REASON_CHARS: Final = 256
 
 
-def call_hook(
-    hook: HookSpec,
-    data: Mapping[str, Any],
-    project_dir: str,
-    tracer: Tracer | None,
-    subject: str | None,
-    body: bytes | None = None,
-    judge: Judge | None = None,
-    processes: HookProcesses | None = None,
-    slots: Gate | None = None,
-) -> Coroutine[Any, Any, HookRecord]:
-    """Run ``hook`` once for the event ``data`` and record what it did (to be awaited).
-
-    Args:
-        hook: the hook.
-        data: the event JSON's fields.
-        project_dir: the hooks' working directory.
-        tracer: the tracer when tracing is on, else None.
-        subject: the value its matcher was matched against, for the span.
-        body: ``data`` already encoded, if the caller has it.
-        judge: the registry's judge, for hooks that ask a model.
-        processes: the registry's persistent hook processes.
-        slots: the slots it runs in (one held while it runs; its timeout, its duration
-            and its span start once it has one), or None.
-    """
-    if tracer is None:  # the attempt's own coroutine, not one more around it
-        call = HookCall(hook.event, data, project_dir, body, judge, processes)
-        return _attempt(hook, call, slots)
-    return _traced(hook, data, project_dir, tracer, subject, body, judge, processes, slots)
-
-
-async def _traced(
+async def traced_attempt(
     hook: HookSpec,
     data: Mapping[str, Any],
     project_dir: str,
@@ -82,7 +51,20 @@ async def _traced(
     processes: HookProcesses | None,
     slots: Gate | None,
 ) -> HookRecord:
-    """``_attempt`` in a ``hook {event}`` span, current while the hook runs."""
+    """``attempt`` in a ``hook {event}`` span, current while the hook runs.
+
+    Args:
+        hook: the hook.
+        data: the event JSON's fields.
+        project_dir: the hooks' working directory.
+        tracer: the tracer.
+        subject: the value its matcher was matched against, for the span.
+        body: ``data`` already encoded, if the caller has it.
+        judge: the registry's judge, for hooks that ask a model.
+        processes: the registry's persistent hook processes.
+        slots: the slots it runs in (one held while it runs; its timeout, its duration
+            and its span start once it has one), or None.
+    """
     if slots is not None and not slots.take():
         await slots.wait()
     try:
@@ -100,7 +82,7 @@ async def _traced(
                 data = {**data, "traceparent": tp}
                 body = None
             call = HookCall(hook.event, data, project_dir, body, judge, processes)
-            record = await _attempt(hook, call, None)
+            record = await attempt(hook, call, None)
             _trace(span, record)
     finally:
         if slots is not None:
@@ -108,7 +90,7 @@ async def _traced(
     return record
 
 
-async def _attempt(hook: HookSpec, call: HookCall, slots: Gate | None) -> HookRecord:
+async def attempt(hook: HookSpec, call: HookCall, slots: Gate | None) -> HookRecord:
     """Run one hook in one of ``slots``, under its timeout (plus a grace), and record it."""
     if slots is not None and not slots.take():
         await slots.wait()

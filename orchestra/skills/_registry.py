@@ -38,7 +38,7 @@ from opentelemetry.trace import Tracer
 from orchestra._errors import ConfigError, did_you_mean
 from orchestra._hooks import SubagentHooks, TaskHooks
 from orchestra.skills._adapters import subagent_hooks, task_hooks
-from orchestra.skills._call import call_hook
+from orchestra.skills._call import attempt, traced_attempt
 from orchestra.skills._catalog import EVENTS, EventSpec
 from orchestra.skills._firing import (
     combiner_for,
@@ -49,7 +49,7 @@ from orchestra.skills._firing import (
 )
 from orchestra.skills._fixed_hooks import AgentHook
 from orchestra.skills._guard import AskCallback, Guard, OutcomeCallback
-from orchestra.skills._hook import HookSpec, event_data
+from orchestra.skills._hook import HookCall, HookSpec, event_data
 from orchestra.skills._judge import Judge, supports_agent
 from orchestra.skills._load import load_hooks
 from orchestra.skills._outcome import EMPTY, HookOutcome, HookRecord, plain_outcome
@@ -281,8 +281,11 @@ class HookRegistry:
             return EMPTY  # no hooks for it
         if payload is None:
             payload = {}
-        subject = subject_of(spec, payload)
-        matching = hooks if unmatched else matching_hooks(hooks, subject)
+        if unmatched:  # the subject only goes on spans: read below, when tracing
+            subject, matching = None, hooks
+        else:
+            subject = subject_of(spec, payload)
+            matching = matching_hooks(hooks, subject)
         if once:
             matching = tuple(h for h in matching if not (h.once and id(h) in self._ran_once))
             self._ran_once.update(id(h) for h in matching if h.once)
@@ -290,6 +293,8 @@ class HookRegistry:
             return EMPTY
         data = event_data(event, payload, self.session_id, self.project_dir)
         tracer = last_tracer()
+        if tracer is not None and unmatched:
+            subject = subject_of(spec, payload)
         if len(matching) == 1:  # the most common case, run here (one coroutine less)
             record = await self._run(matching[0], data, tracer, subject, None)
             outcome = plain_outcome(spec, record)
@@ -310,16 +315,12 @@ class HookRegistry:
         body: bytes | None = None,
     ) -> Coroutine[Any, Any, HookRecord]:
         """Run one hook (see ``RunHook``): in a slot if it is a process or a request."""
-        return call_hook(
-            hook,
-            data,
-            self.project_dir,
-            tracer,
-            subject,
-            body,
-            self.judge,
-            self._processes,
-            self._slot() if hook.external else None,
+        slots = self._slot() if hook.external else None
+        if tracer is None:  # the attempt's own coroutine, not one more around it
+            call = HookCall(hook.event, data, self.project_dir, body, self.judge, self._processes)
+            return attempt(hook, call, slots)
+        return traced_attempt(
+            hook, data, self.project_dir, tracer, subject, body, self.judge, self._processes, slots
         )
 
     def _slot(self) -> Gate:
