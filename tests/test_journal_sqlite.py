@@ -51,6 +51,41 @@ def _dag(ran: list[str]) -> DAG:
     return dag
 
 
+def _open_each_at_once(paths: list[str], barrier: Any, errors: Any) -> None:
+    for path in paths:
+        barrier.wait()  # every process opens this new file at the same moment
+        try:
+            SQLiteJournal(path).close()
+        except JournalError as exc:
+            errors.put(f"{path}: {exc}")
+
+
+def test_processes_opening_one_new_file_at_once_all_open_it(tmp_path: Path) -> None:
+    # Found in make test: a process read the header while another was migrating the new
+    # file and saw "an SQLite database of another kind"; or WAL mode answered "locked".
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    paths = [str(tmp_path / f"new-{i}.db") for i in range(20)]
+    barrier, errors = ctx.Barrier(5), ctx.Queue()
+    processes = [
+        ctx.Process(target=_open_each_at_once, args=(paths, barrier, errors)) for _ in range(5)
+    ]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=60)
+    assert [process.exitcode for process in processes] == [0] * 5
+    failures = []
+    while not errors.empty():
+        failures.append(errors.get())
+    assert failures == []
+    for path in paths:
+        with closing(sqlite3.connect(path)) as db:
+            assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+            assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+
+
 def test_a_file_that_is_not_a_database_is_refused_and_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "notes.db"
     path.write_text("my notes, not a journal\n" * 100)

@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, final
 
+import tenacity
+
 from orchestra._errors import JournalError
 from orchestra.journal._records import JournaledRun, RunInfo, TaskRecord
 from orchestra.journal._stored import (
@@ -99,6 +101,7 @@ class SQLiteJournal:
     ) -> None:
         self.path = Path(path)
         self.read_only = read_only
+        self._timeout = timeout
         self._lock = threading.Lock()
         self._plans: dict[str, Plan] = {}  # plans read lately, by digest
         self._known_plans: set[str] = set()  # digests of plans the file holds (nothing
@@ -148,13 +151,27 @@ class SQLiteJournal:
             self._check_and_migrate(self._db)
 
     def _check_and_migrate(self, db: sqlite3.Connection) -> None:
-        # Read only, until the file is known to be ours: nothing is written to a stranger.
+        # Read in one transaction, so another process's migration is seen whole or not at all;
+        # a writer takes the write lock first (BEGIN IMMEDIATE waits up to the timeout), so
+        # the openers of a new file migrate it one at a time. Nothing is written to a
+        # stranger: the transaction writes only once the file is known to be ours.
+        begin = "BEGIN" if self.read_only else "BEGIN IMMEDIATE"
         try:
-            version = self._version(db)
+            db.execute(begin)
+            try:
+                version = self._version(db)
+                if version < SCHEMA_VERSION and not self.read_only:
+                    self._migrate(db, version)
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             if "not a database" in str(exc) or "malformed" in str(exc):
                 raise self._error("not an orchestra journal (not an SQLite database)") from exc
-            raise self._error(f"cannot read it ({exc})") from exc
+            doing = "read" if self.read_only else "write"
+            raise self._error(f"cannot {doing} it ({exc})") from exc
         if self.read_only:
             if version != SCHEMA_VERSION:
                 old = version < SCHEMA_VERSION
@@ -164,11 +181,17 @@ class SQLiteJournal:
                 )
             return
         try:
-            db.execute("PRAGMA journal_mode = WAL")
+            # Into WAL mode takes the file alone: another opener's read makes SQLite answer
+            # "locked" at once (no busy wait), so it is tried again until the timeout.
+            for attempt in tenacity.Retrying(
+                stop=tenacity.stop_after_delay(self._timeout),
+                wait=tenacity.wait_exponential(multiplier=0.001, max=0.05),
+                retry=tenacity.retry_if_exception(_locked),
+                reraise=True,
+            ):
+                with attempt:
+                    db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")  # in WAL: a commit survives a crash
-            if version < SCHEMA_VERSION:
-                with _transaction(db):
-                    self._migrate(db, self._version(db))  # another process may have done it
         except sqlite3.Error as exc:
             raise self._error(f"cannot write it ({exc})") from exc
 
@@ -354,6 +377,11 @@ def _counts(tasks: dict[str, TaskRecord]) -> dict[str, int]:
     for t in tasks.values():
         counts[t.state] = counts.get(t.state, 0) + 1
     return counts
+
+
+def _locked(exc: BaseException) -> bool:
+    """Whether SQLite answered "database is locked" (another connection holds the file)."""
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
 
 
 @contextmanager
