@@ -270,7 +270,6 @@ class Task(_TaskFields):
             and (inline is False or inline is True)
         ):
             opts = INLINE if inline else DEFAULTS
-            kind = KIND_ASYNC if is_async else KIND_INLINE if inline else KIND_FULL
         else:
             opts = _options(
                 id,
@@ -284,10 +283,10 @@ class Task(_TaskFields):
                 run_on_fail_fast,
                 dep_tasks,
             )
-            if timeout is None and not retries and agent is None:
-                kind = KIND_ASYNC if is_async else KIND_INLINE if inline else KIND_FULL
-            else:
-                kind = KIND_FULL
+        if timeout is None and not retries and agent is None:
+            kind = KIND_ASYNC if is_async else KIND_INLINE if inline else KIND_FULL
+        else:
+            kind = KIND_FULL
         self = _new_fields(_TaskFields)
         self.id = id
         self.fn = fn

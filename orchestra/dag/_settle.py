@@ -65,7 +65,11 @@ def release_rest(run: _Run, i: int, d: int, left: int) -> None:
 
 
 def _release(run: _Run, dependents: list[int], ended: list[int] | None) -> None:
-    """Release ``dependents`` of a task that SUCCEEDED, then settle those that ended."""
+    """Release ``dependents`` of a task that SUCCEEDED, then settle those that ended.
+
+    A worker runs this loop in line for a body that succeeded (``_workers``, the hot
+    path): a change here is a change there.
+    """
     ready = run.ready
     remaining = run.remaining
     early = run.early_on_success

@@ -137,18 +137,14 @@ class PersistentHook:
             waiter.id = next(self._ids)
             line = _event_line(call, waiter.id)
             writer = self._writer
-            if writer is None:
+            if writer is not None and not writer.take():
+                await self._turn(writer, waiter)
+            try:
                 rest = self._send(child, waiter, line)
                 if rest is not None:  # the pipe is full
                     await self._send_rest(child, waiter, rest)
-            else:
-                if not writer.take():
-                    await self._turn(writer, waiter)
-                try:
-                    rest = self._send(child, waiter, line)
-                    if rest is not None:
-                        await self._send_rest(child, waiter, rest)
-                finally:
+            finally:
+                if writer is not None:
                     writer.release()
             while waiter.stage is not DONE:
                 if self._reading:
