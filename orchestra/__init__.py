@@ -39,6 +39,7 @@ from orchestra.dag import Executor as Executor
 from orchestra.dag import LocalExecutor as LocalExecutor
 from orchestra.dag import RunResult as RunResult
 from orchestra.dag import Task as Task
+from orchestra.dag import TaskOptions as TaskOptions
 from orchestra.dag import TaskState as TaskState
 from orchestra.dag import TriggerRule as TriggerRule
 from orchestra.dag import run as run
@@ -78,6 +79,7 @@ __all__ = [
     "TaskFailed",
     "TaskHookContext",
     "TaskHooks",
+    "TaskOptions",
     "TaskState",
     "ToolDenied",
     "TriggerRule",

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import pytest
 
@@ -272,3 +273,80 @@ def test_task_options_read_back_as_given() -> None:
         assert tuple(getattr(task, name) for name in fields) == expected
         assert task.run_on_fail_fast is True
         assert dict(task.metadata) == {"k": "v"}
+
+
+def test_unknown_task_option_is_refused_by_name() -> None:
+    with pytest.raises(TypeError, match=r"unknown option 'retrys'; a Task takes agent, "):
+        Task(id="a", fn=noop, retrys=2)  # type: ignore[call-arg]
+    dag = DAG("d")
+    dag.add(Task(id="a", fn=noop))
+    with pytest.raises(TypeError, match="unknown option"):
+        dag.add(Task(id="b", fn=noop, deps=["a"], timeot=1.0))  # type: ignore[call-arg]
+    assert list(dag.tasks) == ["a"]  # nothing half-added
+
+
+def test_task_signature_names_every_option() -> None:
+    import inspect
+
+    params = inspect.signature(Task).parameters
+    assert list(params) == [
+        "id",
+        "fn",
+        "deps",
+        "inline",
+        "retries",
+        "retry_delay",
+        "timeout",
+        "trigger",
+        "metadata",
+        "agent",
+        "run_on_fail_fast",
+    ]
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params.values())
+    defaults = {name: p.default for name, p in params.items() if name not in ("id", "fn")}
+    assert defaults == {
+        "deps": (),
+        "inline": False,
+        "retries": 0,
+        "retry_delay": 0.0,
+        "timeout": None,
+        "trigger": "all_success",
+        "metadata": None,
+        "agent": None,
+        "run_on_fail_fast": False,
+    }
+    # The options the signature names are the ones the class takes, and no more.
+    assert set(params) - {"id", "fn", "deps", "inline"} == set(
+        orchestra.TaskOptions.__annotations__
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "kind"),
+    [
+        ({}, "async"),
+        ({"inline": True}, "async"),
+        ({"timeout": 1.0}, "full"),
+        ({"retries": 1}, "full"),
+        ({"agent": "writer"}, "full"),
+        ({"trigger": "all_done"}, "async"),
+        ({"metadata": {"k": 1}}, "async"),
+    ],
+)
+def test_a_task_runs_in_place_only_when_nothing_surrounds_its_body(
+    options: dict[str, Any], kind: str
+) -> None:
+    from orchestra.dag._model import KIND_ASYNC, KIND_FULL, KIND_INLINE
+
+    async def body() -> None:
+        return None
+
+    def sync_body() -> None:
+        return None
+
+    kinds = {"async": KIND_ASYNC, "full": KIND_FULL}
+    assert Task(id="a", fn=body, **options)._kind == kinds[kind]
+    # A sync body runs in place only inline; with a thread or around it, the full path.
+    inline = options.get("inline", False)
+    expected_sync = KIND_INLINE if inline and kind == "async" else KIND_FULL
+    assert Task(id="s", fn=sync_body, **options)._kind == expected_sync

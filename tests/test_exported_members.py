@@ -27,8 +27,8 @@ PINNED: dict[str, set[str]] = {
         "ExecutionMode", "HookChain", "RetryPolicy", "RunContext", "SubagentHookContext",
         "SubagentHooks", "TaskHookContext", "TaskHooks",
         # DAGs and the scheduler
-        "DAG", "Executor", "LocalExecutor", "RunResult", "Task", "TaskState", "TriggerRule",
-        "run", "run_sync",
+        "DAG", "Executor", "LocalExecutor", "RunResult", "Task", "TaskOptions", "TaskState",
+        "TriggerRule", "run", "run_sync",
         # subagents
         "Dispatcher", "Subagent", "SubagentResult",
         # journal
@@ -39,7 +39,7 @@ PINNED: dict[str, set[str]] = {
     },
     "orchestra.dag": {
         "AgentDispatcher", "DAG", "DEFAULT_MAX_ATTEMPTS", "Executor", "LocalExecutor",
-        "RunResult", "Task", "TaskState", "TriggerRule", "run", "run_sync",
+        "RunResult", "Task", "TaskOptions", "TaskState", "TriggerRule", "run", "run_sync",
     },
     "orchestra.agents": {
         "DEFAULT_MAX_ATTEMPTS", "DispatchError", "Dispatcher", "ExecutionMode", "Fork",

@@ -7,6 +7,7 @@ from orchestra.dag._executor import Executor as Executor
 from orchestra.dag._executor import LocalExecutor as LocalExecutor
 from orchestra.dag._model import DAG as DAG
 from orchestra.dag._model import Task as Task
+from orchestra.dag._model import TaskOptions as TaskOptions
 from orchestra.dag._model import TaskState as TaskState
 from orchestra.dag._model import TriggerRule as TriggerRule
 from orchestra.dag._result import RunResult as RunResult
@@ -21,6 +22,7 @@ __all__ = [
     "LocalExecutor",
     "RunResult",
     "Task",
+    "TaskOptions",
     "TaskState",
     "TriggerRule",
     "run",

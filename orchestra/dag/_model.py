@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from types import FunctionType, MappingProxyType
-from typing import Any, Final, TypeVar, final, overload
+from typing import Any, Final, NoReturn, TypedDict, TypeVar, Unpack, final, overload
 
 import attrs
 
@@ -15,7 +16,7 @@ from orchestra.dag._plan import Plan
 from orchestra.dag._rules import AFTER_FAILURES, RULES, TriggerRule
 from orchestra.dag._state import TaskState
 
-__all__ = ["DAG", "Task", "TaskState", "TriggerRule"]
+__all__ = ["DAG", "Task", "TaskOptions", "TaskState", "TriggerRule"]
 
 TRIGGER_RULES: Final = frozenset(RULES)
 
@@ -25,7 +26,6 @@ _DEFAULT_TRIGGER: Final[TriggerRule] = "all_success"
 
 
 _NO_METADATA: Final[Mapping[str, Any]] = MappingProxyType({})
-_new_fields: Final = object.__new__
 
 # How the scheduler may run a task's body (``Task._kind``): through the whole attempt
 # loop, or, with no timeout, retries or agent (and a run with no hooks), in place.
@@ -34,18 +34,31 @@ KIND_ASYNC: Final = 1  # an async body awaited in place
 KIND_INLINE: Final = 2  # a sync inline body called in place
 
 
-def _dep_ids(deps: Iterable[str | Task]) -> tuple[tuple[str, ...], tuple[Task, ...]]:
-    """Dependencies given as ids or ``Task`` objects: their ids, and the objects."""
-    ids: list[str] = []
+def _dep_ids(
+    task_id: str, deps: tuple[str | Task, ...]
+) -> tuple[tuple[str, ...], tuple[Task, ...]]:
+    """Dependencies given as ids or ``Task`` objects: their ids, and the objects.
+
+    A repeated id counts once (its first place kept).
+
+    Raises:
+        TypeError: a dependency that is neither an id nor a ``Task``.
+        DAGError: the task depends on itself.
+    """
+    ids: dict[str, None] = {}
     objects: list[Task] = []
     for dep in deps:
-        if isinstance(dep, str):
-            ids.append(dep)
+        if type(dep) is str:
+            ids[dep] = None
         elif isinstance(dep, Task):
-            ids.append(dep.id)
+            ids[dep._id] = None
             objects.append(dep)
         else:
-            raise TypeError(f"a dependency must be a task id or a Task, got {dep!r}")
+            raise TypeError(
+                f"task {task_id!r}: a dependency must be a task id or a Task, got {dep!r}"
+            )
+    if task_id in ids:
+        raise DAGError(f"task {task_id!r} depends on itself")
     return tuple(ids), tuple(objects)
 
 
@@ -56,32 +69,40 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     )
 
 
-def _distinct(task_id: str, deps: tuple[str, ...]) -> tuple[str, ...]:
-    """``deps`` without repeats (first one kept); DAGError if the task depends on itself."""
-    if len(set(deps)) != len(deps):
-        deps = tuple(dict.fromkeys(deps))
-    if task_id in deps:
-        raise DAGError(f"task {task_id!r} depends on itself")
-    return deps
-
-
 def _options(
-    task_id: str,
-    retries: int,
-    retry_delay: float,
-    timeout: float | None,
-    trigger: TriggerRule,
-    metadata: Mapping[str, Any] | None,
-    agent: str | None,
-    inline: bool,
-    run_on_fail_fast: bool,
-    dep_tasks: tuple[Task, ...],
+    task_id: str, inline: bool, options: Mapping[str, Any], dep_tasks: tuple[Task, ...]
 ) -> _Options:
-    """A task's options, checked.
+    """A task's options, checked (the shared defaults when they are all the defaults).
 
     Raises:
+        TypeError: an unknown option.
         ValueError: a retries, retry_delay, timeout or trigger that is not valid.
     """
+    unknown = options.keys() - _OPTION_NAMES
+    if unknown:
+        raise TypeError(
+            f"task {task_id!r}: unknown option {', '.join(map(repr, sorted(unknown)))}; "
+            f"a Task takes {', '.join(sorted(_OPTION_NAMES))}"
+        )
+    retries = options.get("retries", _NO_RETRIES)
+    retry_delay = options.get("retry_delay", _NO_DELAY)
+    timeout = options.get("timeout")
+    trigger = options.get("trigger", _DEFAULT_TRIGGER)
+    metadata = options.get("metadata")
+    agent = options.get("agent")
+    run_on_fail_fast = options.get("run_on_fail_fast", False)
+    if (
+        retries is _NO_RETRIES
+        and retry_delay is _NO_DELAY
+        and timeout is None
+        and trigger is _DEFAULT_TRIGGER
+        and metadata is None
+        and agent is None
+        and run_on_fail_fast is False
+        and not dep_tasks
+        and (inline is False or inline is True)
+    ):
+        return INLINE if inline else DEFAULTS
     if retries != 0 and (not isinstance(retries, int) or retries < 0):
         raise ValueError(f"task {task_id!r}: retries must be an int >= 0, got {retries!r}")
     if retry_delay != 0 and not (math.isfinite(retry_delay) and retry_delay >= 0):
@@ -164,70 +185,101 @@ INLINE: Final = _Options(
 )
 
 
-class _TaskFields:
-    """The slots of a ``Task``, writable while ``Task.__new__`` fills them (internal)."""
+class TaskOptions(TypedDict, total=False):
+    """The options a ``Task`` takes beside ``id``, ``fn`` and ``deps`` (for type checkers).
 
-    __slots__ = ("__weakref__", "_kind", "_opts", "deps", "fn", "id", "is_async")
+    Each is described under ``Task``; a task given none of them shares one set of
+    defaults with every other such task.
+    """
 
-    id: str
-    fn: Callable[..., Any]
-    deps: tuple[str, ...]
-    is_async: bool
-    _opts: _Options
-    _kind: int
+    retries: int
+    retry_delay: float
+    timeout: float | None
+    trigger: TriggerRule
+    metadata: Mapping[str, Any] | None
+    agent: str | None
+    run_on_fail_fast: bool
+
+
+_OPTION_NAMES: Final = frozenset(TaskOptions.__annotations__)
+# Whether a plain function may carry inspect.markcoroutinefunction's mark (3.12+).
+_MARKED_COROUTINES: Final = sys.version_info >= (3, 12)
+
+
+def _refuse_set(task: Task, value: object) -> NoReturn:
+    raise attrs.exceptions.FrozenInstanceError()
+
+
+def _refuse_delete(task: Task) -> NoReturn:
+    raise attrs.exceptions.FrozenInstanceError()
 
 
 @final
-class Task(_TaskFields):
+class Task:
     """A unit of work in a DAG (immutable).
 
     ``@dag.task`` returns a ``Task``; calling it calls its function, so the decorated
     function keeps working as a function.
 
-    Attributes:
+    Args:
         id: unique in its DAG.
         fn: the body, ``def`` or ``async def``; it receives the outputs of the upstream
             tasks whose ids are among its parameters (or all of them with ``**kwargs``).
-        deps: ids of the upstream tasks (``Task`` objects are accepted and turned to ids).
-        retries: how many times to retry a failure when no hook has an opinion.
-        retry_delay: seconds to wait before such a retry.
-        timeout: seconds an attempt may take (None = no limit); past it the attempt
-            fails with ``TimeoutError``.
-        trigger: the ``TriggerRule``.
-        metadata: free-form data for hooks.
+        deps: ids of the upstream tasks (``Task`` objects are accepted and turned to ids;
+            a repeated id counts once).
+        inline: see the attributes.
+        **options: any of ``retries``, ``retry_delay``, ``timeout``, ``trigger``,
+            ``metadata``, ``agent`` and ``run_on_fail_fast`` (see the attributes;
+            ``TaskOptions`` types them).
+
+    Attributes:
+        id: unique in its DAG.
+        fn: the body.
+        deps: ids of the upstream tasks, without repeats.
+        retries: how many times to retry a failure when no hook has an opinion (default 0).
+        retry_delay: seconds to wait before such a retry (default 0).
+        timeout: seconds an attempt may take (default None: no limit); past it the
+            attempt fails with ``TimeoutError``.
+        trigger: the ``TriggerRule`` (default ``"all_success"``).
+        metadata: free-form data for hooks (default empty).
         agent: the name of a subagent that executes the task: the body returns the text
-            to dispatch, and the agent's output is the task's output.
+            to dispatch, and the agent's output is the task's output (default None).
         inline: run a sync body on the event loop instead of a worker thread (for cheap
-            bodies only: it blocks the loop while it runs).
+            bodies only: it blocks the loop while it runs; default False).
         run_on_fail_fast: under ``run(..., fail_fast=True)``, run this task after the
             cancellation, as cleanup (its trigger rule judging upstreams that did not
-            end as CANCELLED); required there for a rule that runs after failures.
+            end as CANCELLED); required there for a rule that runs after failures
+            (default False).
         is_async: whether ``fn`` is a coroutine function.
+
+    Raises:
+        ValueError: an empty or non-string id, a task that depends on itself, or an
+            option out of range (``retries``, ``retry_delay``, ``timeout``, ``trigger``).
+        TypeError: a ``fn`` that is not callable, a dependency that is neither an id
+            nor a ``Task``, or an unknown option.
     """
 
-    __slots__ = ()
+    # The fields live in private slots behind read-only properties: a class that
+    # refuses __setattr__ would pay a slow store per field in __init__ too, and a DAG of
+    # 100,000 tasks builds 100,000 (bench/scheduler.py). Options given as ``**options``
+    # cost one test when there are none, the usual case, instead of one per option.
+    __slots__ = ("__weakref__", "_deps", "_fn", "_id", "_is_async", "_kind", "_opts")
 
-    # Built in __new__ on a writable _TaskFields, then turned into a Task: a frozen class
-    # pays a slow object.__setattr__ per field, and a DAG of 100,000 tasks builds 100,000.
-    def __new__(
-        cls,
+    def __init__(
+        self,
         *,
         id: str,  # the public name of the field
         fn: Callable[..., Any],
         deps: Iterable[str | Task] = (),
-        retries: int = _NO_RETRIES,
-        retry_delay: float = _NO_DELAY,
-        timeout: float | None = None,
-        trigger: TriggerRule = "all_success",
-        metadata: Mapping[str, Any] | None = None,
-        agent: str | None = None,
         inline: bool = False,
-        run_on_fail_fast: bool = False,
-    ) -> Task:
+        **options: Unpack[TaskOptions],
+    ) -> None:
         if type(id) is not str or not id:
             raise ValueError(f"a task id must be a non-empty string, got {id!r}")
-        if type(fn) is FunctionType and not fn.__dict__:  # no 3.12+ coroutine mark
-            is_async = fn.__code__.co_flags & _CO_COROUTINE != 0
+        if type(fn) is FunctionType:  # the usual case, checked without inspect
+            is_async = fn.__code__.co_flags & _CO_COROUTINE != 0 or (
+                _MARKED_COROUTINES and bool(fn.__dict__) and _is_async(fn)
+            )
         elif callable(fn):
             is_async = _is_async(fn)
         else:
@@ -237,71 +289,74 @@ class Task(_TaskFields):
             dep_ids: tuple[str, ...] = ()
         elif type(deps) is list or type(deps) is tuple or not isinstance(deps, (str, Task)):
             dep_ids = tuple(deps)  # type: ignore[arg-type]  # checked just below
-            try:
-                "".join(dep_ids)  # ids only (the usual case): checked in C
-            except TypeError:
-                dep_ids, dep_tasks = _dep_ids(dep_ids)
-            k = len(dep_ids)  # 1 to 3 ids compared pairwise (no set per task)
+            k = len(dep_ids)  # 1 to 3 ids checked in line (no set per task)
             if k == 1:
-                if dep_ids[0] == id:
-                    dep_ids = _distinct(id, dep_ids)
+                a = dep_ids[0]
+                if type(a) is not str or a == id:
+                    dep_ids, dep_tasks = _dep_ids(id, dep_ids)
             elif k == 2:
                 a, b = dep_ids
-                if a == b or id in dep_ids:
-                    dep_ids = _distinct(id, dep_ids)
+                if type(a) is not str or type(b) is not str or a == b or id in dep_ids:
+                    dep_ids, dep_tasks = _dep_ids(id, dep_ids)
             elif k == 3:
                 a, b, c = dep_ids
-                if a == b or a == c or b == c or id in dep_ids:  # noqa: SIM109  # no tuple
-                    dep_ids = _distinct(id, dep_ids)
+                if (
+                    type(a) is not str
+                    or type(b) is not str
+                    or type(c) is not str
+                    or a == b
+                    or b == c
+                    or c == a
+                    or id in dep_ids
+                ):
+                    dep_ids, dep_tasks = _dep_ids(id, dep_ids)
             else:
-                dep_ids = _distinct(id, dep_ids)
-        else:
-            dep_ids, dep_tasks = _dep_ids((deps,))
-            dep_ids = _distinct(id, dep_ids)
-        if (
-            retries is _NO_RETRIES
-            and retry_delay is _NO_DELAY
-            and timeout is None
-            and trigger is _DEFAULT_TRIGGER
-            and metadata is None
-            and agent is None
-            and run_on_fail_fast is False
-            and not dep_tasks
-            and (inline is False or inline is True)
-        ):
-            opts = INLINE if inline else DEFAULTS
-        else:
-            opts = _options(
-                id,
-                retries,
-                retry_delay,
-                timeout,
-                trigger,
-                metadata,
-                agent,
-                inline,
-                run_on_fail_fast,
-                dep_tasks,
+                dep_ids, dep_tasks = _dep_ids(id, dep_ids)
+        else:  # one id or one Task, not in a collection
+            dep_ids, dep_tasks = _dep_ids(id, (deps,))
+        if options or dep_tasks or (inline is not False and inline is not True):
+            opts = _options(id, inline, options, dep_tasks)
+            kind = (
+                KIND_FULL
+                if opts.timeout is not None or opts.retries or opts.agent is not None
+                else KIND_ASYNC
+                if is_async
+                else KIND_INLINE
+                if inline
+                else KIND_FULL
             )
-        if timeout is None and not retries and agent is None:
-            kind = KIND_ASYNC if is_async else KIND_INLINE if inline else KIND_FULL
+        elif inline:
+            opts = INLINE
+            kind = KIND_ASYNC if is_async else KIND_INLINE
         else:
-            kind = KIND_FULL
-        self = _new_fields(_TaskFields)
-        self.id = id
-        self.fn = fn
-        self.deps = dep_ids
-        self.is_async = is_async
+            opts = DEFAULTS
+            kind = KIND_ASYNC if is_async else KIND_FULL
+        self._id = id
+        self._fn = fn
+        self._deps = dep_ids
+        self._is_async = is_async
         self._opts = opts
         self._kind = kind
-        self.__class__ = cls  # same slots: frozen from here on
-        return self  # type: ignore[return-value]
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise attrs.exceptions.FrozenInstanceError()
+    @property
+    def id(self) -> str:
+        """Unique in its DAG."""
+        return self._id
 
-    def __delattr__(self, name: str) -> None:
-        raise attrs.exceptions.FrozenInstanceError()
+    @property
+    def fn(self) -> Callable[..., Any]:
+        """The body, ``def`` or ``async def``."""
+        return self._fn
+
+    @property
+    def deps(self) -> tuple[str, ...]:
+        """Ids of the upstream tasks, without repeats."""
+        return self._deps
+
+    @property
+    def is_async(self) -> bool:
+        """Whether ``fn`` is a coroutine function."""
+        return self._is_async
 
     @property
     def retries(self) -> int:
@@ -352,9 +407,9 @@ class Task(_TaskFields):
         return (
             _task,
             (
-                self.id,
-                self.fn,
-                self.deps,
+                self._id,
+                self._fn,
+                self._deps,
                 self.retries,
                 self.retry_delay,
                 self.timeout,
@@ -368,11 +423,53 @@ class Task(_TaskFields):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the task's function."""
-        return self.fn(*args, **kwargs)
+        return self._fn(*args, **kwargs)
 
     def __repr__(self) -> str:
-        deps = f", deps={list(self.deps)!r}" if self.deps else ""
-        return f"Task(id={self.id!r}{deps})"
+        deps = f", deps={list(self._deps)!r}" if self._deps else ""
+        return f"Task(id={self._id!r}{deps})"
+
+
+# Every public field refuses assignment and deletion as a frozen attrs class does (the
+# properties above are what type checkers and the docs read).
+for _name, _field in list(vars(Task).items()):
+    if isinstance(_field, property) and not _name.startswith("_"):
+        setattr(Task, _name, property(_field.fget, _refuse_set, _refuse_delete, _field.__doc__))
+del _name, _field
+
+# What inspect.signature(Task) shows: every option by name, as ``TaskOptions`` types them.
+Task.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [
+        inspect.Parameter("id", inspect.Parameter.KEYWORD_ONLY, annotation="str"),
+        inspect.Parameter("fn", inspect.Parameter.KEYWORD_ONLY, annotation="Callable[..., Any]"),
+        inspect.Parameter(
+            "deps",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=(),
+            annotation="Iterable[str | Task]",
+        ),
+        inspect.Parameter(
+            "inline", inspect.Parameter.KEYWORD_ONLY, default=False, annotation="bool"
+        ),
+        *(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=default,
+                annotation=annotation,
+            )
+            for name, default, annotation in (
+                ("retries", _NO_RETRIES, "int"),
+                ("retry_delay", _NO_DELAY, "float"),
+                ("timeout", None, "float | None"),
+                ("trigger", _DEFAULT_TRIGGER, "TriggerRule"),
+                ("metadata", None, "Mapping[str, Any] | None"),
+                ("agent", None, "str | None"),
+                ("run_on_fail_fast", False, "bool"),
+            )
+        ),
+    ]
+)
 
 
 _PICKLED: Final = (
@@ -410,23 +507,24 @@ class DAG:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._tasks: dict[str, Task] = {}
+        self._index: dict[str, int] = {}  # task id -> its place in _order
+        self._order: list[Task] = []  # the tasks in the order they were added
         self._plan: Plan | None = None
         self._task_deps = False  # whether a dependency was given as a Task (plan checks it)
 
     def __repr__(self) -> str:
-        return f"DAG({self.name!r}, tasks={len(self._tasks)})"
+        return f"DAG({self.name!r}, tasks={len(self._order)})"
 
     def __len__(self) -> int:
-        return len(self._tasks)
+        return len(self._order)
 
     def __contains__(self, task_id: object) -> bool:
-        return task_id in self._tasks
+        return task_id in self._index
 
     @property
     def tasks(self) -> Mapping[str, Task]:
-        """The tasks by id, in the order they were added (read-only view)."""
-        return self._tasks.copy()
+        """The tasks by id, in the order they were added (a copy)."""
+        return dict(zip(self._index, self._order, strict=True))
 
     def add(self, task: Task) -> Task:
         """Add a task and return it.
@@ -434,11 +532,14 @@ class DAG:
         Raises:
             DAGError: if a task with the same id is already in the DAG.
         """
-        if not isinstance(task, Task):
+        if type(task) is not Task:
             raise TypeError(f"DAG.add takes a Task, got {task!r}")
-        if task.id in self._tasks:
-            raise DAGError(f"DAG {self.name!r} already has a task {task.id!r}")
-        self._tasks[task.id] = task
+        index = self._index
+        order = self._order
+        place = len(order)
+        if index.setdefault(task._id, place) is not place:
+            raise DAGError(f"DAG {self.name!r} already has a task {task._id!r}")
+        order.append(task)
         self._plan = None
         if task._opts.dep_tasks:
             self._task_deps = True

@@ -32,9 +32,9 @@ _NOT_ON_SUCCESS: Final = frozenset({"one_failed", "all_failed", "all_skipped"})
 _kind_of = attrgetter("_kind")
 _trigger_of = attrgetter("trigger")
 _opts_of = attrgetter("_opts")
-_id_of = attrgetter("id")
-_deps_of = attrgetter("deps")
-_fn_of = attrgetter("fn")
+_id_of = attrgetter("_id")
+_deps_of = attrgetter("_deps")
+_fn_of = attrgetter("_fn")
 _dep_tasks_of = attrgetter("_dep_tasks")
 _needs_of = itemgetter(1)
 _PLAIN: Final = {FunctionType}
@@ -182,10 +182,12 @@ class Plan:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            order = tuple(dag._tasks.values())
-            plan = cls._build(dag, order)
+            order = tuple(dag._order)
+            plan = cls._build(dag, order, dag._index.copy())
             if plan is None:  # not added in a topological order
-                plan = cls._build(dag, _kahn(dag, order))
+                order = _kahn(dag, order)
+                index = dict(zip(map(_id_of, order), range(len(order)), strict=True))
+                plan = cls._build(dag, order, index)
                 assert plan is not None
             return plan
         finally:
@@ -193,10 +195,9 @@ class Plan:
                 gc.enable()
 
     @classmethod
-    def _build(cls, dag: DAG, order: tuple[Task, ...]) -> Plan | None:
+    def _build(cls, dag: DAG, order: tuple[Task, ...], index: dict[str, int]) -> Plan | None:
         """The plan of ``order`` (None: not a topological order); DAGError if invalid."""
         n = len(order)
-        index = dict(zip(map(_id_of, order), range(n), strict=True))
         deps = list(map(_deps_of, order))
         takes, takes_some, needs_some = _signatures(order)
         if needs_some:
@@ -215,11 +216,11 @@ class Plan:
                         in_order = False
         except KeyError:
             _diagnose(dag, order, index, takes)
+        if not in_order:
+            return None
         if dag._task_deps:  # a dependency given as a Task: this DAG's
             for i in compress(range(n), map(_dep_tasks_of, order)):
                 _same_dag(order[i], order, index)
-        if not in_order:
-            return None
         return cls(order, index, deps, dependents, takes, takes_some)
 
 
@@ -296,9 +297,7 @@ def _kahn(dag: DAG, order: tuple[Task, ...]) -> tuple[Task, ...]:
                 queue.append(child)
     if len(topo) != len(order):
         left = {order[i].id: n for i, n in enumerate(indeg)}
-        raise DAGError(
-            f"DAG {dag.name!r} has a cycle: {' -> '.join(_find_cycle(dag._tasks, left))}"
-        )
+        raise DAGError(f"DAG {dag.name!r} has a cycle: {' -> '.join(_find_cycle(dag.tasks, left))}")
     return tuple(order[i] for i in topo)
 
 

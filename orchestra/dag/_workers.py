@@ -96,20 +96,20 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
             kind = kinds[i]
             if kind:  # the body in place (no hook sees it RUNNING): see the docstring
                 task = order[i]
-                tid = task.id
+                tid = task._id
                 attempts[i] = 1
                 started = now
                 try:
                     want = wants[i]
                     if kind == KIND_ASYNC:
                         if want:
-                            result = await task.fn(**{w: outputs.get(w) for w in want})
+                            result = await task._fn(**{w: outputs.get(w) for w in want})
                         else:
-                            result = await task.fn()
+                            result = await task._fn()
                     elif want:
-                        result = snapshot().run(task.fn, **{w: outputs.get(w) for w in want})
+                        result = snapshot().run(task._fn, **{w: outputs.get(w) for w in want})
                     else:
-                        result = snapshot().run(task.fn)
+                        result = snapshot().run(task._fn)
                 except Exception as exc:
                     now = clock()
                     durations[tid] = now - started
