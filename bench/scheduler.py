@@ -14,7 +14,8 @@ Rows: orchestra's run of a built DAG, build + run (``DAG``, ``Task``, validation
 planning timed too), 5 no-op ``TaskHooks``, and 10,000 bodies that each
 ``await anyio.sleep(0)`` (against floor A with the same bodies). Then sync bodies
 (thread offload and inline) against dask's threaded and synchronous schedulers and
-Hamilton's driver; the build cost per node of a 100,000-node layered DAG; the longest
+Hamilton's driver; the build cost per node of a 100,000-node layered DAG (also with the
+cyclic garbage collector off, and the full collections a build sets off); the longest
 synchronous stretch at the end of a 100,000-node run; fairness (the largest gap of a
 10 ms heartbeat beside 20,000 CPU-bound 50 µs bodies, and how late a 50 ms task timeout
 fires among them); the peak memory growth per node.
