@@ -227,7 +227,7 @@ class Task:
             tasks whose ids are among its parameters (or all of them with ``**kwargs``).
         deps: ids of the upstream tasks (``Task`` objects are accepted and turned to ids;
             a repeated id counts once).
-        inline: see the attributes.
+        inline: run a sync body on the event loop (see the attributes).
         **options: any of ``retries``, ``retry_delay``, ``timeout``, ``trigger``,
             ``metadata``, ``agent`` and ``run_on_fail_fast`` (see the attributes;
             ``TaskOptions`` types them).
