@@ -204,13 +204,12 @@ class Plan:
             for i in compress(range(n), map(_needs_of, takes)):
                 if not set(takes[i][1]).issubset(deps[i]):
                     _diagnose(dag, order, index, takes)
-        get = index.__getitem__
         dependents: list[list[int]] = [[] for _ in order]
         in_order = True
         try:
             for i, ids in zip(compress(range(n), deps), filter(None, deps), strict=True):
                 for dep in ids:
-                    u = get(dep)
+                    u = index[dep]  # a subscript, specialized for dicts: cheaper than a call
                     dependents[u].append(i)
                     if u > i:
                         in_order = False
