@@ -350,3 +350,21 @@ def test_a_task_runs_in_place_only_when_nothing_surrounds_its_body(
     inline = options.get("inline", False)
     expected_sync = KIND_INLINE if inline and kind == "async" else KIND_FULL
     assert Task(id="s", fn=sync_body, **options)._kind == expected_sync
+
+
+def test_deps_may_be_str_subclasses_such_as_a_str_enum() -> None:
+    import enum
+
+    class Step(enum.StrEnum):
+        LOAD = "load"
+        CLEAN = "clean"
+
+    dag = DAG("d")
+    dag.add(Task(id="load", fn=lambda: 1))
+    dag.add(Task(id="clean", fn=lambda load: load + 1, deps=[Step.LOAD]))
+    dag.add(Task(id="report", fn=lambda clean: clean * 10, deps=[Step.CLEAN, Step.LOAD]))
+    assert dag.tasks["report"].deps == ("clean", "load")
+    with pytest.raises(DAGError, match="depends on itself"):
+        Task(id="load", fn=noop, deps=[Step.LOAD])
+    result = orchestra.run_sync(dag)
+    assert result.outputs["report"] == 20

@@ -48,7 +48,7 @@ def _dep_ids(
     ids: dict[str, None] = {}
     objects: list[Task] = []
     for dep in deps:
-        if type(dep) is str:
+        if isinstance(dep, str):  # str subclasses too (a StrEnum's members, say)
             ids[dep] = None
         elif isinstance(dep, Task):
             ids[dep._id] = None
