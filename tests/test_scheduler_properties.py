@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import anyio
@@ -244,3 +245,48 @@ def test_bodies_run_in_place_end_as_through_the_attempt_loop(
     }
     assert set(plain.durations) == {t for t, n in plain.attempts.items() if n}
     assert plain.ok == looped.ok
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(min_value=0), max_size=3), min_size=1, max_size=25),
+    st.randoms(use_true_random=False),
+)
+def test_any_order_of_adding_plans_and_runs_alike(edges: list[list[int]], rnd: Any) -> None:
+    """Tasks added in any order (upstreams after their dependents too) plan a topological
+    order, and each body gets its own upstreams' outputs, as when added in order."""
+    n = len(edges)
+    deps = [sorted({f"t{j % i}" for j in ups}) if i else [] for i, ups in enumerate(edges)]
+
+    def body(name: str, takes: list[str]) -> Any:
+        def fn(**upstream: Any) -> Any:
+            return (name, tuple(sorted(upstream.items())))
+
+        # It takes only ``takes`` of its upstreams' outputs, by name (as a def would).
+        kw = inspect.Parameter.KEYWORD_ONLY
+        fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(d, kw, default=None) for d in takes]
+        )
+        return fn
+
+    tasks = [
+        Task(
+            id=f"t{i}",
+            fn=body(f"t{i}", [d for d in deps[i] if rnd.random() < 0.5]),
+            deps=deps[i],
+            inline=True,
+        )
+        for i in range(n)
+    ]
+    shuffled = tasks[:]
+    rnd.shuffle(shuffled)
+    in_order, any_order = DAG("in order"), DAG("any order")
+    for task in tasks:
+        in_order.add(task)
+    for task in shuffled:
+        any_order.add(task)
+    order = [t.id for t in any_order.validate()]
+    place = {tid: k for k, tid in enumerate(order)}
+    assert sorted(order) == sorted(t.id for t in tasks)
+    assert all(place[d] < place[t.id] for t in tasks for d in t.deps)
+    assert orchestra.run_sync(any_order).outputs == orchestra.run_sync(in_order).outputs

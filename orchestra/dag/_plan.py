@@ -182,28 +182,35 @@ class Plan:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            order = tuple(dag._order)
-            plan = cls._build(dag, order, dag._index.copy())
-            if plan is None:  # not added in a topological order
-                order = _kahn(dag, order)
-                index = dict(zip(map(_id_of, order), range(len(order)), strict=True))
-                plan = cls._build(dag, order, index)
-                assert plan is not None
-            return plan
+            return cls._build(dag, tuple(dag._order), dag._index.copy(), None)
         finally:
             if collecting:
                 gc.enable()
 
     @classmethod
-    def _build(cls, dag: DAG, order: tuple[Task, ...], index: dict[str, int]) -> Plan | None:
-        """The plan of ``order`` (None: not a topological order); DAGError if invalid."""
+    def _build(
+        cls,
+        dag: DAG,
+        order: tuple[Task, ...],
+        index: dict[str, int],
+        signatures: tuple[list[_Takes], bool, bool] | None,
+    ) -> Plan:
+        """The plan of ``order``; DAGError if the DAG is not valid.
+
+        ``signatures``: ``_signatures(order)``, already checked (None: work them out).
+        When a task comes before one of its upstreams, this plans once more, in Kahn's
+        order (in which none does), with the upstreams and signatures found here.
+        """
         n = len(order)
         deps = list(map(_deps_of, order))
-        takes, takes_some, needs_some = _signatures(order)
-        if needs_some:
-            for i in compress(range(n), map(_needs_of, takes)):
-                if not set(takes[i][1]).issubset(deps[i]):
-                    _diagnose(dag, order, index, takes)
+        if signatures is None:
+            signatures = _signatures(order)
+            takes, _, needs_some = signatures
+            if needs_some:  # a body needs an upstream output: each has its upstream
+                for i in compress(range(n), map(_needs_of, takes)):
+                    if not set(takes[i][1]).issubset(deps[i]):
+                        _diagnose(dag, order, index, takes)
+        takes, takes_some, _ = signatures
         dependents: list[list[int]] = [[] for _ in order]
         in_order = True
         try:
@@ -215,8 +222,12 @@ class Plan:
                         in_order = False
         except KeyError:
             _diagnose(dag, order, index, takes)
-        if not in_order:
-            return None
+        if not in_order:  # added before an upstream: the same tasks, in Kahn's order
+            topo = _kahn(dag, order, deps, dependents)
+            order = tuple(map(order.__getitem__, topo))
+            index = dict(zip(map(_id_of, order), range(n), strict=True))
+            ordered = list(map(takes.__getitem__, topo))
+            return cls._build(dag, order, index, (ordered, takes_some, False))
         if dag._task_deps:  # a dependency given as a Task: this DAG's
             for i in compress(range(n), map(_dep_tasks_of, order)):
                 _same_dag(order[i], order, index)
@@ -276,16 +287,12 @@ def _diagnose(
     raise AssertionError(f"DAG {dag.name!r}: no error to report")  # pragma: no cover
 
 
-def _kahn(dag: DAG, order: tuple[Task, ...]) -> tuple[Task, ...]:
-    """Tasks added before their upstreams, in Kahn's order; or DAGError naming a cycle."""
-    index = dict(zip(map(_id_of, order), range(len(order)), strict=True))
-    get = index.__getitem__
-    indeg = [len(task.deps) for task in order]
-    dependents: list[list[int]] = [[] for _ in order]
-    for i, task in enumerate(order):
-        for dep in task.deps:
-            dependents[get(dep)].append(i)
-    queue = deque(i for i, n in enumerate(indeg) if n == 0)
+def _kahn(
+    dag: DAG, order: tuple[Task, ...], deps: list[tuple[str, ...]], dependents: list[list[int]]
+) -> list[int]:
+    """The positions of ``order`` in Kahn's order, or DAGError naming a cycle."""
+    indeg = list(map(len, deps))
+    queue = deque(compress(range(len(order)), map(not_, indeg)))
     topo: list[int] = []
     while queue:
         i = queue.popleft()
@@ -297,7 +304,7 @@ def _kahn(dag: DAG, order: tuple[Task, ...]) -> tuple[Task, ...]:
     if len(topo) != len(order):
         left = {order[i].id: n for i, n in enumerate(indeg)}
         raise DAGError(f"DAG {dag.name!r} has a cycle: {' -> '.join(_find_cycle(dag.tasks, left))}")
-    return tuple(order[i] for i in topo)
+    return topo
 
 
 def _same_dag(task: Task, order: tuple[Task, ...], index: Mapping[str, int]) -> None:
