@@ -78,31 +78,24 @@ def _options(
         TypeError: an unknown option.
         ValueError: a retries, retry_delay, timeout or trigger that is not valid.
     """
-    unknown = options.keys() - _OPTION_NAMES
+    unknown = options.keys() - _OPTION_DEFAULTS.keys()
     if unknown:
         raise TypeError(
             f"task {task_id!r}: unknown option {', '.join(map(repr, sorted(unknown)))}; "
-            f"a Task takes {', '.join(sorted(_OPTION_NAMES))}"
+            f"a Task takes {', '.join(sorted(_OPTION_DEFAULTS))}"
         )
-    retries = options.get("retries", _NO_RETRIES)
-    retry_delay = options.get("retry_delay", _NO_DELAY)
-    timeout = options.get("timeout")
-    trigger = options.get("trigger", _DEFAULT_TRIGGER)
-    metadata = options.get("metadata")
-    agent = options.get("agent")
-    run_on_fail_fast = options.get("run_on_fail_fast", False)
     if (
-        retries is _NO_RETRIES
-        and retry_delay is _NO_DELAY
-        and timeout is None
-        and trigger is _DEFAULT_TRIGGER
-        and metadata is None
-        and agent is None
-        and run_on_fail_fast is False
-        and not dep_tasks
+        not dep_tasks
         and (inline is False or inline is True)
+        and all(value is _OPTION_DEFAULTS[name] for name, value in options.items())
     ):
         return INLINE if inline else DEFAULTS
+    given = {**_OPTION_DEFAULTS, **options}
+    retries = given["retries"]
+    retry_delay = given["retry_delay"]
+    timeout = given["timeout"]
+    trigger = given["trigger"]
+    metadata = given["metadata"]
     if retries != 0 and (not isinstance(retries, int) or retries < 0):
         raise ValueError(f"task {task_id!r}: retries must be an int >= 0, got {retries!r}")
     if retry_delay != 0 and not (math.isfinite(retry_delay) and retry_delay >= 0):
@@ -122,9 +115,9 @@ def _options(
         timeout,
         trigger,
         _NO_METADATA if metadata is None else metadata,
-        agent,
+        given["agent"],
         inline,
-        run_on_fail_fast,
+        given["run_on_fail_fast"],
         dep_tasks,
     )
 
@@ -201,7 +194,19 @@ class TaskOptions(TypedDict, total=False):
     run_on_fail_fast: bool
 
 
-_OPTION_NAMES: Final = frozenset(TaskOptions.__annotations__)
+# Each option's default, compared by identity: a value equal to a default but not it
+# (retries=False, say) is kept as given. The keys are TaskOptions' (a test checks).
+_OPTION_DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
+    {
+        "retries": _NO_RETRIES,
+        "retry_delay": _NO_DELAY,
+        "timeout": None,
+        "trigger": _DEFAULT_TRIGGER,
+        "metadata": None,
+        "agent": None,
+        "run_on_fail_fast": False,
+    }
+)
 # Whether a plain function may carry inspect.markcoroutinefunction's mark (3.12+).
 _MARKED_COROUTINES: Final = sys.version_info >= (3, 12)
 
@@ -437,38 +442,28 @@ for _name, _field in list(vars(Task).items()):
         setattr(Task, _name, property(_field.fget, _refuse_set, _refuse_delete, _field.__doc__))
 del _name, _field
 
+
+def _annotation(annotation: object) -> object:
+    """An option's annotation as ``inspect.signature`` shows the others (a string)."""
+    return getattr(annotation, "__forward_arg__", annotation)
+
+
 # What inspect.signature(Task) shows: every option by name, as ``TaskOptions`` types them.
-Task.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-    [
-        inspect.Parameter("id", inspect.Parameter.KEYWORD_ONLY, annotation="str"),
-        inspect.Parameter("fn", inspect.Parameter.KEYWORD_ONLY, annotation="Callable[..., Any]"),
-        inspect.Parameter(
-            "deps",
-            inspect.Parameter.KEYWORD_ONLY,
-            default=(),
-            annotation="Iterable[str | Task]",
-        ),
-        inspect.Parameter(
-            "inline", inspect.Parameter.KEYWORD_ONLY, default=False, annotation="bool"
-        ),
+_INIT: Final = inspect.signature(Task.__init__)
+Task.__signature__ = _INIT.replace(  # type: ignore[attr-defined]
+    parameters=[
+        *list(_INIT.parameters.values())[1:-1],  # id, fn, deps, inline: not self, **options
         *(
             inspect.Parameter(
                 name,
                 inspect.Parameter.KEYWORD_ONLY,
                 default=default,
-                annotation=annotation,
+                annotation=_annotation(TaskOptions.__annotations__[name]),
             )
-            for name, default, annotation in (
-                ("retries", _NO_RETRIES, "int"),
-                ("retry_delay", _NO_DELAY, "float"),
-                ("timeout", None, "float | None"),
-                ("trigger", _DEFAULT_TRIGGER, "TriggerRule"),
-                ("metadata", None, "Mapping[str, Any] | None"),
-                ("agent", None, "str | None"),
-                ("run_on_fail_fast", False, "bool"),
-            )
+            for name, default in _OPTION_DEFAULTS.items()
         ),
-    ]
+    ],
+    return_annotation=inspect.Signature.empty,
 )
 
 
