@@ -18,13 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import queue
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Final, final
 
 import anyio.lowlevel
-import sniffio
 
 __all__ = ["ThreadPool"]
 
@@ -35,6 +35,18 @@ try:  # anyio's thread-local that anyio.from_thread reads (anyio >= 4.11); else 
 except (ImportError, AttributeError):  # pragma: no cover - older anyio
     _anyio_threadlocals = None  # type: ignore[assignment]
     _current_token = None
+
+
+def _on_trio() -> bool:
+    """Whether the running event loop is trio's (asked of trio itself: no sniffio)."""
+    trio = sys.modules.get("trio")  # not imported = not running
+    if trio is None:
+        return False
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _claim_for_trio(token: object) -> None:
@@ -82,7 +94,7 @@ class ThreadPool:
         self.threads = 0
         self.in_flight = 0  # bodies submitted whose outcome the loop has not collected
         self.anyio_token = _current_token() if _current_token is not None else None
-        self.trio = sniffio.current_async_library() == "trio"
+        self.trio = _on_trio()
         self.resume: Callable[[Any, bool, Any], None] | None = None
         if self.trio:
             import outcome
