@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from orchestra import Dispatcher, SubagentHookContext, SubagentHooks
-from orchestra.agents import RunContext
+from orchestra.agents import AgentContext
 
 TARGET_US = 3.0
 
@@ -61,7 +61,7 @@ async def measure(n: int) -> dict[str, float]:
     agent = Noop()
     bare = Dispatcher([agent])
     hooked = Dispatcher([agent], hooks=[NoopHooks() for _ in range(5)])
-    ctx: RunContext | None = None
+    ctx: AgentContext | None = None
 
     async def direct() -> Any:
         return await agent.run("task", ctx)

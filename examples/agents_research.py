@@ -37,7 +37,7 @@ from orchestra import (
     TaskHookContext,
     TaskHooks,
 )
-from orchestra.agents import Fork, RunContext
+from orchestra.agents import AgentContext, Fork
 
 QUESTION = "Why do octopuses have three hearts?"
 
@@ -57,7 +57,7 @@ class WebSearch(Subagent):
     def __init__(self) -> None:
         self.calls = 0
 
-    async def run(self, task: str, ctx: RunContext) -> str:
+    async def run(self, task: str, ctx: AgentContext) -> str:
         self.calls += 1
         if self.calls <= 2:
             raise ConnectionError("search API timed out")
@@ -71,7 +71,7 @@ class PaperDB(Subagent):
 
     name = "paper_db"
 
-    async def run(self, task: str, ctx: RunContext) -> str:
+    async def run(self, task: str, ctx: AgentContext) -> str:
         raise ServiceDown("paper_db: 503 Service Unavailable")
 
 
@@ -80,7 +80,7 @@ class Library(Subagent):
 
     name = "library"
 
-    async def run(self, task: str, ctx: RunContext) -> str:
+    async def run(self, task: str, ctx: AgentContext) -> str:
         return "copper-based hemocyanin carries oxygen poorly, so extra pumping is needed"
 
 
@@ -89,7 +89,7 @@ class Archivist(Subagent):
 
     name = "archivist"
 
-    async def run(self, task: str, ctx: RunContext) -> str:
+    async def run(self, task: str, ctx: AgentContext) -> str:
         for _ in range(5):
             await anyio.lowlevel.checkpoint()
         return "cephalopod circulation has been described since Aristotle"

@@ -24,6 +24,7 @@ from orchestra._decisions import Decision
 from orchestra._errors import did_you_mean
 from orchestra._hooks import NO_INPUTS, TaskHookContext, TaskHooks, task_context
 from orchestra._moments import MOMENTS, check
+from orchestra._sync import run_now
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -211,6 +212,15 @@ class HookChain:
         if tracer is None:
             return call_now(impls, args, subject, on_error)
         return call_traced_now(impls, args, subject, on_error, tracer)
+
+    run_now = staticmethod(run_now)
+    """Run an awaitable (``chain.call(...)``, say) to its end from synchronous code.
+
+    ``HookChain.run_now(awaitable, needs_loop=chain.awaits(moment))``: without an event
+    loop when it cannot suspend (only ``def`` hooks), else on an event loop of its own
+    (on a helper thread when this thread runs one already). For engines whose nodes run
+    synchronously (Hamilton's driver, a Prefect task); see ``orchestra._sync``.
+    """
 
     @staticmethod
     def task_context(

@@ -23,7 +23,7 @@ from orchestra import (
     SubagentHooks,
     SubagentResult,
 )
-from orchestra.agents import DEFAULT_MAX_ATTEMPTS, RunContext
+from orchestra.agents import DEFAULT_MAX_ATTEMPTS, AgentContext
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +39,7 @@ class Agent(Subagent):
         self.error = error
         self.runs: list[tuple[str, int, tuple[str, ...]]] = []
 
-    async def run(self, task: str, ctx: RunContext) -> str:
+    async def run(self, task: str, ctx: AgentContext) -> str:
         self.runs.append((task, ctx.attempt, ctx.delegated_from))
         if ctx.attempt <= self.failures:
             raise self.error(f"{self.name} failed attempt {ctx.attempt}")
@@ -109,12 +109,12 @@ async def test_hook_context_carries_dispatch_facts() -> None:
 
 
 async def test_run_context_is_documented_object() -> None:
-    seen: list[RunContext] = []
+    seen: list[AgentContext] = []
 
     class Spy(Subagent):
         name = "spy"
 
-        async def run(self, task: str, ctx: RunContext) -> None:
+        async def run(self, task: str, ctx: AgentContext) -> None:
             seen.append(ctx)
 
     d = Dispatcher([Spy()])
@@ -168,7 +168,7 @@ async def test_state_is_kept_across_attempts_of_one_dispatch() -> None:
     class Counter(Subagent):
         name = "counter"
 
-        async def run(self, task: str, ctx: RunContext) -> int:
+        async def run(self, task: str, ctx: AgentContext) -> int:
             ctx.state["n"] = ctx.state.get("n", 0) + 1
             if ctx.attempt < 3:
                 raise ValueError("again")
@@ -185,7 +185,7 @@ async def test_on_close_runs_when_a_sync_dispatch_ends() -> None:
     class Closer(Subagent):
         name = "closer"
 
-        async def run(self, task: str, ctx: RunContext) -> str:
+        async def run(self, task: str, ctx: AgentContext) -> str:
             async def aclose() -> None:
                 closed.append(f"async {task}")
 
@@ -371,7 +371,7 @@ def test_duplicate_agent_names_are_refused() -> None:
 
 def test_object_without_name_is_refused() -> None:
     class NoName:
-        async def run(self, task: str, ctx: RunContext) -> None: ...
+        async def run(self, task: str, ctx: AgentContext) -> None: ...
 
     with pytest.raises(TypeError, match=r"NoName.*is not a subagent: it has no 'name'"):
         Dispatcher([NoName()])  # type: ignore[list-item]
@@ -389,7 +389,7 @@ def test_sync_run_is_refused_naming_the_agent() -> None:
     class SyncRun:
         name = "syncy"
 
-        def run(self, task: str, ctx: RunContext) -> str:
+        def run(self, task: str, ctx: AgentContext) -> str:
             return task
 
     with pytest.raises(TypeError, match=r"agent 'syncy': run must be a coroutine function"):
@@ -465,7 +465,7 @@ async def test_agent_can_dispatch_through_its_context() -> None:
     class Planner(Subagent):
         name = "planner"
 
-        async def run(self, task: str, ctx: RunContext) -> str:
+        async def run(self, task: str, ctx: AgentContext) -> str:
             sub = await ctx.dispatcher.dispatch("a", task.upper(), parent=ctx.agent)
             return f"plan({sub.output})"
 

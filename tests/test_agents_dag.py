@@ -20,7 +20,7 @@ from orchestra import (
     TaskHooks,
     TaskState,
 )
-from orchestra.agents import RunContext
+from orchestra.agents import AgentContext
 
 pytestmark = pytest.mark.anyio
 
@@ -30,7 +30,7 @@ class Agent(Subagent):
         self.name = name
         self.failures = failures
 
-    async def run(self, task: str, ctx: RunContext) -> str:
+    async def run(self, task: str, ctx: AgentContext) -> str:
         if ctx.attempt <= self.failures:
             raise ConnectionError(f"{self.name} down")
         return f"{self.name}({task})"
@@ -172,7 +172,7 @@ async def test_base_exception_from_agent_goes_through_both_hooks_and_stops_the_r
     class Doomed(Subagent):
         name = "doomed"
 
-        async def run(self, task: str, ctx: RunContext) -> None:
+        async def run(self, task: str, ctx: AgentContext) -> None:
             raise Fatal
 
     events: list[tuple[Any, ...]] = []

@@ -17,7 +17,7 @@ from orchestra import (
     SubagentHookContext,
     SubagentHooks,
 )
-from orchestra.agents import Fork, RunContext
+from orchestra.agents import AgentContext, Fork
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +35,7 @@ class Gate(Subagent):
         self.running = 0
         self.log: list[str] = []
 
-    async def run(self, task: str, ctx: RunContext) -> str:
+    async def run(self, task: str, ctx: AgentContext) -> str:
         self.running += 1
         self.log.append(f"start {task}")
         self.started.set()
@@ -54,7 +54,7 @@ class Echo(Subagent):
     def __init__(self, name: str) -> None:
         self.name = name
 
-    async def run(self, task: str, ctx: RunContext) -> str:
+    async def run(self, task: str, ctx: AgentContext) -> str:
         if task == "boom":
             raise ValueError("boom")
         return f"{self.name}: {task}"
@@ -70,7 +70,7 @@ class Chat(Subagent):
         self.active = 0
         self.overlap = False
 
-    async def run(self, task: str, ctx: RunContext) -> tuple[str, ...]:
+    async def run(self, task: str, ctx: AgentContext) -> tuple[str, ...]:
         self.active += 1
         self.overlap |= self.active > 1
         try:
@@ -216,7 +216,7 @@ async def test_fatal_base_exception_in_a_fork_ends_the_dispatcher() -> None:
     class Doomed(Subagent):
         name = "doomed"
 
-        async def run(self, task: str, ctx: RunContext) -> None:
+        async def run(self, task: str, ctx: AgentContext) -> None:
             raise Fatal
 
     gate = Gate()
@@ -307,7 +307,7 @@ async def test_dispatcher_opens_once_and_refuses_dispatch_when_closed() -> None:
 class Never(Subagent):
     name = "never"
 
-    async def run(self, task: str, ctx: RunContext) -> None:
+    async def run(self, task: str, ctx: AgentContext) -> None:
         await anyio.sleep_forever()
 
 

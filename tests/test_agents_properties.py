@@ -22,7 +22,7 @@ from orchestra import (
     SubagentHooks,
     SubagentResult,
 )
-from orchestra.agents import RunContext
+from orchestra.agents import AgentContext
 
 NAMES = ("a", "b", "c", "d")
 
@@ -47,7 +47,7 @@ class Scripted(Subagent):
         self.log = log
         self.runs = 0
 
-    async def run(self, task: str, ctx: RunContext) -> str:
+    async def run(self, task: str, ctx: AgentContext) -> str:
         self.log.append((self.name, ctx.attempt))
         fail = self.script[self.runs % len(self.script)] if self.script else False
         self.runs += 1

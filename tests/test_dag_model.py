@@ -276,11 +276,11 @@ def test_task_options_read_back_as_given() -> None:
 
 
 def test_unknown_task_option_is_refused_by_name() -> None:
-    with pytest.raises(TypeError, match=r"unknown option 'retrys'; a Task takes agent, "):
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'retrys'"):
         Task(id="a", fn=noop, retrys=2)  # type: ignore[call-arg]
     dag = DAG("d")
     dag.add(Task(id="a", fn=noop))
-    with pytest.raises(TypeError, match="unknown option"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'timeot'"):
         dag.add(Task(id="b", fn=noop, deps=["a"], timeot=1.0))  # type: ignore[call-arg]
     assert list(dag.tasks) == ["a"]  # nothing half-added
 
@@ -301,6 +301,7 @@ def test_task_signature_names_every_option() -> None:
         "metadata",
         "agent",
         "run_on_fail_fast",
+        "branch",
     ]
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params.values())
     defaults = {name: p.default for name, p in params.items() if name not in ("id", "fn")}
@@ -314,6 +315,7 @@ def test_task_signature_names_every_option() -> None:
         "metadata": None,
         "agent": None,
         "run_on_fail_fast": False,
+        "branch": False,
     }
     # The options the signature names are the ones the class takes, and no more.
     assert set(params) - {"id", "fn", "deps", "inline"} == set(
@@ -331,12 +333,14 @@ def test_task_signature_names_every_option() -> None:
         ({"agent": "writer"}, "full"),
         ({"trigger": "all_done"}, "async"),
         ({"metadata": {"k": 1}}, "async"),
+        ({"branch": True}, "full"),
     ],
 )
 def test_a_task_runs_in_place_only_when_nothing_surrounds_its_body(
     options: dict[str, Any], kind: str
 ) -> None:
-    from orchestra.dag._model import KIND_ASYNC, KIND_FULL, KIND_INLINE
+    from orchestra.dag._plan import KIND_ASYNC, KIND_FULL, KIND_INLINE
+    from orchestra.dag._plan import kind as kind_of
 
     async def body() -> None:
         return None
@@ -345,11 +349,11 @@ def test_a_task_runs_in_place_only_when_nothing_surrounds_its_body(
         return None
 
     kinds = {"async": KIND_ASYNC, "full": KIND_FULL}
-    assert Task(id="a", fn=body, **options)._kind == kinds[kind]
+    assert kind_of(Task(id="a", fn=body, **options)) == kinds[kind]
     # A sync body runs in place only inline; with a thread or around it, the full path.
     inline = options.get("inline", False)
     expected_sync = KIND_INLINE if inline and kind == "async" else KIND_FULL
-    assert Task(id="s", fn=sync_body, **options)._kind == expected_sync
+    assert kind_of(Task(id="s", fn=sync_body, **options)) == expected_sync
 
 
 def test_deps_may_be_str_subclasses_such_as_a_str_enum() -> None:
@@ -368,3 +372,32 @@ def test_deps_may_be_str_subclasses_such_as_a_str_enum() -> None:
         Task(id="load", fn=noop, deps=[Step.LOAD])
     result = orchestra.run_sync(dag)
     assert result.outputs["report"] == 20
+
+
+def test_task_is_a_frozen_attrs_value_sharing_nothing() -> None:
+    import attrs
+
+    assert attrs.has(Task)
+    given = {"k": [1]}
+    one = Task(id="one", fn=noop, metadata=given)
+    two = Task(id="two", fn=noop)
+    three = Task(id="three", fn=noop)
+    given["other"] = [2]  # the caller's dict changes: the task's metadata does not
+    assert dict(one.metadata) == {"k": [1]}
+    with pytest.raises(TypeError):
+        one.metadata["k"] = 2  # type: ignore[index]
+    for name in ("retries", "timeout", "trigger", "deps", "metadata", "branch"):
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            setattr(two, name, getattr(three, name))
+    assert not hasattr(two, "__dict__")  # slotted: no attribute can be added either
+    assert (two.retries, three.retries) == (0, 0)
+
+
+def test_every_trigger_rule_is_one_class_in_one_table() -> None:
+    from typing import get_args
+
+    from orchestra.dag._rules import RULES, Rule
+
+    assert set(get_args(orchestra.TriggerRule)) == set(RULES)
+    assert {type(rule) for rule in RULES.values()} == set(Rule.__subclasses__())
+    assert all(name == rule.name for name, rule in RULES.items())

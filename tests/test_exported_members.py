@@ -43,7 +43,7 @@ PINNED: dict[str, set[str]] = {
     },
     "orchestra.agents": {
         "DEFAULT_MAX_ATTEMPTS", "DispatchError", "Dispatcher", "ExecutionMode", "Fork",
-        "RunContext", "Subagent", "SubagentHookContext", "SubagentHooks", "SubagentResult",
+        "AgentContext", "Subagent", "SubagentHookContext", "SubagentHooks", "SubagentResult",
     },
     "orchestra.tracing": {
         "ENV_CAPTURE_CONTENT", "ENV_TRACING", "JsonlSpanExporter", "capture_content",

@@ -342,3 +342,37 @@ def test_task_context_is_the_context_the_constructor_makes() -> None:
     first.add_message("seen")
     assert HookChain.task_context(**fields, notes=notes).messages == ("seen",)
     assert HookChain.task_context(**fields).messages == ()
+
+
+def test_run_now_drives_def_hooks_without_a_loop_and_async_ones_on_their_own() -> None:
+    import asyncio
+
+    from orchestra import Fail, HookChain, TaskHooks
+
+    class Plain(TaskHooks):
+        def before_run(self, ctx: object) -> Fail:
+            return Fail("plain")
+
+    class Awaiting(TaskHooks):
+        async def before_run(self, ctx: object) -> Fail:
+            await asyncio.sleep(0)
+            return Fail("awaiting")
+
+    plain = HookChain([Plain()])
+    assert not plain.awaits("before_run")
+    decision, by = HookChain.run_now(plain.call("before_run", None), needs_loop=False)
+    assert (decision, by) == (Fail("plain"), "Plain.before_run")
+    awaiting = HookChain([Awaiting()])
+    decision, by = HookChain.run_now(awaiting.call("before_run", None), needs_loop=True)
+    assert (decision, by) == (Fail("awaiting"), "Awaiting.before_run")
+
+    async def suspends() -> None:
+        await asyncio.sleep(0)
+
+    with pytest.raises(RuntimeError, match="suspended"):
+        HookChain.run_now(suspends(), needs_loop=False)
+
+    async def inside_a_loop() -> tuple[object, object]:  # a notebook's running loop
+        return HookChain.run_now(awaiting.call("before_run", None), needs_loop=True)
+
+    assert asyncio.run(inside_a_loop()) == (Fail("awaiting"), "Awaiting.before_run")

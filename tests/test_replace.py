@@ -25,7 +25,7 @@ from orchestra import (
     TaskState,
     merge,
 )
-from orchestra.agents import RunContext as AgentContext
+from orchestra.agents import AgentContext
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,7 @@ from strategies import dag_specs
 
 import orchestra
 from orchestra import DAG, RunContext, RunResult, Task, TaskHookContext, TaskHooks, TaskState
-from orchestra.dag._rules import AFTER_FAILURES
+from orchestra.dag._rules import RULES
 
 S = TaskState
 FAILED_LIKE = (S.FAILED, S.UPSTREAM_FAILED)
@@ -131,7 +131,7 @@ def test_random_dags_keep_the_invariants(
                 retries=spec["retries"],
                 # fail_fast needs it on rules that run after failures; elsewhere a no-op
                 run_on_fail_fast=spec["run_on_fail_fast"]
-                or (fail_fast and spec["trigger"] in AFTER_FAILURES),
+                or (fail_fast and RULES[spec["trigger"]].runs_after_failures),
             )
         )
     hooks = Scripted(by_id)

@@ -23,7 +23,7 @@ from orchestra import (
     SubagentHooks,
     ToolDenied,
 )
-from orchestra.agents import RunContext
+from orchestra.agents import AgentContext
 from orchestra.skills import load
 
 pytestmark = pytest.mark.anyio
@@ -136,7 +136,7 @@ async def test_http_hook_gets_w3c_headers(tmp_path: Path, exporter: InMemorySpan
 class Busy(Subagent):
     name = "busy"
 
-    async def run(self, task: str, ctx: RunContext) -> str:
+    async def run(self, task: str, ctx: AgentContext) -> str:
         raise RuntimeError("busy")
 
 
@@ -146,7 +146,7 @@ class Fallback(Subagent):
     def __init__(self, tools: dict[str, Any]) -> None:
         self.tools = tools
 
-    async def run(self, task: str, ctx: RunContext) -> str:
+    async def run(self, task: str, ctx: AgentContext) -> str:
         out = await self.tools["Bash"](command="ls")
         try:
             await self.tools["Bash"](command="rm -rf /")

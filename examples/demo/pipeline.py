@@ -26,7 +26,7 @@ from tenacity import retry_if_exception_type, stop_after_attempt, wait_fixed
 
 import orchestra
 from orchestra import Delegate, RetryPolicy, Subagent, SubagentHookContext, SubagentHooks
-from orchestra.agents import RunContext
+from orchestra.agents import AgentContext
 
 dag = orchestra.DAG("research-report")
 
@@ -55,7 +55,7 @@ class Researcher(Subagent):
 
     name = "researcher"
 
-    async def run(self, task: str, ctx: RunContext) -> str:
+    async def run(self, task: str, ctx: AgentContext) -> str:
         raise Overloaded("researcher: too many requests")
 
 
@@ -64,7 +64,7 @@ class Librarian(Subagent):
 
     name = "librarian"
 
-    async def run(self, task: str, ctx: RunContext) -> str:
+    async def run(self, task: str, ctx: AgentContext) -> str:
         return f"notes on {task} (from the library)"
 
 
@@ -73,7 +73,7 @@ class Writer(Subagent):
 
     name = "writer"
 
-    async def run(self, task: str, ctx: RunContext) -> str:
+    async def run(self, task: str, ctx: AgentContext) -> str:
         listing = await tools["Bash"](command="ls notes/")
         try:
             await tools["Bash"](command="rm -rf notes/")

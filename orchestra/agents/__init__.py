@@ -15,17 +15,17 @@ from orchestra._hooks import SubagentHookContext as SubagentHookContext
 from orchestra._hooks import SubagentHooks as SubagentHooks
 from orchestra.agents._dispatcher import Dispatcher as Dispatcher
 from orchestra.agents._fork import Fork as Fork
-from orchestra.agents._types import RunContext as RunContext
+from orchestra.agents._types import AgentContext as AgentContext
 from orchestra.agents._types import Subagent as Subagent
 from orchestra.agents._types import SubagentResult as SubagentResult
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
+    "AgentContext",
     "DispatchError",
     "Dispatcher",
     "ExecutionMode",
     "Fork",
-    "RunContext",
     "Subagent",
     "SubagentHookContext",
     "SubagentHooks",

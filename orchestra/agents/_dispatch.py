@@ -19,7 +19,7 @@ from orchestra._attempts import after_failure
 from orchestra._decisions import Decision, Delegate, Replace, Retry
 from orchestra._errors import DispatchError, HookError
 from orchestra._hooks import ExecutionMode, SubagentHookContext, subagent_context
-from orchestra.agents._types import RunContext, Subagent, SubagentResult, _Session
+from orchestra.agents._types import AgentContext, Subagent, SubagentResult, _Session
 from orchestra.tracing._engine import NO_ATTEMPT, AttemptSpan, agent_attempt
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ class _Dispatch:
             text = self.text
             if self.notes:  # what hooks added follows the text, one message a line
                 text = "\n\n".join((text, "\n".join(self.notes)))
-        ctx = RunContext(
+        ctx = AgentContext(
             self.name, self.parent, self.mode, self.attempt, self.delegated_from, d, session
         )
         try:

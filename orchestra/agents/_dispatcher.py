@@ -210,7 +210,7 @@ class Dispatcher:
           is returned at once; ``await handle`` gives the result. Forks end with the
           dispatcher (see the class) and with the task awaiting them if it is cancelled.
         - ``TEAMMATE``: like ``SYNC``, but the agent keeps a session per ``parent``: the
-          ``RunContext.state`` dict survives from one dispatch to the next, and
+          ``AgentContext.state`` dict survives from one dispatch to the next, and
           dispatches to the same session run one at a time, in arrival order. Sessions
           close with the dispatcher.
 

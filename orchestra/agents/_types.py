@@ -16,7 +16,7 @@ from orchestra._hooks import ExecutionMode
 if TYPE_CHECKING:
     from orchestra.agents._dispatcher import Dispatcher
 
-__all__ = ["RunContext", "Subagent", "SubagentResult"]
+__all__ = ["AgentContext", "Subagent", "SubagentResult"]
 
 logger: Final = logging.getLogger("orchestra")
 
@@ -30,7 +30,7 @@ class Subagent(Protocol):
         class Researcher(Subagent):
             name = "researcher"
 
-            async def run(self, task: str, ctx: RunContext) -> str:
+            async def run(self, task: str, ctx: AgentContext) -> str:
                 return f"notes on {task}"
 
     Attributes:
@@ -40,12 +40,12 @@ class Subagent(Protocol):
 
     name: str
 
-    async def run(self, task: str, ctx: RunContext) -> Any:
+    async def run(self, task: str, ctx: AgentContext) -> Any:
         """Do the work described by ``task`` and return the output.
 
         Args:
             task: the text dispatched.
-            ctx: the ``RunContext`` of this attempt (agent name, parent, mode,
+            ctx: the ``AgentContext`` of this attempt (agent name, parent, mode,
                 attempt, delegation chain, and a ``state`` dict that lives as long as
                 the agent's session).
 
@@ -106,7 +106,7 @@ class _Session:
 
 
 @final
-class RunContext:
+class AgentContext:
     """What ``Subagent.run`` gets besides the task text: one per attempt.
 
     Attributes:
@@ -162,7 +162,7 @@ class RunContext:
 
     def __repr__(self) -> str:
         return (
-            f"RunContext(agent={self.agent!r}, parent={self.parent!r}, mode={self.mode}, "
+            f"AgentContext(agent={self.agent!r}, parent={self.parent!r}, mode={self.mode}, "
             f"attempt={self.attempt}, delegated_from={self.delegated_from!r})"
         )
 

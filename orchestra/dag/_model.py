@@ -4,42 +4,46 @@ from __future__ import annotations
 
 import inspect
 import math
-import sys
 from collections.abc import Callable, Iterable, Mapping
-from types import FunctionType, MappingProxyType
-from typing import Any, Final, NoReturn, TypedDict, TypeVar, Unpack, final, overload
+from types import MappingProxyType
+from typing import Any, Final, TypedDict, TypeVar, final, overload
 
 import attrs
 
 from orchestra._errors import DAGError
 from orchestra.dag._plan import Plan
-from orchestra.dag._rules import AFTER_FAILURES, RULES, TriggerRule
+from orchestra.dag._rules import RULES, TriggerRule
 from orchestra.dag._state import TaskState
 
 __all__ = ["DAG", "Task", "TaskOptions", "TaskState", "TriggerRule"]
 
-TRIGGER_RULES: Final = frozenset(RULES)
+_NO_METADATA: Final[Mapping[str, Any]] = MappingProxyType({})  # read-only: safe to share
 
 
-_CO_COROUTINE: Final = inspect.CO_COROUTINE
-_DEFAULT_TRIGGER: Final[TriggerRule] = "all_success"
+class TaskOptions(TypedDict, total=False):
+    """The options a ``Task`` takes beside ``id``, ``fn``, ``deps`` and ``inline``.
 
+    For type checkers, to pass options along as ``**options``; each is described under
+    ``Task``.
+    """
 
-_NO_METADATA: Final[Mapping[str, Any]] = MappingProxyType({})
-
-# How the scheduler may run a task's body (``Task._kind``): through the whole attempt
-# loop, or, with no timeout, retries or agent (and a run with no hooks), in place.
-KIND_FULL: Final = 0
-KIND_ASYNC: Final = 1  # an async body awaited in place
-KIND_INLINE: Final = 2  # a sync inline body called in place
+    retries: int
+    retry_delay: float
+    timeout: float | None
+    trigger: TriggerRule
+    metadata: Mapping[str, Any] | None
+    agent: str | None
+    run_on_fail_fast: bool
+    branch: bool
 
 
 def _dep_ids(
-    task_id: str, deps: tuple[str | Task, ...]
+    task_id: str, deps: Iterable[str | Task] | str | Task
 ) -> tuple[tuple[str, ...], tuple[Task, ...]]:
     """Dependencies given as ids or ``Task`` objects: their ids, and the objects.
 
-    A repeated id counts once (its first place kept).
+    A repeated id counts once (its first place kept); one id or ``Task`` alone counts as
+    a list of one.
 
     Raises:
         TypeError: a dependency that is neither an id nor a ``Task``.
@@ -47,11 +51,11 @@ def _dep_ids(
     """
     ids: dict[str, None] = {}
     objects: list[Task] = []
-    for dep in deps:
+    for dep in (deps,) if isinstance(deps, str | Task) else deps:
         if isinstance(dep, str):  # str subclasses too (a StrEnum's members, say)
-            ids[dep] = None
+            ids[str(dep)] = None
         elif isinstance(dep, Task):
-            ids[dep._id] = None
+            ids[dep.id] = None
             objects.append(dep)
         else:
             raise TypeError(
@@ -69,33 +73,14 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     )
 
 
-def _options(
-    task_id: str, inline: bool, options: Mapping[str, Any], dep_tasks: tuple[Task, ...]
-) -> _Options:
-    """A task's options, checked (the shared defaults when they are all the defaults).
+def _check_options(
+    task_id: str, retries: int, retry_delay: float, timeout: float | None, trigger: str
+) -> None:
+    """Refuse an option out of range, naming the task.
 
     Raises:
-        TypeError: an unknown option.
         ValueError: a retries, retry_delay, timeout or trigger that is not valid.
     """
-    unknown = options.keys() - _OPTION_DEFAULTS.keys()
-    if unknown:
-        raise TypeError(
-            f"task {task_id!r}: unknown option {', '.join(map(repr, sorted(unknown)))}; "
-            f"a Task takes {', '.join(sorted(_OPTION_DEFAULTS))}"
-        )
-    if (
-        not dep_tasks
-        and (inline is False or inline is True)
-        and all(value is _OPTION_DEFAULTS[name] for name, value in options.items())
-    ):
-        return INLINE if inline else DEFAULTS
-    given = {**_OPTION_DEFAULTS, **options}
-    retries = given["retries"]
-    retry_delay = given["retry_delay"]
-    timeout = given["timeout"]
-    trigger = given["trigger"]
-    metadata = given["metadata"]
     if retries != 0 and (not isinstance(retries, int) or retries < 0):
         raise ValueError(f"task {task_id!r}: retries must be an int >= 0, got {retries!r}")
     if retry_delay != 0 and not (math.isfinite(retry_delay) and retry_delay >= 0):
@@ -104,124 +89,17 @@ def _options(
         )
     if timeout is not None and not (timeout > 0):
         raise ValueError(f"task {task_id!r}: timeout must be > 0, got {timeout!r}")
-    if trigger != _DEFAULT_TRIGGER and trigger not in TRIGGER_RULES:
+    if trigger not in RULES:
         raise ValueError(
             f"task {task_id!r}: unknown trigger rule {trigger!r}; "
-            f"expected one of {', '.join(sorted(TRIGGER_RULES))}"
+            f"expected one of {', '.join(sorted(RULES))}"
         )
-    return _Options(
-        retries,
-        retry_delay,
-        timeout,
-        trigger,
-        _NO_METADATA if metadata is None else metadata,
-        given["agent"],
-        inline,
-        given["run_on_fail_fast"],
-        dep_tasks,
-    )
 
 
 @final
-class _Options:
-    """A task's options beside its id, body and deps (internal).
-
-    Tasks whose options are all the defaults share one instance (two: inline or not),
-    so a ``Task`` has 6 slots, not 14: fewer to fill, and fewer for each pass of the
-    cyclic garbage collector over a DAG of 100,000 tasks to visit.
-    """
-
-    __slots__ = (
-        "agent",
-        "dep_tasks",
-        "inline",
-        "metadata",
-        "retries",
-        "retry_delay",
-        "run_on_fail_fast",
-        "timeout",
-        "trigger",
-    )
-
-    def __init__(
-        self,
-        retries: int,
-        retry_delay: float,
-        timeout: float | None,
-        trigger: TriggerRule,
-        metadata: Mapping[str, Any],
-        agent: str | None,
-        inline: bool,
-        run_on_fail_fast: bool,
-        dep_tasks: tuple[Task, ...],
-    ) -> None:
-        self.retries = retries
-        self.retry_delay = retry_delay
-        self.timeout = timeout
-        self.trigger = trigger
-        self.metadata = metadata
-        self.agent = agent
-        self.inline = inline
-        self.run_on_fail_fast = run_on_fail_fast
-        self.dep_tasks = dep_tasks
-
-
-# The defaults of Task's options, compared by identity: a value equal to a default but
-# not it (retries=False, say) gets an _Options of its own and is kept as given.
-_NO_RETRIES: Final = 0
-_NO_DELAY: Final = 0.0
-DEFAULTS: Final = _Options(
-    _NO_RETRIES, _NO_DELAY, None, _DEFAULT_TRIGGER, _NO_METADATA, None, False, False, ()
-)
-INLINE: Final = _Options(
-    _NO_RETRIES, _NO_DELAY, None, _DEFAULT_TRIGGER, _NO_METADATA, None, True, False, ()
-)
-
-
-class TaskOptions(TypedDict, total=False):
-    """The options a ``Task`` takes beside ``id``, ``fn`` and ``deps`` (for type checkers).
-
-    Each is described under ``Task``; a task given none of them shares one set of
-    defaults with every other such task.
-    """
-
-    retries: int
-    retry_delay: float
-    timeout: float | None
-    trigger: TriggerRule
-    metadata: Mapping[str, Any] | None
-    agent: str | None
-    run_on_fail_fast: bool
-
-
-# Each option's default, compared by identity: a value equal to a default but not it
-# (retries=False, say) is kept as given. The keys are TaskOptions' (a test checks).
-_OPTION_DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
-    {
-        "retries": _NO_RETRIES,
-        "retry_delay": _NO_DELAY,
-        "timeout": None,
-        "trigger": _DEFAULT_TRIGGER,
-        "metadata": None,
-        "agent": None,
-        "run_on_fail_fast": False,
-    }
-)
-# Whether a plain function may carry inspect.markcoroutinefunction's mark (3.12+).
-_MARKED_COROUTINES: Final = sys.version_info >= (3, 12)
-
-
-def _refuse_set(task: Task, value: object) -> NoReturn:
-    raise attrs.exceptions.FrozenInstanceError()
-
-
-def _refuse_delete(task: Task) -> NoReturn:
-    raise attrs.exceptions.FrozenInstanceError()
-
-
-@final
+@attrs.frozen(init=False, eq=False, repr=False)  # a task is one node: equal only to itself
 class Task:
-    """A unit of work in a DAG (immutable).
+    """A unit of work in a DAG: an immutable value, validated when it is made.
 
     ``@dag.task`` returns a ``Task``; calling it calls its function, so the decorated
     function keeps working as a function.
@@ -233,28 +111,37 @@ class Task:
         deps: ids of the upstream tasks (``Task`` objects are accepted and turned to ids;
             a repeated id counts once).
         inline: run a sync body on the event loop (see the attributes).
-        **options: any of ``retries``, ``retry_delay``, ``timeout``, ``trigger``,
-            ``metadata``, ``agent`` and ``run_on_fail_fast`` (see the attributes;
-            ``TaskOptions`` types them).
+        retries: see the attributes; so are the other options (``TaskOptions`` types
+            them for ``**options``).
+        retry_delay: see the attributes.
+        timeout: see the attributes.
+        trigger: see the attributes.
+        metadata: see the attributes (copied: nothing is shared with the caller).
+        agent: see the attributes.
+        run_on_fail_fast: see the attributes.
+        branch: see the attributes.
 
     Attributes:
         id: unique in its DAG.
         fn: the body.
         deps: ids of the upstream tasks, without repeats.
-        retries: how many times to retry a failure when no hook has an opinion (default 0).
-        retry_delay: seconds to wait before such a retry (default 0).
-        timeout: seconds an attempt may take (default None: no limit); past it the
-            attempt fails with ``TimeoutError``.
-        trigger: the ``TriggerRule`` (default ``"all_success"``).
-        metadata: free-form data for hooks (default empty).
-        agent: the name of a subagent that executes the task: the body returns the text
-            to dispatch, and the agent's output is the task's output (default None).
         inline: run a sync body on the event loop instead of a worker thread (for cheap
             bodies only: it blocks the loop while it runs; default False).
+        retries: how many times to retry a failure when no hook has an opinion (default 0).
+        retry_delay: seconds to wait before such a retry (default 0).
+        timeout: seconds an attempt may take, its hooks included (default None: no
+            limit); past it the attempt fails with ``TimeoutError``.
+        trigger: the ``TriggerRule`` (default ``"all_success"``).
+        metadata: free-form data for hooks (default empty; read-only).
+        agent: the name of a subagent that executes the task: the body returns the text
+            to dispatch, and the agent's output is the task's output (default None).
         run_on_fail_fast: under ``run(..., fail_fast=True)``, run this task after the
             cancellation, as cleanup (its trigger rule judging upstreams that did not
             end as CANCELLED); required there for a rule that runs after failures
             (default False).
+        branch: the body (after its ``after_execute`` hooks) returns the id, or a list
+            of ids, of the direct downstream tasks to follow; the task's other direct
+            downstream tasks end SKIPPED (default False).
         is_async: whether ``fn`` is a coroutine function.
 
     Raises:
@@ -264,11 +151,20 @@ class Task:
             nor a ``Task``, or an unknown option.
     """
 
-    # The fields live in private slots behind read-only properties: a class that
-    # refuses __setattr__ would pay a slow store per field in __init__ too, and a DAG of
-    # 100,000 tasks builds 100,000 (bench/scheduler.py). Options given as ``**options``
-    # cost one test when there are none, the usual case, instead of one per option.
-    __slots__ = ("__weakref__", "_deps", "_fn", "_id", "_is_async", "_kind", "_opts")
+    id: str
+    fn: Callable[..., Any]
+    deps: tuple[str, ...]
+    inline: bool
+    retries: int
+    retry_delay: float
+    timeout: float | None
+    trigger: TriggerRule
+    metadata: Mapping[str, Any]
+    agent: str | None
+    run_on_fail_fast: bool
+    branch: bool
+    is_async: bool
+    _dep_tasks: tuple[Task, ...]  # deps given as Task objects: the plan checks they are ours
 
     def __init__(
         self,
@@ -277,214 +173,65 @@ class Task:
         fn: Callable[..., Any],
         deps: Iterable[str | Task] = (),
         inline: bool = False,
-        **options: Unpack[TaskOptions],
+        retries: int = 0,
+        retry_delay: float = 0.0,
+        timeout: float | None = None,
+        trigger: TriggerRule = "all_success",
+        metadata: Mapping[str, Any] | None = None,
+        agent: str | None = None,
+        run_on_fail_fast: bool = False,
+        branch: bool = False,
     ) -> None:
         if type(id) is not str or not id:
             raise ValueError(f"a task id must be a non-empty string, got {id!r}")
-        if type(fn) is FunctionType:  # the usual case, checked without inspect
-            is_async = fn.__code__.co_flags & _CO_COROUTINE != 0 or (
-                _MARKED_COROUTINES and bool(fn.__dict__) and _is_async(fn)
-            )
-        elif callable(fn):
-            is_async = _is_async(fn)
-        else:
+        if not callable(fn):
             raise TypeError(f"task {id!r}: fn must be callable, got {fn!r}")
-        dep_tasks: tuple[Task, ...] = ()
-        if not deps:
-            dep_ids: tuple[str, ...] = ()
-        elif type(deps) is list or type(deps) is tuple or not isinstance(deps, (str, Task)):
-            dep_ids = tuple(deps)  # type: ignore[arg-type]  # checked just below
-            k = len(dep_ids)  # 1 to 3 ids checked in line (no set per task)
-            if k == 1:
-                a = dep_ids[0]
-                if type(a) is not str or a == id:
-                    dep_ids, dep_tasks = _dep_ids(id, dep_ids)
-            elif k == 2:
-                a, b = dep_ids
-                if type(a) is not str or type(b) is not str or a == b or id in dep_ids:
-                    dep_ids, dep_tasks = _dep_ids(id, dep_ids)
-            elif k == 3:
-                a, b, c = dep_ids
-                if (
-                    type(a) is not str
-                    or type(b) is not str
-                    or type(c) is not str
-                    or a == b
-                    or b == c
-                    or c == a
-                    or id in dep_ids
-                ):
-                    dep_ids, dep_tasks = _dep_ids(id, dep_ids)
-            else:
-                dep_ids, dep_tasks = _dep_ids(id, dep_ids)
-        else:  # one id or one Task, not in a collection
-            dep_ids, dep_tasks = _dep_ids(id, (deps,))
-        if options or dep_tasks or (inline is not False and inline is not True):
-            opts = _options(id, inline, options, dep_tasks)
-            kind = (
-                KIND_FULL
-                if opts.timeout is not None or opts.retries or opts.agent is not None
-                else KIND_ASYNC
-                if is_async
-                else KIND_INLINE
-                if inline
-                else KIND_FULL
-            )
-        elif inline:
-            opts = INLINE
-            kind = KIND_ASYNC if is_async else KIND_INLINE
-        else:
-            opts = DEFAULTS
-            kind = KIND_ASYNC if is_async else KIND_FULL
-        self._id = id
-        self._fn = fn
-        self._deps = dep_ids
-        self._is_async = is_async
-        self._opts = opts
-        self._kind = kind
-
-    @property
-    def id(self) -> str:
-        """Unique in its DAG."""
-        return self._id
-
-    @property
-    def fn(self) -> Callable[..., Any]:
-        """The body, ``def`` or ``async def``."""
-        return self._fn
-
-    @property
-    def deps(self) -> tuple[str, ...]:
-        """Ids of the upstream tasks, without repeats."""
-        return self._deps
-
-    @property
-    def is_async(self) -> bool:
-        """Whether ``fn`` is a coroutine function."""
-        return self._is_async
-
-    @property
-    def retries(self) -> int:
-        """How many times to retry a failure when no hook has an opinion."""
-        return self._opts.retries
-
-    @property
-    def retry_delay(self) -> float:
-        """Seconds to wait before such a retry."""
-        return self._opts.retry_delay
-
-    @property
-    def timeout(self) -> float | None:
-        """Seconds an attempt may take (None = no limit)."""
-        return self._opts.timeout
-
-    @property
-    def trigger(self) -> TriggerRule:
-        """The ``TriggerRule``."""
-        return self._opts.trigger
-
-    @property
-    def metadata(self) -> Mapping[str, Any]:
-        """Free-form data for hooks."""
-        return self._opts.metadata
-
-    @property
-    def agent(self) -> str | None:
-        """The name of a subagent that executes the task, if any."""
-        return self._opts.agent
-
-    @property
-    def inline(self) -> bool:
-        """Whether a sync body runs on the event loop instead of a worker thread."""
-        return self._opts.inline
-
-    @property
-    def run_on_fail_fast(self) -> bool:
-        """Whether the task runs after a fail_fast cancellation, as cleanup."""
-        return self._opts.run_on_fail_fast
-
-    @property
-    def _dep_tasks(self) -> tuple[Task, ...]:
-        """The dependencies given as ``Task`` objects (checked to be this DAG's)."""
-        return self._opts.dep_tasks
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (
-            _task,
-            (
-                self._id,
-                self._fn,
-                self._deps,
-                self.retries,
-                self.retry_delay,
-                self.timeout,
-                self.trigger,
-                None if self.metadata is _NO_METADATA else self.metadata,
-                self.agent,
-                self.inline,
-                self.run_on_fail_fast,
-            ),
+        dep_ids, dep_tasks = _dep_ids(id, deps)
+        _check_options(id, retries, retry_delay, timeout, trigger)
+        self.__attrs_init__(
+            id=id,
+            fn=fn,
+            deps=dep_ids,
+            inline=inline,
+            retries=retries,
+            retry_delay=retry_delay,
+            timeout=timeout,
+            trigger=trigger,
+            metadata=MappingProxyType(dict(metadata)) if metadata else _NO_METADATA,
+            agent=agent,
+            run_on_fail_fast=run_on_fail_fast,
+            branch=branch,
+            is_async=_is_async(fn),
+            dep_tasks=dep_tasks,
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the task's function."""
-        return self._fn(*args, **kwargs)
+        return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
-        deps = f", deps={list(self._deps)!r}" if self._deps else ""
-        return f"Task(id={self._id!r}{deps})"
+        deps = f", deps={list(self.deps)!r}" if self.deps else ""
+        return f"Task(id={self.id!r}{deps})"
 
-
-# Every public field refuses assignment and deletion as a frozen attrs class does (the
-# properties above are what type checkers and the docs read).
-for _name, _field in list(vars(Task).items()):
-    if isinstance(_field, property) and not _name.startswith("_"):
-        setattr(Task, _name, property(_field.fget, _refuse_set, _refuse_delete, _field.__doc__))
-del _name, _field
-
-
-def _annotation(annotation: object) -> object:
-    """An option's annotation as ``inspect.signature`` shows the others (a string)."""
-    return getattr(annotation, "__forward_arg__", annotation)
-
-
-# What inspect.signature(Task) shows: every option by name, as ``TaskOptions`` types them.
-_INIT: Final = inspect.signature(Task.__init__)
-Task.__signature__ = _INIT.replace(  # type: ignore[attr-defined]
-    parameters=[
-        *list(_INIT.parameters.values())[1:-1],  # id, fn, deps, inline: not self, **options
-        *(
-            inspect.Parameter(
-                name,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=default,
-                annotation=_annotation(TaskOptions.__annotations__[name]),
-            )
-            for name, default in _OPTION_DEFAULTS.items()
-        ),
-    ],
-    return_annotation=inspect.Signature.empty,
-)
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt through the constructor (a read-only mapping does not pickle).
+        options = {name: getattr(self, name) for name in _PICKLED}
+        options["metadata"] = dict(self.metadata)
+        return (_rebuild, (options,))
 
 
 _PICKLED: Final = (
     "id",
     "fn",
     "deps",
-    "retries",
-    "retry_delay",
-    "timeout",
-    "trigger",
-    "metadata",
-    "agent",
     "inline",
-    "run_on_fail_fast",
+    *TaskOptions.__annotations__,
 )
 
 
-def _task(*args: Any) -> Task:
-    """Rebuild a pickled ``Task`` (its fields in ``_PICKLED`` order)."""
-    return Task(**dict(zip(_PICKLED, args, strict=True)))
+def _rebuild(options: dict[str, Any]) -> Task:
+    """Rebuild a pickled ``Task``."""
+    return Task(**options)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -529,14 +276,12 @@ class DAG:
         """
         if type(task) is not Task:
             raise TypeError(f"DAG.add takes a Task, got {task!r}")
-        index = self._index
-        order = self._order
-        place = len(order)
-        if index.setdefault(task._id, place) is not place:
-            raise DAGError(f"DAG {self.name!r} already has a task {task._id!r}")
-        order.append(task)
+        if task.id in self._index:
+            raise DAGError(f"DAG {self.name!r} already has a task {task.id!r}")
+        self._index[task.id] = len(self._order)
+        self._order.append(task)
         self._plan = None
-        if task._opts.dep_tasks:
+        if task._dep_tasks:
             self._task_deps = True
         return task
 
@@ -549,8 +294,8 @@ class DAG:
         /,
         *,
         deps: Iterable[str | Task] = (),
-        retries: int = _NO_RETRIES,
-        retry_delay: float = _NO_DELAY,
+        retries: int = 0,
+        retry_delay: float = 0.0,
         timeout: float | None = None,
         trigger: TriggerRule = "all_success",
         id: str | None = None,
@@ -558,6 +303,7 @@ class DAG:
         agent: str | None = None,
         inline: bool = False,
         run_on_fail_fast: bool = False,
+        branch: bool = False,
     ) -> Callable[[Callable[..., Any]], Task]: ...
 
     def task(
@@ -566,8 +312,8 @@ class DAG:
         /,
         *,
         deps: Iterable[str | Task] = (),
-        retries: int = _NO_RETRIES,
-        retry_delay: float = _NO_DELAY,
+        retries: int = 0,
+        retry_delay: float = 0.0,
         timeout: float | None = None,
         trigger: TriggerRule = "all_success",
         id: str | None = None,  # the public name of the option
@@ -575,6 +321,7 @@ class DAG:
         agent: str | None = None,
         inline: bool = False,
         run_on_fail_fast: bool = False,
+        branch: bool = False,
     ) -> Task | Callable[[Callable[..., Any]], Task]:
         """Decorate a function as a task of this DAG, bare or with options.
 
@@ -591,10 +338,11 @@ class DAG:
                 retry_delay=retry_delay,
                 timeout=timeout,
                 trigger=trigger,
-                metadata=dict(metadata) if metadata else None,
+                metadata=metadata,
                 agent=agent,
                 inline=inline,
                 run_on_fail_fast=run_on_fail_fast,
+                branch=branch,
             )
             return self.add(task)
 
@@ -616,7 +364,7 @@ class DAG:
         order = self.plan().order
         if fail_fast:
             for task in order:
-                if task.trigger in AFTER_FAILURES and not task.run_on_fail_fast:
+                if RULES[task.trigger].runs_after_failures and not task.run_on_fail_fast:
                     raise DAGError(
                         f"task {task.id!r} has trigger={task.trigger!r}, which runs after "
                         "failures, but fail_fast=True cancels the run at the first "

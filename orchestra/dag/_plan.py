@@ -13,29 +13,39 @@ from types import FunctionType
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, final
 
 from orchestra._errors import DAGError
-from orchestra.dag._rules import EARLY_ON_SUCCESS
+from orchestra.dag._rules import RULES, Rule
 
 if TYPE_CHECKING:
     from orchestra.dag._model import DAG, Task
 
-__all__ = ["Plan"]
+__all__ = ["KIND_ASYNC", "KIND_FULL", "KIND_INLINE", "Plan", "kind"]
 
 
 _ALL: Final = None  # a body that takes **kwargs: every upstream output
 
 
 _NEEDS_NOTHING: Final[tuple[str, ...]] = ()
-_KIND_FULL: Final = 0  # orchestra.dag._model.KIND_FULL (which imports this module)
-_DEFAULT_TRIGGER: Final = "all_success"
-# Rules that do not run when every upstream succeeded.
-_NOT_ON_SUCCESS: Final = frozenset({"one_failed", "all_failed", "all_skipped"})
-_kind_of = attrgetter("_kind")
+
+# How a worker may run a task's body: through the whole attempt loop, or, with nothing
+# around it (no timeout, retries, agent or branch, and a run with no hooks), in place.
+KIND_FULL: Final = 0
+KIND_ASYNC: Final = 1  # an async body awaited in place
+KIND_INLINE: Final = 2  # a sync inline body called in place
+
+
+def kind(task: Task) -> int:
+    """How a worker may run ``task``'s body (``KIND_*``), when the run allows it."""
+    if task.timeout is not None or task.retries or task.agent is not None or task.branch:
+        return KIND_FULL
+    if task.is_async:
+        return KIND_ASYNC
+    return KIND_INLINE if task.inline else KIND_FULL
+
+
 _trigger_of = attrgetter("trigger")
-_opts_of = attrgetter("_opts")
-_id_of = attrgetter("_id")
-_deps_of = attrgetter("_deps")
-_fn_of = attrgetter("_fn")
-_dep_tasks_of = attrgetter("_dep_tasks")
+_id_of = attrgetter("id")
+_deps_of = attrgetter("deps")
+_fn_of = attrgetter("fn")
 _needs_of = itemgetter(1)
 _PLAIN: Final = {FunctionType}
 _Takes: TypeAlias = tuple[frozenset[str] | None, tuple[str, ...]]
@@ -96,11 +106,12 @@ class Plan:
     order; indexes are positions in it.
 
     Per task, for the scheduler: ``deps`` (its upstreams' ids), ``dependents``,
-    ``indegree``, ``wants`` (the upstream outputs its body takes), ``kinds``
-    (``Task._kind``: how its body may run), ``early`` (its rule may decide on a success
-    before every upstream ended), ``on_success`` (its rule runs it when every upstream
-    succeeded); ``always`` lists the ``"always"`` tasks, ``threads`` says whether a sync
-    body needs a thread and ``agent`` is the first task run by an agent (None: none is).
+    ``indegree``, ``wants`` (the upstream outputs its body takes), ``kinds`` (``kind``:
+    how its body may run), ``rules`` (its ``Rule``), and from the rule ``early`` (it may
+    decide on a success before every upstream ended) and ``on_success`` (it runs when
+    every upstream succeeded); ``always`` lists the tasks whose rule does not wait,
+    ``threads`` says whether a sync body needs a thread and ``agent`` is the first task
+    run by an agent (None: none is).
     ``upstreams`` (indexes) are built on first use: a run without hooks, journal or
     failures needs none.
 
@@ -121,6 +132,7 @@ class Plan:
         "kinds",
         "on_success",
         "order",
+        "rules",
         "sources",
         "threads",
         "wants",
@@ -147,19 +159,14 @@ class Plan:
             self.wants = list(map(_wants, takes, deps))
         else:  # no body takes an upstream output
             self.wants = [_NEEDS_NOTHING] * n
-        self.kinds = kinds = list(map(_kind_of, order))
-        triggers = list(map(_trigger_of, map(_opts_of, order)))
-        if triggers.count(_DEFAULT_TRIGGER) == n:
-            self.early = [False] * n
-            self.on_success = [True] * n
-            self.always: tuple[int, ...] = ()
-        else:
-            self.early = [t in EARLY_ON_SUCCESS for t in triggers]
-            self.on_success = [t not in _NOT_ON_SUCCESS for t in triggers]
-            self.always = tuple(i for i, t in enumerate(triggers) if t == "always")
+        self.kinds = kinds = list(map(kind, order))
+        self.rules: list[Rule] = list(map(RULES.__getitem__, map(_trigger_of, order)))
+        self.early = [rule.decides_on_success for rule in self.rules]
+        self.on_success = [rule.runs_on_success for rule in self.rules]
+        self.always = tuple(i for i, rule in enumerate(self.rules) if not rule.waits)
         self.threads = False
         self.agent: Task | None = None
-        if _KIND_FULL in kinds:
+        if KIND_FULL in kinds:
             self.threads = any(not (t.is_async or t.inline) for t in order)
             self.agent = next((t for t in order if t.agent is not None), None)
 
@@ -229,8 +236,9 @@ class Plan:
             ordered = list(map(takes.__getitem__, topo))
             return cls._build(dag, order, index, (ordered, takes_some, False))
         if dag._task_deps:  # a dependency given as a Task: this DAG's
-            for i in compress(range(n), map(_dep_tasks_of, order)):
-                _same_dag(order[i], order, index)
+            for task in order:
+                if task._dep_tasks:
+                    _same_dag(task, order, index)
         return cls(order, index, deps, dependents, takes, takes_some)
 
 

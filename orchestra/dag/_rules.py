@@ -1,28 +1,31 @@
 """Trigger rules: when a task runs, given how its upstream tasks ended (internal).
 
-``decide`` is the one rule table: from the counts of upstream outcomes so far it says
-whether the task runs now (``RUN``), must wait for more upstreams (``WAIT``), or ends
-without running in a terminal state. Rules decide as early as the counts allow: a failed
+One small class per rule, chosen from one table (``RULES``, keyed by the rule's name).
+A rule's ``decide`` reads a ``Tally`` of its upstreams' outcomes so far and says whether
+the task runs now (``RUN``), must wait for more upstreams (``WAIT``), or ends without
+running in a terminal state. Rules decide as early as the counts allow: a failed
 upstream makes an ``all_success`` task UPSTREAM_FAILED at once, a succeeded one starts a
-``one_success`` task, without waiting for the slowest upstream. A failure wins over a skip
-whatever the order: a skip decides only once every upstream ended.
+``one_success`` task, without waiting for the slowest upstream. A failure wins over a
+skip whatever the order: a skip decides only once every upstream ended.
+
+The class attributes say what the plan and the scheduler derive from a rule, so that a
+new rule is one class here (and its name in ``TriggerRule``, which a test checks):
+
+- ``runs_on_success``: it runs when every upstream SUCCEEDED (the scheduler then queues
+  the task without asking ``decide``: the common case);
+- ``decides_on_success``: it may decide before every upstream ended when one succeeds;
+- ``runs_after_failures``: it runs after upstream failures, which ``fail_fast`` would
+  cancel first (``DAG.validate(fail_fast=True)`` asks for ``run_on_fail_fast``);
+- ``waits``: False for a rule that runs at once, without waiting for its upstreams.
 """
 
 from __future__ import annotations
 
-from typing import Final, Literal, TypeAlias
+from typing import ClassVar, Final, Literal, NamedTuple, TypeAlias, final
 
 from orchestra.dag._state import TaskState
 
-__all__ = [
-    "AFTER_FAILURES",
-    "EARLY_ON_SUCCESS",
-    "RULES",
-    "RUN",
-    "WAIT",
-    "TriggerRule",
-    "decide",
-]
+__all__ = ["RULES", "RUN", "WAIT", "Rule", "Tally", "TriggerRule"]
 
 TriggerRule: TypeAlias = Literal[
     "all_success",
@@ -51,90 +54,214 @@ UPSTREAM_FAILED); each rule decides as early as it can:
 An upstream CANCELLED makes a waiting task CANCELLED (except ``all_done``, ``always``).
 """
 
-RULES: Final[tuple[TriggerRule, ...]] = (
-    "all_success",
-    "all_done",
-    "none_failed",
-    "none_failed_min_one_success",
-    "one_success",
-    "one_failed",
-    "all_failed",
-    "all_skipped",
-    "always",
-)
-
 RUN: Final = TaskState.RUNNING
-"""``decide``'s answer: the task may run now."""
+"""``Rule.decide``'s answer: the task may run now."""
 WAIT: Final = TaskState.PENDING
-"""``decide``'s answer: more upstreams must end first (the task stays PENDING)."""
-
-AFTER_FAILURES: Final = frozenset({"all_done", "always", "one_failed", "all_failed"})
-"""Rules that run after upstream failures: ``fail_fast`` would cancel them first."""
-
-EARLY_ON_SUCCESS: Final = frozenset({"one_success", "all_failed", "all_skipped"})
-"""Rules that can decide before every upstream ended when an upstream succeeds."""
+"""``Rule.decide``'s answer: more upstreams must end first (the task stays PENDING)."""
 
 _UPSTREAM_FAILED: Final = TaskState.UPSTREAM_FAILED
 _SKIPPED: Final = TaskState.SKIPPED
 _CANCELLED: Final = TaskState.CANCELLED
 
 
-def decide(
-    rule: str, total: int, succeeded: int, failed: int, skipped: int, cancelled: int
-) -> TaskState:
-    """What a task with ``rule`` does, given how many of its ``total`` upstreams ended so.
+class Tally(NamedTuple):
+    """How a task's upstreams ended so far (``failed`` counts UPSTREAM_FAILED too)."""
 
-    Args:
-        rule: the task's trigger rule.
-        total: how many upstreams it has.
-        succeeded: how many SUCCEEDED.
-        failed: how many FAILED or were UPSTREAM_FAILED.
-        skipped: how many were SKIPPED.
-        cancelled: how many were CANCELLED.
+    total: int
+    succeeded: int = 0
+    failed: int = 0
+    skipped: int = 0
+    cancelled: int = 0
 
-    Returns:
-        ``RUN`` (RUNNING: it may run now), ``WAIT`` (PENDING: more upstreams must end),
-        or the terminal ``TaskState`` it ends in without running.
-    """
-    if rule == "always" or not total:  # a task without upstreams runs, whatever its rule
-        return RUN
-    done = succeeded + failed + skipped + cancelled == total
-    if rule == "all_success" or rule == "none_failed" or rule == "none_failed_min_one_success":
-        if failed:
+    @property
+    def done(self) -> bool:
+        """Whether every upstream ended."""
+        return self.succeeded + self.failed + self.skipped + self.cancelled == self.total
+
+
+class Rule:
+    """A trigger rule: one subclass per rule (see the module docstring)."""
+
+    __slots__ = ()
+    name: ClassVar[TriggerRule]
+    runs_on_success: ClassVar[bool] = True
+    decides_on_success: ClassVar[bool] = False
+    runs_after_failures: ClassVar[bool] = False
+    waits: ClassVar[bool] = True
+
+    def decide(self, tally: Tally) -> TaskState:
+        """``RUN``, ``WAIT``, or the terminal state the task ends in without running."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<trigger rule {self.name!r}>"
+
+
+@final
+class AllSuccess(Rule):
+    """Every upstream SUCCEEDED."""
+
+    __slots__ = ()
+    name = "all_success"
+
+    def decide(self, tally: Tally) -> TaskState:
+        """A failure at once; a skip or a cancellation once all ended."""
+        if tally.failed:
             return _UPSTREAM_FAILED
-        if not done:
+        if not tally.done:
             return WAIT
-        if cancelled:
+        if tally.cancelled:
             return _CANCELLED
-        if rule == "all_success" and skipped:
+        return _SKIPPED if tally.skipped else RUN
+
+
+@final
+class NoneFailed(Rule):
+    """Every upstream ended, none failed."""
+
+    __slots__ = ()
+    name = "none_failed"
+
+    def decide(self, tally: Tally) -> TaskState:
+        """A failure at once; else once all ended."""
+        if tally.failed:
+            return _UPSTREAM_FAILED
+        if not tally.done:
+            return WAIT
+        return _CANCELLED if tally.cancelled else RUN
+
+
+@final
+class NoneFailedMinOneSuccess(Rule):
+    """As ``none_failed``, and SKIPPED when no upstream SUCCEEDED."""
+
+    __slots__ = ()
+    name = "none_failed_min_one_success"
+
+    def decide(self, tally: Tally) -> TaskState:
+        """A failure at once; else once all ended."""
+        if tally.failed:
+            return _UPSTREAM_FAILED
+        if not tally.done:
+            return WAIT
+        if tally.cancelled:
+            return _CANCELLED
+        return RUN if tally.succeeded else _SKIPPED
+
+
+@final
+class AllDone(Rule):
+    """Every upstream ended, whatever its state."""
+
+    __slots__ = ()
+    name = "all_done"
+    runs_after_failures = True
+
+    def decide(self, tally: Tally) -> TaskState:
+        """Runs once all ended."""
+        return RUN if tally.done else WAIT
+
+
+@final
+class OneSuccess(Rule):
+    """One upstream SUCCEEDED (at once)."""
+
+    __slots__ = ()
+    name = "one_success"
+    decides_on_success = True
+
+    def decide(self, tally: Tally) -> TaskState:
+        """Runs at the first success; else how the others ended."""
+        if tally.succeeded:
+            return RUN
+        if not tally.done:
+            return WAIT
+        if tally.failed:
+            return _UPSTREAM_FAILED
+        return _CANCELLED if tally.cancelled else _SKIPPED
+
+
+@final
+class OneFailed(Rule):
+    """One upstream failed (at once); SKIPPED when all ended without a failure."""
+
+    __slots__ = ()
+    name = "one_failed"
+    runs_on_success = False
+    runs_after_failures = True
+
+    def decide(self, tally: Tally) -> TaskState:
+        """Runs at the first failure."""
+        if tally.failed:
+            return RUN
+        if not tally.done:
+            return WAIT
+        return _CANCELLED if tally.cancelled else _SKIPPED
+
+
+@final
+class AllFailed(Rule):
+    """Every upstream failed; SKIPPED at the first that did not."""
+
+    __slots__ = ()
+    name = "all_failed"
+    runs_on_success = False
+    decides_on_success = True
+    runs_after_failures = True
+
+    def decide(self, tally: Tally) -> TaskState:
+        """SKIPPED at the first success or skip."""
+        if tally.succeeded or tally.skipped:
             return _SKIPPED
-        if rule == "none_failed_min_one_success" and not succeeded:
+        if not tally.done:
+            return WAIT
+        return _CANCELLED if tally.cancelled else RUN
+
+
+@final
+class AllSkipped(Rule):
+    """Every upstream was SKIPPED; SKIPPED at the first that was not."""
+
+    __slots__ = ()
+    name = "all_skipped"
+    runs_on_success = False
+    decides_on_success = True
+
+    def decide(self, tally: Tally) -> TaskState:
+        """SKIPPED at the first success or failure."""
+        if tally.succeeded or tally.failed:
             return _SKIPPED
+        if not tally.done:
+            return WAIT
+        return _CANCELLED if tally.cancelled else RUN
+
+
+@final
+class Always(Rule):
+    """At once, without waiting for its upstreams."""
+
+    __slots__ = ()
+    name = "always"
+    runs_after_failures = True
+    waits = False
+
+    def decide(self, tally: Tally) -> TaskState:
+        """Always runs."""
         return RUN
-    if rule == "all_done":
-        return RUN if done else WAIT
-    if rule == "one_success":
-        if succeeded:
-            return RUN
-        if not done:
-            return WAIT
-        return _UPSTREAM_FAILED if failed else _CANCELLED if cancelled else _SKIPPED
-    if rule == "one_failed":
-        if failed:
-            return RUN
-        if not done:
-            return WAIT
-        return _CANCELLED if cancelled else _SKIPPED
-    if rule == "all_failed":
-        if succeeded or skipped:
-            return _SKIPPED
-        if not done:
-            return WAIT
-        return _CANCELLED if cancelled else RUN
-    if rule == "all_skipped":
-        if succeeded or failed:
-            return _SKIPPED
-        if not done:
-            return WAIT
-        return _CANCELLED if cancelled else RUN
-    raise ValueError(f"unknown trigger rule {rule!r}")  # Task refuses it before
+
+
+RULES: Final[dict[str, Rule]] = {
+    rule.name: rule
+    for rule in (
+        AllSuccess(),
+        AllDone(),
+        NoneFailed(),
+        NoneFailedMinOneSuccess(),
+        OneSuccess(),
+        OneFailed(),
+        AllFailed(),
+        AllSkipped(),
+        Always(),
+    )
+}
+"""Every trigger rule, by name: the one table the plan and the scheduler ask."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from orchestra.dag._rules import RUN, WAIT, decide
+from orchestra.dag._rules import RUN, WAIT, Tally
 from orchestra.dag._state import TaskState
 
 if TYPE_CHECKING:
@@ -162,4 +162,6 @@ def gate(run: _Run, d: int) -> TaskState:
             skipped += 1
         elif s is _CANCELLED:
             cancelled += 1
-    return decide(task.trigger, len(ups), succeeded, failed, skipped, cancelled)
+    if not ups:  # a task without upstreams runs, whatever its rule
+        return RUN
+    return run.plan.rules[d].decide(Tally(len(ups), succeeded, failed, skipped, cancelled))

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from orchestra.dag._model import KIND_ASYNC, TaskState
+from orchestra.dag._model import TaskState
+from orchestra.dag._plan import KIND_ASYNC
 from orchestra.dag._run_hooks import end_tasks
 from orchestra.dag._settle import release_rest
 from orchestra.dag._task_run import end_cancelled, end_failed, end_fatal, run_task
@@ -96,20 +97,20 @@ async def worker(run: _Run, cancelled: type[BaseException]) -> None:
             kind = kinds[i]
             if kind:  # the body in place (no hook sees it RUNNING): see the docstring
                 task = order[i]
-                tid = task._id
+                tid = task.id
                 attempts[i] = 1
                 started = now
                 try:
                     want = wants[i]
                     if kind == KIND_ASYNC:
                         if want:
-                            result = await task._fn(**{w: outputs.get(w) for w in want})
+                            result = await task.fn(**{w: outputs.get(w) for w in want})
                         else:
-                            result = await task._fn()
+                            result = await task.fn()
                     elif want:
-                        result = snapshot().run(task._fn, **{w: outputs.get(w) for w in want})
+                        result = snapshot().run(task.fn, **{w: outputs.get(w) for w in want})
                     else:
-                        result = snapshot().run(task._fn)
+                        result = snapshot().run(task.fn)
                 except Exception as exc:
                     now = clock()
                     durations[tid] = now - started

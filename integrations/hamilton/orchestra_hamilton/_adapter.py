@@ -38,7 +38,6 @@ from orchestra import (
     TaskHooks,
 )
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
-from orchestra_hamilton._calls import run_now
 from orchestra_hamilton._node import Nodes, reason
 from orchestra_hamilton._run import Run, Trace
 
@@ -143,7 +142,7 @@ class HookAdapter(
             self._start(run_id, graph, final_vars, inputs, overrides, is_async=True)
             return _Deferred(_nothing)
         run = self._start(run_id, graph, final_vars, inputs, overrides, is_async=False)
-        run_now(self._begin_async(run), needs_loop="before_run" in self._async)
+        HookChain.run_now(self._begin_async(run), needs_loop="before_run" in self._async)
         return None
 
     def post_graph_execute(
@@ -167,7 +166,7 @@ class HookAdapter(
             return _Deferred(self._end_async, run, error)
         self._forget(run_id)
         needs_loop = bool(self._async) or "on_end" in self._nodes.awaiting
-        run_now(self._end_async(run, error), needs_loop=needs_loop)
+        HookChain.run_now(self._end_async(run, error), needs_loop=needs_loop)
         return None
 
     @staticmethod

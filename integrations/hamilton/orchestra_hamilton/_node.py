@@ -27,7 +27,6 @@ from opentelemetry.trace import Span
 import orchestra
 import orchestra.tracing as ot
 from orchestra import Fail, HookChain, HookError, Replace, Retry, Skip, TaskFailed, TaskState
-from orchestra_hamilton._calls import run_now
 from orchestra_hamilton._run import Run, record_decision, record_error
 
 __all__ = ["Nodes", "reason"]
@@ -236,7 +235,7 @@ class Nodes:
     def _call_sync(self, moment: str, *args: Any, **how: Any) -> tuple[Any, str | None]:
         """``HookChain.call_now``, or, for a moment with async hooks, a loop of its own."""
         if moment in self.awaiting:
-            return run_now(self.chain.call(moment, *args, **how), needs_loop=True)
+            return HookChain.run_now(self.chain.call(moment, *args, **how), needs_loop=True)
         return self.chain.call_now(moment, *args, **how)
 
     async def acall(self, run: Run, moment: str, ctx: Any, *more: Any) -> tuple[Any, str | None]:

@@ -21,7 +21,6 @@ from prefect.logging import get_run_logger
 
 import orchestra
 from orchestra import Fail, HookChain, HookError, RunContext, TaskFailed, TaskState
-from orchestra_prefect._calls import run_now
 
 __all__ = ["RUN_MOMENTS", "hook_flow"]
 
@@ -61,7 +60,7 @@ class _HookedFlow:
 
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> Any:
-            return run_now(self.run(args, kwargs, sync=True), needs_loop=False)
+            return HookChain.run_now(self.run(args, kwargs, sync=True), needs_loop=False)
 
         return run
 
@@ -120,7 +119,7 @@ class _HookedFlow:
 
         call = self.chain.call(moment, ctx, *more, subject=self.name, on_error=record)
         if sync:
-            return run_now(call, needs_loop=moment in self.awaiting)
+            return HookChain.run_now(call, needs_loop=moment in self.awaiting)
         return await call
 
 

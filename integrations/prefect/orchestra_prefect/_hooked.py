@@ -49,7 +49,6 @@ from orchestra import (
     TaskHooks,
     TaskState,
 )
-from orchestra_prefect._calls import run_now
 from orchestra_prefect._flow import hook_flow
 
 __all__ = ["DEFAULT_MAX_RETRIES", "SKIPPED", "hooked", "task_state"]
@@ -239,7 +238,7 @@ class _HookedTask:
 
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> Any:
-            return run_now(self.attempt(args, kwargs, sync=True), needs_loop=False)
+            return HookChain.run_now(self.attempt(args, kwargs, sync=True), needs_loop=False)
 
         return run
 
@@ -365,7 +364,7 @@ class _HookedTask:
                     )
                     ctx = self.context(never_ran, (), {})
                     coro = self.call("on_end", ctx, True, TaskState.UPSTREAM_FAILED)
-                    run_now(coro, needs_loop=False)
+                    HookChain.run_now(coro, needs_loop=False)
 
             future.add_done_callback(done)
         return future
@@ -404,7 +403,7 @@ class _HookedTask:
     async def call(self, moment: str, ctx: Any, sync: bool, *more: Any) -> tuple[Any, str | None]:
         coro = self.chain.call(moment, ctx, *more, subject=self.name, on_error=self.record)
         if sync:
-            return run_now(coro, needs_loop=moment in self.moments_async)
+            return HookChain.run_now(coro, needs_loop=moment in self.moments_async)
         return await coro
 
     def record(self, error: HookError) -> None:
