@@ -34,6 +34,14 @@ Hooks without a spawn per event (``persistent_section``), on each backend:
     no hooks, spawned per event (``sh``, Python), persistent (1 and 8 in flight) and
     in-process.
 
+Handlers in parallel (``parallel_section``), on each backend:
+
+(i) 3 matching handlers of 0.3 s each (distinct commands: identical ones are kept once)
+    on ``PreToolUse``, fired from a Claude Code ``settings.json`` (Claude Code runs every
+    matching handler at once) and as 3 orchestra ``phase: guard`` hooks (guards judge the
+    same input at once), against one such handler: target at most 1.2x (median, min-max
+    of interleaved rounds).
+
 Run: ``python bench/hooks.py [--quick]``.
 """
 
@@ -459,6 +467,55 @@ async def persistent_section(folder: Path) -> None:
         print(f"      {label:<32} {(took - none) / DAG_TASKS * 1e3:8.3f} ms per task")
 
 
+PARALLEL_ROUNDS = 5 if QUICK else 15
+SLOW = ("sleep 0.3", "sleep 0.3; true", "sleep 0.3 && :")  # distinct: not kept once
+
+
+def parallel_sources(folder: Path) -> dict[str, HookRegistry]:
+    """One 0.3 s handler; three from a Claude Code file; three orchestra guards."""
+    handlers = [{"type": "command", "command": command} for command in SLOW]
+    group = {"matcher": "Bash", "hooks": handlers}
+    claude = folder / "parallel" / ".claude" / "settings.json"
+    claude.parent.mkdir(parents=True, exist_ok=True)
+    claude.write_text(json.dumps({"hooks": {"PreToolUse": [group]}}))
+    single = folder / "parallel" / "single.json"
+    single.write_text(json.dumps({"hooks": {"PreToolUse": [{**group, "hooks": handlers[:1]}]}}))
+    guards = folder / "parallel" / "orchestra.yaml"
+    lines = [f"        - {{type: command, phase: guard, command: '{c}'}}" for c in SLOW]
+    guards.write_text(
+        "hooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n" + "\n".join(lines) + "\n"
+    )
+    return {
+        "one handler": load(single, project_dir=folder),
+        "3 handlers, Claude Code settings.json": load(claude, project_dir=folder),
+        "3 orchestra guards": load(guards, project_dir=folder),
+    }
+
+
+async def parallel_section(folder: Path) -> None:
+    """(i): 3 matching 0.3 s handlers against one, in interleaved rounds."""
+    registries = parallel_sources(folder)
+    assert all(
+        len(r.hooks_for("PreToolUse", {"tool_name": "Bash"})) == 3
+        for r in list(registries.values())[1:]
+    )
+    samples: dict[str, list[float]] = {name: [] for name in registries}
+    for _ in range(PARALLEL_ROUNDS):
+        for name, registry in registries.items():
+            samples[name].append(await per_call(firing(registry, "Bash"), 1))
+    base = samples["one handler"]
+    print(f"  (i) 3 matching 0.3 s PreToolUse handlers, {PARALLEL_ROUNDS} interleaved rounds")
+    print(f"      one handler                            median {ms(statistics.median(base))}")
+    for name, values in list(samples.items())[1:]:
+        ratios = [value / single for value, single in zip(values, base, strict=True)]
+        median = statistics.median(ratios)
+        verdict = "ok" if median <= 1.2 else "OVER TARGET"
+        print(
+            f"      {name:<38} median {ms(statistics.median(values))}  {median:5.2f}x"
+            f" (min {min(ratios):.2f}x, max {max(ratios):.2f}x; target <= 1.2x: {verdict})"
+        )
+
+
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "orchestra.yaml"
@@ -473,3 +530,4 @@ if __name__ == "__main__":
             print(f"{backend}:")
             anyio.run(main, registry, empty, backend=backend)
             anyio.run(persistent_section, Path(folder), backend=backend)
+            anyio.run(parallel_section, Path(folder), backend=backend)

@@ -1,13 +1,31 @@
 """How the hooks of one event run, and which of a registry's hooks an event runs.
 
-The hooks that match run in a chain, one after the other, when the event can block or
-modify (or only one matched), each seeing the input as rewritten before it; else
-concurrently. Either way ``Combiner`` takes their answers in config order.
+The matching hooks are cut into stages (``stages``); the hooks of one stage run at once
+on the same input, stages one after the other, each on the input as rewritten before it:
+
+==========================================  ==========================================
+hooks                                        stage
+==========================================  ==========================================
+every hook of an event that cannot modify    one stage: all at once
+its input (``Stop``, ``PostToolUse``, ...)
+a ``phase: transform`` hook                  its own stage, in config order
+the ``phase: guard`` hooks                   one stage, on the input the transforms
+                                             left; again, all at once, when a later
+                                             hook rewrote the input
+consecutive hooks of Claude Code sources     one stage (Claude Code runs every
+                                             matching handler at once)
+any other hook (it may rewrite the input)    its own stage, in config order
+==========================================  ==========================================
+
+Whatever the timing, ``Combiner`` takes the answers in config order, so the outcome is
+deterministic: the first deny or block in config order decides. Once a hook's answer
+would end the chain, the hooks after it in its stage are cancelled (their answers could
+not count); the stage waits only for the hooks before it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
 import anyio
@@ -24,6 +42,7 @@ __all__ = [
     "in_phase_order",
     "matching_hooks",
     "run_hooks",
+    "stages",
     "subject_of",
 ]
 
@@ -45,6 +64,29 @@ def combiner_for(spec: EventSpec, payload: Mapping[str, Any]) -> Combiner:
     return Combiner(spec, current)
 
 
+def stages(spec: EventSpec, hooks: Sequence[HookSpec]) -> Iterator[tuple[HookSpec, ...]]:
+    """The stages of ``hooks`` (in phase order) on ``spec``: see the module docstring."""
+    if not spec.can_modify:
+        yield tuple(hooks)
+        return
+    guards = tuple(hook for hook in hooks if hook.phase == "guard")
+    together: list[HookSpec] = []
+    for hook in hooks:
+        if hook.claude_code and hook.phase is None:
+            together.append(hook)
+            continue
+        if together:
+            yield tuple(together)
+            together = []
+        if hook.phase == "guard":
+            if hook is guards[0]:
+                yield guards
+        else:
+            yield (hook,)
+    if together:
+        yield tuple(together)
+
+
 async def run_hooks(
     hooks: Sequence[HookSpec],
     data: dict[str, Any],
@@ -55,61 +97,77 @@ async def run_hooks(
 ) -> HookOutcome:
     """Run the hooks that matched an event, with ``run``, and combine their answers.
 
-    The caller runs a single hook itself (no guard to run again, nothing to gather).
-    """
-    spec = combiner.spec
-    if spec.can_block or spec.can_modify:
-        await _chain(hooks, data, combiner, tracer, subject, run)
-    else:
-        records: list[HookRecord | None] = [None] * len(hooks)
-        try:
-            body: bytes | None = event_json(data)
-        except (TypeError, ValueError):  # each hook records the error itself
-            body = None
-
-        async def run_one(i: int, hook: HookSpec) -> None:
-            records[i] = await run(hook, data, tracer, subject, body)
-
-        async with anyio.create_task_group() as group:
-            for i, hook in enumerate(hooks):
-                group.start_soon(run_one, i, hook)
-        for record in records:
-            assert record is not None
-            combiner.add(record)
-    return combiner.outcome()
-
-
-async def _chain(
-    hooks: Sequence[HookSpec],
-    data: dict[str, Any],
-    combiner: Combiner,
-    tracer: Tracer | None,
-    subject: str | None,
-    run: RunHook,
-) -> None:
-    """Run hooks one after the other, each on the input as rewritten before it.
-
-    Guards judge the final input: when a hook after them rewrote it, every guard
-    runs again on it (a guard cannot rewrite it, so once is enough).
+    ``data`` is the event JSON's fields; its input field is rewritten as the hooks
+    rewrite the input.
     """
     field = combiner.spec.input_field
     guards = [hook for hook in hooks if hook.phase == "guard"]
     judged: Mapping[str, Any] | None = None
-    for hook in hooks:
+    for stage in stages(combiner.spec, hooks):
         if combiner.modified and field is not None:
             data[field] = combiner.input
-        if hook.phase == "guard":
+        if stage[0].phase == "guard":
             judged = combiner.input
-        if combiner.add(await run(hook, data, tracer, subject, None)):
+        if await _together(stage, data, combiner, tracer, subject, run):
+            return combiner.outcome()
+    if guards and combiner.modified and combiner.input != judged:
+        # Guards judge the final input: a hook after them rewrote it, so they judge
+        # again (a guard cannot rewrite it, so once is enough).
+        if field is not None:
+            data[field] = combiner.input
+        await _together(guards, data, combiner, tracer, subject, run, note=_RERUN)
+    return combiner.outcome()
+
+
+async def _together(
+    stage: Sequence[HookSpec],
+    data: Mapping[str, Any],
+    combiner: Combiner,
+    tracer: Tracer | None,
+    subject: str | None,
+    run: RunHook,
+    note: str | None = None,
+) -> bool:
+    """Run a stage's hooks at once; fold their records in config order.
+
+    Returns whether a record ended the chain; the hooks after the first record that
+    would end it are cancelled.
+    """
+    if len(stage) == 1:
+        record = await run(stage[0], data, tracer, subject, None)
+        return combiner.add(attrs.evolve(record, note=note) if note else record)
+    try:
+        body: bytes | None = event_json(data)
+    except (TypeError, ValueError):  # each hook records the error itself
+        body = None
+    records: list[HookRecord | None] = [None] * len(stage)
+    scopes = [anyio.CancelScope() for _ in stage]
+    folded = 0  # how many records, from the first, the combiner took
+    ended = False
+
+    async def run_one(i: int, hook: HookSpec) -> None:
+        nonlocal folded, ended
+        with scopes[i]:
+            record = await run(hook, data, tracer, subject, body)
+            records[i] = attrs.evolve(record, note=note) if note else record
+        done = records[i]
+        if done is None or ended:
             return
-    if not guards or not combiner.modified or combiner.input == judged:
-        return
-    if field is not None:
-        data[field] = combiner.input
-    for hook in guards:
-        record = await run(hook, data, tracer, subject, None)
-        if combiner.add(attrs.evolve(record, note=_RERUN)):
-            return
+        if combiner.ends(done):  # nothing after it can count: stop it
+            for scope in scopes[i + 1 :]:
+                scope.cancel()
+        while folded < len(records) and (next_record := records[folded]) is not None:
+            folded += 1
+            if combiner.add(next_record):
+                ended = True
+                for scope in scopes:
+                    scope.cancel()
+                return
+
+    async with anyio.create_task_group() as group:
+        for i, hook in enumerate(stage):
+            group.start_soon(run_one, i, hook)
+    return ended
 
 
 _PHASE_RANK: Final = {"transform": 0, "guard": 1, None: 2}

@@ -156,17 +156,44 @@ class Combiner:
         self.output: Any = None
         self.retry = False
 
+    def ends(self, record: HookRecord) -> bool:
+        """Whether ``record`` would end the chain (a deny, a block, a blocking error)."""
+        result = record.result
+        if result is None:
+            return record.hook.on_error == "block"
+        return self.spec.can_block and result.decision in ("deny", "block")
+
     def add(self, record: HookRecord) -> bool:
         """Count one hook's record; return True when it ends the chain."""
-        hook, result, spec = record.hook, record.result, self.spec
+        result = record.result
         if result is None:
-            if hook.on_error == "block":
-                self.blocked_by = (f"hook error: {record.error}", hook.source)
-                self.records.append(attrs.evolve(record, note="error blocks (on_error: block)"))
-                return True
-            self.records.append(attrs.evolve(record, note="error ignored (on_error: continue)"))
-            return False
-        note: str | None = None
+            return self._error(record)
+        self._collect(result)
+        note = self._verdict(record, result)
+        if note is True:
+            return True
+        if result.modified_input is not None:
+            if self.spec.can_modify:
+                self.input = dict(result.modified_input)
+                self.modified = True
+            else:
+                note = (note + "; " if note else "") + (
+                    f"modified_input ignored: {self.spec.name} cannot modify input"
+                )
+        self.records.append(attrs.evolve(record, note=note) if note else record)
+        return False
+
+    def _error(self, record: HookRecord) -> bool:
+        """Count a hook error as its ``on_error`` says; True when it blocks."""
+        if record.hook.on_error == "block":
+            self.blocked_by = (f"hook error: {record.error}", record.hook.source)
+            self.records.append(attrs.evolve(record, note="error blocks (on_error: block)"))
+            return True
+        self.records.append(attrs.evolve(record, note="error ignored (on_error: continue)"))
+        return False
+
+    def _collect(self, result: HookResult) -> None:
+        """Keep what every answer may give: messages, a tool output, retry, a stop."""
         if result.messages:
             self.messages.extend(result.messages)
         if result.system_message:
@@ -177,34 +204,29 @@ class Combiner:
             self.retry = True
         if result.stop and not self.stop:
             self.stop, self.stop_reason = True, result.stop_reason
-        verdict = result.decision
-        if verdict is not None:
-            reason = result.reason.strip() if result.reason else None
-            if verdict in ("deny", "block"):
-                if spec.can_block:
-                    self.blocked_by = (reason or None, hook.source)
-                    self.records.append(record)
-                    return True
-                note = f"{verdict} ignored: {spec.name} cannot block"
-                if reason:
-                    self.messages.append(reason)
-            elif verdict == "ask":
-                if not spec.can_block:
-                    note = f"ask ignored: {spec.name} cannot block"
-                elif self.asked is None:
-                    self.asked = (reason or None, hook.source)
-            elif self.allowed is None and spec.can_block:  # allow
-                self.allowed = (reason or None, hook.source)
-        if result.modified_input is not None:
-            if spec.can_modify:
-                self.input = dict(result.modified_input)
-                self.modified = True
-            else:
-                note = (note + "; " if note else "") + (
-                    f"modified_input ignored: {spec.name} cannot modify input"
-                )
-        self.records.append(attrs.evolve(record, note=note) if note else record)
-        return False
+
+    def _verdict(self, record: HookRecord, result: HookResult) -> str | bool | None:
+        """Count the decision: True when it ends the chain, else a note or None."""
+        verdict, spec, source = result.decision, self.spec, record.hook.source
+        if verdict is None:
+            return None
+        reason = result.reason.strip() if result.reason else None
+        if verdict in ("deny", "block"):
+            if spec.can_block:
+                self.blocked_by = (reason or None, source)
+                self.records.append(record)
+                return True
+            if reason:
+                self.messages.append(reason)
+            return f"{verdict} ignored: {spec.name} cannot block"
+        if not spec.can_block:
+            return f"{verdict} ignored: {spec.name} cannot block" if verdict == "ask" else None
+        if verdict == "ask":
+            if self.asked is None:
+                self.asked = (reason or None, source)
+        elif self.allowed is None:
+            self.allowed = (reason or None, source)
+        return None
 
     def outcome(self) -> HookOutcome:
         decision: HookDecision | None = None

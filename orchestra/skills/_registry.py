@@ -5,21 +5,24 @@ Firing one event:
 1. The hooks of the event were sorted out at construction (one tuple per event), so an
    event with no hooks returns a shared empty ``HookOutcome`` at once: no subprocess, no
    task, no allocation.
-2. The hooks whose matcher fully matches the payload's matcher field (the catalog says
+2. The hooks whose matcher matches the payload's matcher field (the catalog says
    which: ``tool_name`` for tool events, ``source`` for ``SessionStart``, ...) run in
-   config order. Each sees the event JSON (the payload's fields plus
-   ``hook_event_name``, ``session_id``, ``cwd``, ``timestamp``) with the input as
-   modified by the hooks before it.
-3. The first deny or block ends the chain. Otherwise ``deny > ask > allow``: the outcome
-   is ``ask`` if any hook asked, ``allow`` if any allowed, else None (no opinion).
-   Messages accumulate in config order; a ``continue: false`` becomes a stop request.
+   stages (see ``_firing``): hooks that only judge run at once on the same input
+   (guards, every hook of an event that cannot modify its input, the handlers of a
+   Claude Code source), hooks that may rewrite the input run in config order, each
+   seeing the input as modified by those before it. Each sees the event JSON (the
+   payload's fields plus ``hook_event_name``, ``session_id``, ``cwd``, ``timestamp``).
+3. The answers are combined in config order, whatever finishes first: the first deny or
+   block decides, and the hooks after it still running are cancelled. Otherwise
+   ``deny > ask > allow``: the outcome is ``ask`` if any hook asked, ``allow`` if any
+   allowed, else None (no opinion). Messages accumulate in config order; a
+   ``continue: false`` becomes a stop request.
 4. A hook error (crash, timeout, bad output) follows its ``on_error``: ``block`` ends
    the chain blocked, ``continue`` counts the hook as no opinion.
 
-Events whose hooks can neither block nor modify (``PostToolUse``, ``SessionStart``, ...)
-run their hooks concurrently; their results are still combined in config order. On such
-events a hook's deny or block changes nothing but its reason, which is added to the
-messages, and a ``modified_input`` is ignored; both are noted in the hook's record.
+On events that cannot block, a hook's deny or block changes nothing but its reason,
+which is added to the messages; on events that cannot modify, a ``modified_input`` is
+ignored; both are noted in the hook's record.
 """
 
 from __future__ import annotations
