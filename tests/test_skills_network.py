@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from helpers.tls import self_signed
 
 from orchestra import ConfigError
 from orchestra.skills import HttpHook, load
+from orchestra.skills._network import non_public
 
 pytestmark = pytest.mark.anyio
 
@@ -53,6 +55,13 @@ def http(url: str, **kw: Any) -> HttpHook:
         ("224.0.0.1", "224.0.0.1", "multicast"),
         ("0.0.0.0", "0.0.0.0", "unspecified"),
         ("240.0.0.1", "240.0.0.1", "reserved"),
+        # IPv6 addresses that carry an IPv4 one are judged by it; site-local is internal.
+        ("[2002:7f00:1::]", "2002:7f00:1::", "6to4 loopback"),  # 127.0.0.1
+        ("[2002:a9fe:a9fe::1]", "2002:a9fe:a9fe::1", "6to4 link-local"),  # 169.254.169.254
+        ("[2002:c0a8:1::]", "2002:c0a8:1::", "6to4 private"),  # 192.168.0.1
+        ("[64:ff9b::a00:1]", "64:ff9b::a00:1", "NAT64 private"),  # 10.0.0.1
+        ("[fec0::1]", "fec0::1", "site-local"),
+        ("[fed0:1::2]", "fed0:1::2", "site-local"),
     ],
 )
 async def test_internal_destinations_are_refused_before_any_connection(
@@ -65,6 +74,24 @@ async def test_internal_destinations_are_refused_before_any_connection(
         f"refused: {bare} is {seen}, a {kind} address (set allow_private_network: true to allow it)"
     )
     assert http_server.hits(server) == before
+
+
+@pytest.mark.parametrize(
+    ("address", "kind"),
+    [
+        ("2002:808:808::1", None),  # 6to4 of 8.8.8.8: public
+        ("64:ff9b::808:808", None),  # NAT64 of 8.8.8.8: public
+        ("2001:4860:4860::8888", None),
+        ("2002:6440:1::", "6to4 CGNAT"),  # 100.64.0.1
+        ("2002:e000:1::", "6to4 multicast"),  # 224.0.0.1
+        ("fefe::1", "site-local"),  # the top of fec0::/10
+        ("ff02::1", "multicast"),
+    ],
+)
+def test_the_address_check_reads_what_an_ipv6_address_reaches(
+    address: str, kind: str | None
+) -> None:
+    assert non_public(ipaddress.ip_address(address)) == kind
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "2130706433"])

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from orchestra.skills import (
@@ -72,6 +73,23 @@ MODULE = textwrap.dedent(
 
     def two_arguments(event, other):
         return None
+
+    def exits(event):
+        import sys
+        sys.exit(3)
+
+    async def exits_later(event):
+        await anyio.sleep(0)
+        raise SystemExit("bye")
+
+    class Odd(BaseException):
+        pass
+
+    def raises_odd(event):
+        raise Odd("not an Exception")
+
+    def raises_a_group(event):
+        raise BaseExceptionGroup("several", [SystemExit(1), ValueError("v")])
     """
 )
 
@@ -144,6 +162,47 @@ async def test_errors_follow_on_error(module: str, function: str, error: str) ->
     assert blocked.blocked
     assert blocked.reason is not None
     assert blocked.reason.startswith("hook error: " + error.format(module=module))
+
+
+@pytest.mark.parametrize(
+    ("function", "error"),
+    [
+        ("exits", "SystemExit: 3"),
+        ("exits_later", "SystemExit: bye"),
+        ("raises_odd", "Odd: not an Exception"),
+        ("raises_a_group", "BaseExceptionGroup: several (2 sub-exceptions)"),
+    ],
+)
+async def test_a_base_exception_is_a_hook_error_that_never_escapes_fire(
+    module: str, function: str, error: str
+) -> None:
+    # sys.exit() in a hook used to end the caller's program from inside fire().
+    continued = await fire(HookRegistry([hook(module, function, on_error="continue")]))
+    assert [record.error for record in continued.records] == [error]
+    assert not continued.blocked
+    blocked = await fire(HookRegistry([hook(module, function)]))  # PreToolUse: block
+    assert (blocked.blocked, blocked.reason) == (True, f"hook error: {error}")
+
+
+async def test_a_skill_s_python_hook_that_exits_is_a_hook_error(
+    module: str, tmp_path: Path
+) -> None:
+    skill = tmp_path / "skills" / "bye" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text(
+        "---\nname: bye\ndescription: exits\nhooks:\n  Stop:\n    - hooks:\n"
+        f"        - {{type: python, callable: '{module}:exits'}}\n---\n"
+    )
+    outcome = await load(tmp_path / "skills").fire("Stop", {})
+    assert [record.error for record in outcome.records] == ["SystemExit: 3"]
+
+
+async def test_cancelling_the_caller_still_cancels_a_python_hook(module: str) -> None:
+    # Cancellation is not the hook's error: it goes through (and nothing is recorded).
+    registry = HookRegistry([hook(module, "hangs", timeout=30)])
+    with anyio.move_on_after(0.2) as scope:
+        await fire(registry)
+    assert scope.cancelled_caught
 
 
 async def test_the_traceback_is_its_stderr(module: str) -> None:

@@ -1,5 +1,8 @@
 """``orchestra hooks ...``: validate, list and test YAML hook configs.
 
+Reviewing is never running: ``validate``, ``list``, ``import``, ``trust`` and ``trusted``
+read and report; they import no ``type: python`` hook's module and start no process.
+
 - ``orchestra hooks validate PATH...``: every problem as ``file:line: field: message``;
   exit status 1 if there is any.
 - ``orchestra hooks list PATH...``: the merged hooks, in the order they run.
@@ -22,7 +25,13 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from orchestra.cli._hooks_common import PATHS, load_registry, spec_json, table_console
+from orchestra.cli._hooks_common import (
+    PATHS,
+    not_imported,
+    review_registry,
+    spec_json,
+    table_console,
+)
 from orchestra.cli._hooks_fire import test
 from orchestra.cli._hooks_trust import trust, trusted, untrust
 from orchestra.skills import EVENTS
@@ -42,10 +51,11 @@ def validate(paths: tuple[Path, ...]) -> None:
     """Check hook configs; print every problem as file:line and exit 1 if any.
 
     What was ignored on purpose (a Claude Code settings file's other keys, events and
-    hook types this version does not run) is listed as notes.
+    hook types this version does not run) is listed as notes. Validating runs nothing:
+    a ``type: python`` hook's module is not imported (a note says so).
     """
-    registry = load_registry(paths)
-    for note in registry.notes:
+    registry = review_registry(paths)
+    for note in [*registry.notes, *not_imported(registry)]:
         click.echo(f"note: {note}")
     for hook in registry.hooks:
         for warning in hook.warnings():
@@ -62,7 +72,7 @@ def import_hooks(paths: tuple[Path, ...]) -> None:
     For moving hooks over: redirect the output to orchestra.yaml and review it; the
     notes of what was left out go to stderr.
     """
-    registry = load_registry(paths)
+    registry = review_registry(paths)
     notes = list(registry.notes)
     text = to_orchestra_yaml(list(registry.hooks), notes)
     for note in notes:
@@ -75,7 +85,7 @@ def import_hooks(paths: tuple[Path, ...]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def list_hooks(paths: tuple[Path, ...], as_json: bool) -> None:
     """Show the merged hooks in the order they run: event, matcher, type, source."""
-    registry = load_registry(paths)
+    registry = review_registry(paths)
     if as_json:
         click.echo(json.dumps([spec_json(hook) for hook in registry.hooks], indent=2))
         return

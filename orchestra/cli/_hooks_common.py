@@ -17,8 +17,17 @@ from rich.console import Console
 
 from orchestra._errors import ConfigError
 from orchestra.skills import HookRegistry, HookSpec, load
+from orchestra.skills._python_hook import without_imports
 
-__all__ = ["PATHS", "fail", "load_registry", "spec_json", "table_console"]
+__all__ = [
+    "PATHS",
+    "fail",
+    "load_registry",
+    "not_imported",
+    "review_registry",
+    "spec_json",
+    "table_console",
+]
 
 PATHS: Final = click.argument(
     "paths", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=True)
@@ -35,14 +44,43 @@ def load_registry(
     paths: Sequence[Path], project_dir: Path | None = None, *, require_trust: bool = False
 ) -> HookRegistry:
     """Load the hook files, or print their problems and exit 1."""
-    # ``type: python`` hooks import "module:function": from the current folder too, as
-    # ``python -m`` would.
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    _current_folder_on_path()
     try:
         return load(*paths, project_dir=project_dir, require_trust=require_trust)
     except ConfigError as error:
         fail(error)
+
+
+def review_registry(paths: Sequence[Path]) -> HookRegistry:
+    """Load the hook files to review them: no module imported, no process started.
+
+    Reviewing is never running: a ``type: python`` hook's reference is checked for its
+    form only (importing its module would run the module's code), and nothing is
+    spawned. Problems are printed and exit 1, as ``load_registry``.
+    """
+    _current_folder_on_path()
+    try:
+        with without_imports():
+            return load(*paths)
+    except ConfigError as error:
+        fail(error)
+
+
+def not_imported(registry: HookRegistry) -> list[str]:
+    """A note for each ``type: python`` hook that a review did not import."""
+    return [
+        f"{hook.source}: python hook {hook.describe()!r} was not imported (reviewing "
+        "runs no code; `orchestra hooks test` imports it)"
+        for hook in registry.hooks
+        if hook.type == "python"
+    ]
+
+
+def _current_folder_on_path() -> None:
+    # ``type: python`` hooks name "module:function": found in the current folder too, as
+    # ``python -m`` would.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
 
 
 def fail(error: ConfigError) -> NoReturn:

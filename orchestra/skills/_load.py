@@ -102,13 +102,17 @@ def load_hooks(
 
 
 def read_sources(paths: Sequence[str | Path], problems: Problems) -> list[Loaded]:
-    """Every source file of ``paths``, read and validated; problems go to ``problems``."""
+    """Every source file of ``paths``, read and validated; problems go to ``problems``.
+
+    Only read: no ``type: python`` hook's module is imported (it would run its code).
+    """
     loaded: list[Loaded] = []
-    for source in sources(paths, problems):
-        data = read_bytes(source.path, problems)
-        if data is not None:
-            hooks = _read_source(source, data, problems)
-            loaded.append(Loaded(source, digest(data), tuple(hooks)))
+    with without_imports():
+        for source in sources(paths, problems):
+            data = read_bytes(source.path, problems)
+            if data is not None:
+                hooks = _read_source(source, data, problems)
+                loaded.append(Loaded(source, digest(data), tuple(hooks)))
     return loaded
 
 

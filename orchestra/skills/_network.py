@@ -1,7 +1,8 @@
 """Where an http hook may connect: public addresses only, checked after DNS, pinned.
 
 A hook's URL is resolved once; if any address it resolves to is loopback, private,
-link-local, CGNAT (shared), multicast, unspecified or reserved, the request is refused
+link-local, site-local, CGNAT (shared), multicast, unspecified or reserved (an IPv6
+address that carries an IPv4 one, 6to4 or NAT64, by that IPv4 address), it is refused
 before any connection, unless the hook sets ``allow_private_network: true``. The
 request then goes to the address that was checked (the URL's host replaced by it, the
 ``Host`` header and the TLS server name kept), so a name that resolves to a public
@@ -22,13 +23,28 @@ from orchestra.skills._result import HookRunError
 __all__ = ["checked_address", "non_public"]
 
 _CGNAT: Final = ipaddress.ip_network("100.64.0.0/10")
+_NAT64: Final = ipaddress.ip_network("64:ff9b::/96")  # the well-known NAT64 prefix
 _IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 def non_public(address: _IPAddress) -> str | None:
-    """What kind of internal address ``address`` is (``"loopback"``...), or None if public."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """What kind of internal address ``address`` is (``"loopback"``...), or None if public.
+
+    An IPv6 address that carries an IPv4 one (IPv4-mapped ``::ffff:0:0/96``, 6to4
+    ``2002::/16``, NAT64 ``64:ff9b::/96``) is judged by the IPv4 address it reaches.
+    """
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return non_public(address.ipv4_mapped)
+        for prefix, embedded in (
+            ("6to4", address.sixtofour),
+            ("NAT64", address in _NAT64 and ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)),
+        ):
+            if embedded:
+                kind = non_public(embedded)
+                return None if kind is None else f"{prefix} {kind}"
+        if address.is_site_local:  # fec0::/10: deprecated, but routed as internal
+            return "site-local"
     checks = (
         ("loopback", address.is_loopback),
         ("link-local", address.is_link_local),

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib
+import importlib.machinery
 import inspect
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 import anyio
@@ -21,7 +25,7 @@ from orchestra.skills._result import NO_OPINION, HookResult, HookRunError, resul
 if TYPE_CHECKING:
     from orchestra.skills._fields import Entry
 
-__all__ = ["PythonHook", "resolve_callable", "without_imports"]
+__all__ = ["PythonHook", "read_callable", "resolve_callable", "without_imports"]
 
 # The imported function: derived from ``callable``, so neither a config key nor identity.
 _DERIVED: Final[Mapping[str, Any]] = {"config": False, "key": None}
@@ -36,7 +40,8 @@ def without_imports() -> Iterator[None]:
     """Read ``type: python`` hooks without importing anything (a file not trusted).
 
     Importing runs the module's code, so a file is trusted before its functions are
-    imported. Hooks made meanwhile check only the reference's form, and fail if run.
+    imported. Hooks made meanwhile are checked by reading their module's source
+    (``read_callable``), and fail if run.
     """
     token = _IMPORTS.set(False)
     try:
@@ -49,6 +54,90 @@ def _reference_problem(reference: str) -> str | None:
     module_name, colon, qualname = reference.partition(":")
     if not colon or not module_name.strip() or not qualname.strip():
         return f'expected "package.module:function", got {reference!r}'
+    return None
+
+
+def _source_of(module_name: str) -> str | None:
+    """The path of a module's source file, found without importing anything (or None).
+
+    ``importlib.util.find_spec("a.b")`` would import ``a``; here each package's folder is
+    looked up on the path finder alone, which runs no module's code.
+    """
+    locations: list[str] | None = [path or "." for path in sys.path]
+    spec = None
+    parts = module_name.split(".")
+    for depth in range(1, len(parts) + 1):
+        if locations is None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(".".join(parts[:depth]), locations)
+        if spec is None:
+            return None
+        locations = list(spec.submodule_search_locations or ()) or None
+    origin = spec.origin if spec is not None else None
+    return origin if origin and origin.endswith(".py") else None
+
+
+def _names(body: list[ast.stmt]) -> dict[str, list[ast.stmt]] | None:
+    """The names a module or class body binds, each with its class body; None if unsure.
+
+    Names bound inside ``if``, ``try``, ``with`` and loops count too (more names only
+    means less reported); a module ``__getattr__`` or an ``import *`` makes any name
+    possible.
+    """
+    names: dict[str, list[ast.stmt]] = {}
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            names[node.name] = node.body
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if inner.name == "__getattr__":
+                    return None  # names made at run time
+                names.setdefault(inner.name, [])
+            elif isinstance(inner, (ast.Import, ast.ImportFrom)):
+                for alias in inner.names:
+                    if alias.name == "*":
+                        return None
+                    names.setdefault((alias.asname or alias.name).partition(".")[0], [])
+            elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+                names.setdefault(inner.id, [])
+    return names
+
+
+def read_callable(reference: str) -> str | None:
+    """What is wrong with a reference, read from its source without running it (or None).
+
+    Reviewing a config runs nothing (importing a module runs its code): the module's
+    source file is found on ``sys.path`` and parsed, and each part of the name after
+    the colon looked up among the names it binds. A module or a body that binds names
+    at run time (a module ``__getattr__``, ``import *``, an extension module) is taken
+    as it is: only a name its source plainly lacks is reported.
+    """
+    problem = _reference_problem(reference)
+    if problem is not None:
+        return problem
+    module_name, _colon, qualname = reference.partition(":")
+    try:
+        origin = _source_of(module_name)
+    except (ImportError, ValueError):  # an unusual path entry: leave it to the import
+        return None
+    if origin is None:
+        return None  # not on the path now, or not Python source: the import will tell
+    try:
+        tree = ast.parse(Path(origin).read_bytes(), origin)
+    except (OSError, SyntaxError, ValueError):
+        return None  # the import will say what is wrong
+    body: list[ast.stmt] | None = tree.body
+    where = module_name
+    for part in qualname.split("."):
+        names = _names(body) if body is not None else None
+        if names is None:
+            return None
+        if part not in names:
+            public = [name for name in names if not name.startswith("_")]
+            return f"{where} has no attribute {part!r}{did_you_mean(part, public)}"
+        body = names[part] or None
+        where = f"{where}{'.' if ':' in where else ':'}{part}"
     return None
 
 
@@ -96,7 +185,7 @@ def _not_imported(_event: dict[str, Any]) -> None:
 
 def _imported(hook: PythonHook) -> Callable[..., Any]:
     if not _IMPORTS.get():
-        problem = _reference_problem(hook.callable)
+        problem = read_callable(hook.callable)
         if problem is not None:
             raise ValueError(f"callable: {problem}")
         return _not_imported
@@ -115,7 +204,8 @@ class PythonHook(HookSpec):
     so an import error is a ``ConfigError`` naming the file and line). It gets the
     event as a command hook reads it on stdin, as a dict of its own, and returns the
     result as a command hook prints it (a mapping, or a ``HookResult``), or None for no
-    opinion. Whatever it raises is a hook error. An ``async def`` is cancelled at the
+    opinion. Whatever it raises is a hook error (``SystemExit`` too; only the event
+    loop's cancellation and ``KeyboardInterrupt`` go through). An ``async def`` is cancelled at the
     hook's timeout; a ``def`` runs on the event loop and cannot be interrupted: when it
     took longer than the timeout, its answer is dropped and the timeout is a hook error.
 
@@ -150,8 +240,8 @@ class PythonHook(HookSpec):
         if reference is not None:
             if _IMPORTS.get():
                 _function, error = resolve_callable(reference)
-            else:
-                error = _reference_problem(reference)
+            else:  # reviewed: its source read, not run
+                error = read_callable(reference)
             if error is not None:
                 entry.bad("callable", error)
         return {"callable": reference}
@@ -177,11 +267,25 @@ class PythonHook(HookSpec):
                 )
         except HookRunError:
             raise
-        except Exception as exc:  # the function's own error: a hook error, with its traceback
+        except BaseException as exc:  # the function's own error: a hook error, with its traceback
+            if _passes_through(exc):
+                raise
             raise HookRunError(
                 f"{type(exc).__name__}: {exc}", stderr=traceback.format_exc()
             ) from exc
         return NO_OPINION if answer is None else _result(answer, self.callable)
+
+
+def _passes_through(exc: BaseException) -> bool:
+    """Cancellation (of the event loop) and Ctrl-C go on; anything else is the hook's error.
+
+    A ``SystemExit`` (``sys.exit()`` in a hook), a ``GeneratorExit`` or any other
+    ``BaseException`` the function raised is its own failure, never the caller's.
+    """
+    through = (anyio.get_cancelled_exc_class(), KeyboardInterrupt)
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(lambda inner: isinstance(inner, through)) is not None
+    return isinstance(exc, through)
 
 
 def _result(answer: object, reference: str) -> HookResult:
