@@ -74,7 +74,7 @@ async def test_the_time_before_the_first_wait_counts_against_the_timeout() -> No
 
     class BusyThenWaits(TaskHooks):
         async def before_execute(self, ctx: TaskHookContext) -> Fail:
-            time.sleep(0.15)  # the whole timeout spent before the first wait
+            time.sleep(0.15)  # noqa: ASYNC251 - the whole timeout spent before the first wait
             await anyio.lowlevel.checkpoint()
             calls.append("past its first wait")
             await anyio.sleep(3600)
