@@ -1,8 +1,14 @@
-"""``orchestra hooks trust|untrust|trusted``: the user's trust store of hook files."""
+"""``orchestra hooks trust|untrust|trusted``: the user's trust store of hook files.
+
+A store that cannot be read (not JSON, not a trust store) or written (its folder is a
+file, or read-only) is reported in one line on stderr, naming the store, and exit 1.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -11,11 +17,22 @@ from rich.table import Table
 
 from orchestra._errors import ConfigError
 from orchestra.cli._hooks_common import PATHS, fail, table_console
+from orchestra.skills._covered import covered_files
 from orchestra.skills._load import read_sources
 from orchestra.skills._trust import Trusted, TrustStore, digest, summary
 from orchestra.skills._yaml import Problems
 
 __all__ = ["trust", "trusted", "untrust"]
+
+
+@contextlib.contextmanager
+def _store_errors() -> Iterator[None]:
+    """A broken or unwritable trust store: one line on stderr, exit 1 (no traceback)."""
+    try:
+        yield
+    except ConfigError as error:
+        click.echo(f"error: {error}", err=True)
+        raise SystemExit(1) from None
 
 
 @click.command("trust")
@@ -32,14 +49,27 @@ def trust(paths: tuple[Path, ...]) -> None:
         problems.raise_if_any()
     except ConfigError as error:
         fail(error)
-    TrustStore().trust(
-        Trusted(str(item.source.path.resolve()), item.sha256, summary(item.hooks))
-        for item in loaded
-    )
-    for item in loaded:
+    try:
+        records = [
+            Trusted(
+                str(item.source.path.resolve()),
+                item.sha256,
+                summary(item.hooks),
+                files=tuple(covered_files(item.source, item.hooks).items()),
+            )
+            for item in loaded
+        ]
+    except ValueError as exc:  # a skill's folder too big to cover
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from None
+    with _store_errors():
+        TrustStore().trust(records)
+    for item, record in zip(loaded, records, strict=True):
         count = len(item.hooks)
+        files = len(record.files)
+        also = f", {files} file{'s' if files != 1 else ''} it runs" if files else ""
         click.echo(
-            f"trusted {item.source.path} ({count} hook{'s' if count != 1 else ''}, "
+            f"trusted {item.source.path} ({count} hook{'s' if count != 1 else ''}{also}, "
             f"sha256 {item.sha256[:12]})"
         )
 
@@ -49,12 +79,13 @@ def trust(paths: tuple[Path, ...]) -> None:
 def untrust(paths: tuple[Path, ...]) -> None:
     """Forget hook files from the trust store (a folder: every file trusted below it)."""
     store = TrustStore()
-    known = store.read()
-    wanted: list[str] = []
-    for path in paths:
-        resolved = path.resolve()
-        wanted += [p for p in known if p == str(resolved) or Path(p).is_relative_to(resolved)]
-    removed = store.untrust(wanted)
+    with _store_errors():
+        known = store.read()
+        wanted: list[str] = []
+        for path in paths:
+            resolved = path.resolve()
+            wanted += [p for p in known if p == str(resolved) or Path(p).is_relative_to(resolved)]
+        removed = store.untrust(wanted)
     for name in removed:
         click.echo(f"untrusted {name}")
     if not removed:
@@ -66,16 +97,20 @@ def untrust(paths: tuple[Path, ...]) -> None:
 def trusted(as_json: bool) -> None:
     """List the trusted hook files and whether each is still as it was trusted."""
     store = TrustStore()
+    with _store_errors():
+        known = store.read()
     rows = []
-    for path, entry in sorted(store.read().items()):
-        try:
-            state = "ok" if digest(Path(path).read_bytes()) == entry.sha256 else "changed"
-        except OSError:
-            state = "missing"
-        rows.append((path, entry, state))
+    for path, entry in sorted(known.items()):
+        rows.append((path, entry, _state(Path(path), entry)))
     if as_json:
         listed = [
-            {"path": p, "state": s, "hooks": list(e.hooks), "trusted_at": e.trusted_at}
+            {
+                "path": p,
+                "state": s,
+                "hooks": list(e.hooks),
+                "files": dict(e.files),
+                "trusted_at": e.trusted_at,
+            }
             for p, e, s in rows
         ]
         click.echo(json.dumps(listed, indent=2))
@@ -89,3 +124,19 @@ def trusted(as_json: bool) -> None:
         for path, entry, state in rows:
             table.add_row(escape(path), state, str(len(entry.hooks)), entry.trusted_at)
         console.print(table)
+
+
+def _state(path: Path, entry: Trusted) -> str:
+    """``ok``, ``changed`` (the file or a file it runs), or ``missing``."""
+    try:
+        if digest(path.read_bytes()) != entry.sha256:
+            return "changed"
+    except OSError:
+        return "missing"
+    for script, sha256 in entry.files:
+        try:
+            if digest(Path(script).read_bytes()) != sha256:
+                return "changed"
+        except OSError:
+            return "changed"
+    return "ok"

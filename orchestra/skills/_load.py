@@ -18,6 +18,7 @@ import attrs
 
 from orchestra._errors import did_you_mean
 from orchestra.skills._catalog import EVENTS, EventSpec, OnError, Phase
+from orchestra.skills._covered import covered_files
 from orchestra.skills._fields import Entry, FileDefaults
 from orchestra.skills._hook import DEFAULT_TIMEOUT, PHASES, HookSpec, check_phase, check_timeout
 from orchestra.skills._matchers import compile_matcher
@@ -90,7 +91,12 @@ def load_hooks(
             continue
         if require_trust:
             store = store or TrustStore()
-            refusal = store.refusal(source.path, digest(data), partial(_described, source, data))
+            refusal = store.refusal(
+                source.path,
+                digest(data),
+                partial(_described, source, data),
+                partial(covered_files, source),
+            )
             if refusal is not None:  # read nothing of it: a python hook imports its module
                 problems.add(str(source.path), None, None, refusal)
                 continue

@@ -21,7 +21,7 @@ import attrs
 
 from orchestra.skills._yaml import Problems
 
-__all__ = ["CONFIG_NAMES", "Source", "sources"]
+__all__ = ["CONFIG_NAMES", "SKIPPED_DIRS", "Source", "sources"]
 
 CONFIG_NAMES: Final = ("orchestra.yaml", "echo-agent.yaml")
 """The config files a folder gives, in this order (``echo-agent.yaml``: the seed's name)."""
@@ -30,8 +30,7 @@ _CLAUDE_IN_FOLDER: Final = (
     Path(".claude") / "settings.local.json",
 )
 
-# Folders never searched for skills: version control, virtualenvs, caches, dependencies.
-_SKIPPED_DIRS: Final = frozenset(
+SKIPPED_DIRS: Final = frozenset(
     {
         ".git",
         ".hg",
@@ -48,6 +47,7 @@ _SKIPPED_DIRS: Final = frozenset(
         ".ruff_cache",
     }
 )
+"""Folders never searched for skills: version control, virtualenvs, caches, dependencies."""
 
 
 @final
@@ -112,7 +112,7 @@ def _skill_files(folder: Path) -> list[Path]:
     """Every ``SKILL.md`` below ``folder``, sorted, not looking into tool folders."""
     found: list[Path] = []
     for root, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if d not in _SKIPPED_DIRS]
+        dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS]
         if "SKILL.md" in files:
             found.append(Path(root) / "SKILL.md")
     return sorted(found)

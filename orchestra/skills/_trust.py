@@ -1,11 +1,13 @@
 """The trust store: the hook files the user trusted, by content (as ``direnv allow``).
 
 A hook file from a cloned repository or a downloaded skill runs commands on the user's
-machine. ``orchestra hooks trust PATH...`` records each file's SHA-256 and a one-line
-summary of each of its hooks in ``$XDG_CONFIG_HOME/orchestra/trust.json`` (default
+machine. ``orchestra hooks trust PATH...`` records each file's SHA-256, a one-line
+summary of each of its hooks, and the SHA-256 of each file those hooks run (its scripts,
+a skill's folder: see ``_covered``) in ``$XDG_CONFIG_HOME/orchestra/trust.json`` (default
 ``~/.config/orchestra/trust.json``); ``load(..., require_trust=True)`` then refuses a file
-that is not in the store, or whose content changed since (the message says which hooks
-were added or removed, and the command that trusts it again). Files in the user's own
+that is not in the store, or whose content or scripts changed since (the message says
+which hooks were added or removed, or which script changed, and the command that trusts
+it again). Files in the user's own
 configuration folder (``$XDG_CONFIG_HOME/orchestra/``) are the user's: always trusted.
 
 Writes hold an exclusive lock (``trust.json.lock``) around read-modify-write and
@@ -30,7 +32,7 @@ import attrs
 
 from orchestra._errors import ConfigError
 
-__all__ = ["TrustStore", "Trusted", "config_dir", "digest", "summary"]
+__all__ = ["TrustStore", "Trusted", "changed_files", "config_dir", "digest", "summary"]
 
 _VERSION: Final = 1
 
@@ -65,12 +67,15 @@ class Trusted:
         sha256: its content's SHA-256 when it was trusted.
         hooks: a summary line per hook it had then.
         trusted_at: when, as an ISO 8601 UTC time.
+        files: the files its hooks run (its scripts, a skill's folder), each
+            ``(absolute path, SHA-256)``, as they were then (see ``_covered``).
     """
 
     path: str
     sha256: str
     hooks: tuple[str, ...] = ()
     trusted_at: str = ""
+    files: tuple[tuple[str, str], ...] = ()
 
 
 @final
@@ -98,7 +103,9 @@ class TrustStore:
         except FileNotFoundError:
             return {}
         except OSError as exc:
-            raise ConfigError(f"{self.path}: cannot read the trust store: {exc}") from None
+            raise ConfigError(
+                f"{self.path}: cannot read the trust store: {self._why(exc)}"
+            ) from None
         try:
             data = json.loads(text)
             entries = data["trusted"]
@@ -108,6 +115,7 @@ class TrustStore:
                     sha256=str(entry["sha256"]),
                     hooks=tuple(map(str, entry.get("hooks", ()))),
                     trusted_at=str(entry.get("trusted_at", "")),
+                    files=tuple((str(p), str(h)) for p, h in entry.get("files", {}).items()),
                 )
                 for path, entry in entries.items()
             }
@@ -118,14 +126,22 @@ class TrustStore:
             ) from None
 
     def trust(self, entries: Iterable[Trusted]) -> None:
-        """Record ``entries`` (replacing what was recorded for the same paths)."""
+        """Record ``entries`` (replacing what was recorded for the same paths).
+
+        Raises:
+            ConfigError: the store is broken, or cannot be written.
+        """
         now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         with self._changing() as trusted:
             for entry in entries:
                 trusted[entry.path] = attrs.evolve(entry, trusted_at=entry.trusted_at or now)
 
     def untrust(self, paths: Iterable[str]) -> list[str]:
-        """Forget ``paths``; answer those that were trusted."""
+        """Forget ``paths``; answer those that were trusted.
+
+        Raises:
+            ConfigError: the store is broken, or cannot be written.
+        """
         removed: list[str] = []
         with self._changing() as trusted:
             for path in paths:
@@ -135,14 +151,39 @@ class TrustStore:
 
     @contextlib.contextmanager
     def _changing(self) -> Iterator[dict[str, Trusted]]:
-        """Read, let the caller change, and write back, under the store's lock."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Read, let the caller change, and write back, under the store's lock.
+
+        Raises:
+            ConfigError: the store cannot be read, or its folder cannot be written (it
+                names the store and why).
+        """
         lock = self.path.with_name(self.path.name + ".lock")
-        with open(lock, "a") as held:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            held = open(lock, "a")  # noqa: SIM115 -- closed below, after the write
+        except OSError as exc:
+            raise self._unwritable(exc) from None
+        with held:
             fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes
             trusted = self.read()
             yield trusted
-            self._write(trusted)
+            try:
+                self._write(trusted)
+            except OSError as exc:
+                raise self._unwritable(exc) from None
+
+    def _unwritable(self, exc: OSError) -> ConfigError:
+        return ConfigError(f"{self.path}: cannot write the trust store: {self._why(exc)}")
+
+    def _why(self, exc: OSError) -> str:
+        """What went wrong, in words: a folder on the way that is a file, or the OS's."""
+        for folder in self.path.parents:
+            if folder.exists():
+                if not folder.is_dir():
+                    return f"{folder} is a file, not a folder"
+                break
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"{exc.strerror or exc}{where}"
 
     def _write(self, trusted: Mapping[str, Trusted]) -> None:
         data = {
@@ -152,6 +193,7 @@ class TrustStore:
                     "sha256": entry.sha256,
                     "hooks": list(entry.hooks),
                     "trusted_at": entry.trusted_at,
+                    "files": dict(entry.files),
                 }
                 for path, entry in sorted(trusted.items())
             },
@@ -169,11 +211,17 @@ class TrustStore:
                 os.unlink(temporary)
             raise
 
-    def refusal(self, path: Path, sha256: str, hooks: Callable[[], Sequence[Any]]) -> str | None:
+    def refusal(
+        self,
+        path: Path,
+        sha256: str,
+        hooks: Callable[[], Sequence[Any]],
+        files: Callable[[Sequence[Any]], Mapping[str, str]],
+    ) -> str | None:
         """Why ``path`` (with this content) is not trusted, or None.
 
-        ``hooks`` reads its hooks, without importing anything, when it changed since
-        it was trusted (to say what changed).
+        ``hooks`` reads its hooks, without importing anything; ``files`` answers the
+        files those hooks run (``{path: sha256}``), which must be as they were trusted.
         """
         resolved = path.resolve()
         if resolved.is_relative_to(config_dir().resolve()):
@@ -183,7 +231,16 @@ class TrustStore:
         if known is None:
             return f"not trusted: review its hooks, then run `{command}`"
         if known.sha256 == sha256:
-            return None
+            try:
+                changed = changed_files(known, files(hooks()))
+            except ValueError as exc:
+                return f"{exc}; it cannot be trusted"
+            if not changed:
+                return None
+            return (
+                f"a file it runs changed since you trusted it ({known.trusted_at}): "
+                f"{'; '.join(changed)}; review it, then run `{command}`"
+            )
         now = summary(hooks())
         changes = [f"+ {line}" for line in now if line not in known.hooks]
         changes += [f"- {line}" for line in known.hooks if line not in now]
@@ -192,3 +249,17 @@ class TrustStore:
             f"changed since you trusted it ({known.trusted_at}): {what}; "
             f"review it, then run `{command}`"
         )
+
+
+def changed_files(known: Trusted, now: Mapping[str, str]) -> list[str]:
+    """How the files a trusted source runs differ from when it was trusted (one per file)."""
+    then = dict(known.files)
+    changes = []
+    for path in sorted(then.keys() | now.keys()):
+        if path not in then:
+            changes.append(f"+ {path} (new)")
+        elif path not in now:
+            changes.append(f"- {path} (gone)")
+        elif then[path] != now[path]:
+            changes.append(f"~ {path} (edited)")
+    return changes
