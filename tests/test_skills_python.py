@@ -250,6 +250,16 @@ def broken_module(tmp_path: Path, name: str) -> str:
     return name
 
 
+def test_a_module_that_exits_at_import_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = f"exits_{uuid.uuid4().hex}"
+    (tmp_path / f"{name}.py").write_text("import sys\nsys.exit('not today')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match=f"cannot import '{name}': SystemExit: not today"):
+        load(config(tmp_path, f"{name}:f"))
+
+
 @pytest.mark.parametrize(
     ("reference", "problem"),
     [

@@ -153,7 +153,9 @@ def resolve_callable(reference: str) -> tuple[Callable[..., Any] | None, str | N
     module_name, _colon, qualname = reference.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # an import runs arbitrary code: report whatever it raises
+    except BaseException as exc:  # an import runs arbitrary code: report what it raises
+        if isinstance(exc, KeyboardInterrupt):
+            raise
         return None, f"cannot import {module_name!r}: {type(exc).__name__}: {exc}"
     target: Any = module
     where = module_name
