@@ -104,6 +104,12 @@ def test_every_task_is_drawn_with_its_state(report: tuple[Path, Any], browser: A
     # the page opens on the task that failed
     assert page.locator("#details h3").inner_text() == "boom"
     assert "RuntimeError: the input is corrupt" in page.locator("#details").inner_text()
+    # with the failing line of the user's code, the engine's frames folded
+    frames = page.locator("#details pre.tb").inner_text()
+    assert 'raise RuntimeError("the input is corrupt")' in frames
+    assert "traces.py" in frames and "in boom" in frames
+    assert "library frames folded" in frames
+    assert "anyio" not in frames
     screenshot = path.with_suffix(".png")
     page.screenshot(path=str(screenshot), full_page=True)
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

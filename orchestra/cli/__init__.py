@@ -11,6 +11,10 @@ added with ``main.add_command(...)``::
                                  [--hooks orchestra.yaml] [--all]
     orchestra trace show FILE.jsonl [--run RUN_ID] [--failed] [--hooks]
     orchestra trace report FILE.jsonl [-o RUN.html] [--run RUN_ID]
+
+A user's mistake (a misspelt hook moment, a cycle, a missing extra, a syntax error in
+FILE.py) is one line that says what to fix; ``--debug`` (on any command) adds the
+traceback. See ``_errors``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import click
 
 from orchestra import __version__
+from orchestra.cli._errors import Main, add_debug_option
 from orchestra.cli._hooks import hooks
 from orchestra.cli._run import run
 from orchestra.cli._runs import runs
@@ -26,7 +31,7 @@ from orchestra.cli._trace import trace
 __all__ = ["main"]
 
 
-@click.group()
+@click.group(cls=Main)
 @click.version_option(__version__, prog_name="orchestra")
 def main() -> None:
     """orchestra: lifecycle hooks for orchestration."""
@@ -36,3 +41,4 @@ main.add_command(hooks)
 main.add_command(trace)
 main.add_command(run)
 main.add_command(runs)
+add_debug_option(main)

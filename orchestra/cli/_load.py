@@ -62,7 +62,7 @@ def load_module(path: Path) -> ModuleType:
         spec.loader.exec_module(module)
     except Exception as exc:
         sys.modules.pop(name, None)
-        raise click.ClickException(f"could not load {path}: {_describe(exc, path)}") from None
+        raise click.ClickException(f"could not load {path}: {_describe(exc, path)}") from exc
     return module
 
 
@@ -179,7 +179,7 @@ def build_spec(target: RunTarget, module: ModuleType, dispatcher: object | None)
     try:
         made = target.factory(**kwargs)
     except Exception as exc:
-        raise click.ClickException(f"{target.label}() raised {_describe(exc)}") from None
+        raise click.ClickException(f"{target.label}() raised {_describe(exc)}") from exc
     if isinstance(made, DAG):
         return Spec(dag=made, hooks=hooks, tools=tools)
     if isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], DAG):
@@ -232,7 +232,8 @@ def _describe(exc: BaseException, in_file: Path | None = None) -> str:
     """``Type: message (at FILE:LINE)``: the deepest frame (in ``in_file``, if given)."""
     where = ""
     if isinstance(exc, SyntaxError) and exc.lineno is not None:
-        where = f" (at {exc.filename}:{exc.lineno})"
+        code = f": {exc.text.strip()}" if exc.text and exc.text.strip() else ""
+        return f"{type(exc).__name__}: {exc.msg} (at {exc.filename}:{exc.lineno}{code})"
     else:
         frames = [
             f

@@ -100,6 +100,10 @@ def _task_data(
             for attempt in task.attempts
         ],
     }
+    for attempt, shown in zip(task.attempts, data["attempts"], strict=True):
+        text = attempt.traceback
+        if text is not None:
+            shown["tb"] = text
     if task.cause:
         data["cause"] = [index[c] for c in task.cause if c in index]
     if not task.recorded and not task.ran:

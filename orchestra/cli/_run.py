@@ -34,6 +34,7 @@ from orchestra import (
     ConfigError,
     DAGError,
     Dispatcher,
+    HookChain,
     JournalError,
     LocalExecutor,
     RunResult,
@@ -170,11 +171,13 @@ async def _run(
             )
         spec = build_spec(target, module, dispatcher)
         dag = spec.dag
+        dag.validate(fail_fast=fail_fast)  # a DAGError before the progress bar (plan cached)
         hooks: list[object] = list(spec.hooks)
         if registry is not None:
             hooks.append(registry.as_task_hooks())
             if spec.tools is not None:
                 _guard_tools(spec.tools, registry)
+        HookChain(hooks)  # a misspelt moment's TypeError before the progress bar
         progress = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
@@ -272,7 +275,14 @@ def run(
     console = Console(highlight=False)
     provider = None
     if trace_path is not None or otlp or report_path is not None:
-        provider = configure(jsonl=trace_path, otlp=otlp, capture_content=capture_content or None)
+        try:
+            provider = configure(
+                jsonl=trace_path, otlp=otlp, capture_content=capture_content or None
+            )
+        except ImportError as exc:
+            raise click.ClickException(
+                "--otlp needs the OTLP exporter: pip install 'orchestra-hooks[otlp]'"
+            ) from exc
     kept = _keep_spans(provider) if report_path is not None and provider is not None else None
     registry = None
     if hook_paths:
@@ -281,7 +291,7 @@ def run(
         try:
             registry = load(*hook_paths, require_trust=not trust_all)
         except ConfigError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(str(exc)) from exc
     module = load_module(path)
     what = find_target(module, name or None, file)
     if resume and not journal:
@@ -293,7 +303,7 @@ def run(
             _run, what, module, registry, max_concurrency, fail_fast, console, journaling
         )
     except (DAGError, JournalError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(str(exc)) from exc
     finally:
         if isinstance(opened := journaling.get("journal"), Journal):
             opened.close()

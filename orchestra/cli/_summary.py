@@ -1,8 +1,10 @@
 """What ``orchestra run`` prints once a run is over (internal).
 
 The tasks that did not succeed, and those reused from an earlier run (every task with
-``--all``), with why: the error, the decision's reason and who took it, the run a task
-was reused from, or for UPSTREAM_FAILED the upstream tasks that failed.
+``--all``), with why: the error and the line of the user's code that raised it, the
+decision's reason and who took it, the run a task was reused from, or for UPSTREAM_FAILED
+the upstream tasks that failed. Then the failing frames of the first failed tasks (one
+per distinct traceback, library frames folded: ``RunResult.tracebacks``).
 Then where the trace and the report went, and one closing line: the DAG, ok or failed, the counts
 by state and the run's duration (``RunResult.duration``, the one duration shown).
 """
@@ -18,7 +20,8 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestra import DAG, RunResult, TaskState
-from orchestra.cli._trace import STATE_STYLE
+from orchestra._tracebacks import failing_frame, frames_of
+from orchestra.cli._trace import STATE_STYLE, print_tracebacks
 from orchestra.cli._tracefile import failed_upstreams
 
 __all__ = ["print_summary"]
@@ -39,8 +42,30 @@ def _why(task_id: str, result: RunResult, dag: DAG, states: dict[str, str]) -> s
     error = result.errors.get(task_id)
     if error is not None:
         text = f"{type(error).__name__}: {error}"
-        return text if why is None or why in text else f"{text} ({why})"
+        text = text if why is None or why in text else f"{text} ({why})"
+        frame = failing_frame(frames_of(error))
+        return text if frame is None else f"{text}\nat {_short(frame.file)}:{frame.line}"
     return why or ""
+
+
+def _short(file: str) -> str:
+    """``file`` relative to the working folder when it is in it."""
+    try:
+        return str(Path(file).relative_to(Path.cwd()))
+    except ValueError:
+        return file
+
+
+def _tracebacks(console: Console, result: RunResult) -> None:
+    """The failing frames of the first failed tasks, one traceback per distinct one."""
+    failed = (
+        (task_id, text)
+        for task_id, text in result.tracebacks.items()
+        if result.states.get(task_id) is TaskState.FAILED
+    )
+    print_tracebacks(
+        console, failed, elsewhere="RunResult.tracebacks, or orchestra trace show --failed"
+    )
 
 
 def _table(result: RunResult, dag: DAG, show_all: bool) -> Table | None:
@@ -95,6 +120,7 @@ def print_summary(
     table = _table(result, dag, show_all)
     if table is not None:
         console.print(table)
+    _tracebacks(console, result)
     if trace is not None:
         console.print(f"trace written to {trace}  (orchestra trace show {trace})", soft_wrap=True)
     if report is not None:

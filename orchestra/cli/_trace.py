@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,7 +26,7 @@ from orchestra.cli._tracefile import (
 from orchestra.tracing import names as n
 from orchestra.tracing._otlp_json import read_jsonl
 
-__all__ = ["render", "render_run", "trace"]
+__all__ = ["print_tracebacks", "render", "render_run", "trace"]
 
 STATE_STYLE: Final = {
     "succeeded": "green",
@@ -37,6 +37,8 @@ STATE_STYLE: Final = {
     n.STATE_RETRYING: "yellow",
 }
 """The colour of each task state, in the terminal."""
+TRACEBACKS_SHOWN: Final = 3
+"""How many distinct tracebacks of failed tasks are printed below a table."""
 _ROLE_STYLE: Final = {
     "ok": "green",
     "bad": "bold red",
@@ -132,6 +134,33 @@ def _rows(
         )
 
 
+def print_tracebacks(
+    console: Console, tracebacks: Iterable[tuple[str, str]], *, elsewhere: str
+) -> None:
+    """Print each distinct traceback of ``(task id, traceback)`` once, the first few only.
+
+    ``elsewhere`` says where the ones left out can be read.
+    """
+    by_text: dict[str, list[str]] = {}
+    for task_id, text in tracebacks:
+        by_text.setdefault(text, []).append(task_id)
+    for text, task_ids in list(by_text.items())[:TRACEBACKS_SHOWN]:
+        more = f" (and {len(task_ids) - 1} more)" if len(task_ids) > 1 else ""
+        console.print(Text(f"{task_ids[0]}{more} failed:", style="bold red"), soft_wrap=True)
+        console.print(Text(text), soft_wrap=True)
+    left = len(by_text) - TRACEBACKS_SHOWN
+    if left > 0:
+        console.print(Text(f"({left} other traceback(s): {elsewhere})", "dim"), soft_wrap=True)
+
+
+def _failed_tracebacks(run: Run) -> Iterator[tuple[str, str]]:
+    for task in run.tasks.values():
+        if task.state == "failed" and task.attempts:
+            text = task.attempts[-1].traceback
+            if text is not None:
+                yield task.id, text
+
+
 def render_run(run: Run, console: Console, *, failed: bool = False, hooks: bool = False) -> None:
     """Print one DAG run as a tree with a waterfall.
 
@@ -165,6 +194,8 @@ def render_run(run: Run, console: Console, *, failed: bool = False, hooks: bool 
             why.append("  inferred from its deps", style="dim")
         table.add_row(Text(f"·  task {task.id}", style="dim"), "", "", why)
     console.print(table)
+    if failed:
+        print_tracebacks(console, _failed_tracebacks(run), elsewhere="orchestra trace report")
     if run.dropped_events:
         console.print(
             Text(

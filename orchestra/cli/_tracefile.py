@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, final
 
+from orchestra._tracebacks import format_frames, parse_stacktrace
 from orchestra.tracing import names as n
 from orchestra.tracing._otlp_json import decode_attributes
 
@@ -71,6 +72,17 @@ class SpanNode:
         status = self.raw.get("status") or {}
         if status.get("code") in (_ERROR, "STATUS_CODE_ERROR"):
             return str(status.get("message") or "error")
+        return None
+
+    @property
+    def traceback(self) -> str | None:
+        """The failing frames of the span's recorded exception (library frames folded)."""
+        for name, event in reversed(self.events):
+            text = event.get("exception.stacktrace") if name == "exception" else None
+            if isinstance(text, str) and text:
+                frames, closing = parse_stacktrace(text)
+                if frames:
+                    return format_frames(frames, closing)
         return None
 
     @property

@@ -9,6 +9,7 @@ from typing import Any, TypeVar, final
 import attrs
 
 from orchestra._errors import HookError, TaskFailed
+from orchestra._tracebacks import format_error
 from orchestra.dag._model import TaskState
 
 __all__ = ["Column", "RunResult"]
@@ -100,6 +101,22 @@ class RunResult:
     reused: frozenset[str] = frozenset()
     resumed_from: str | None = None
     messages: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+
+    @property
+    def tracebacks(self) -> dict[str, str]:
+        """The failing frames of each task's error, by id: the user's code, library folded.
+
+        One entry per task in ``errors`` whose error was raised (a task failed by a hook's
+        decision has none), formatted as Python does, with the frames of the engine,
+        orchestra and site-packages folded into a count; made when asked. For every frame,
+        ``traceback.print_exception(result.errors[task_id])``.
+        """
+        out: dict[str, str] = {}
+        for task_id, error in self.errors.items():
+            text = format_error(error)
+            if text is not None:
+                out[task_id] = text
+        return out
 
     def count(self, state: TaskState) -> int:
         """How many tasks ended in ``state``."""

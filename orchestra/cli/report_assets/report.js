@@ -265,6 +265,7 @@
         el("h4", "", "Attempt " + attempt.n + "  ·  +" + ms(attempt.s) + "  ·  " + ms(attempt.d))
       );
       box.appendChild(factsNode(attempt.facts));
+      if (attempt.tb) box.appendChild(el("pre", "tb", attempt.tb)); // the failing frames
       if (attempt.calls.length) {
         const list = el("ul", "calls");
         for (const [depth, name, start, dur, , facts] of attempt.calls) {

@@ -1,0 +1,103 @@
+"""Errors at the command line: one line for a user's mistake, the traceback with ``--debug``.
+
+What counts as the user's mistake, said in one line with its fix (click's ``Error: ...``
+on stderr, exit status 1):
+
+- orchestra's own errors (``ConfigError``, ``DAGError``, ``JournalError``, ...);
+- a ``TypeError`` or ``ValueError`` that orchestra raised itself, checking what it was
+  given (a hook class with a misspelt moment, a bad option);
+- a missing extra (an ``ImportError`` that says what to ``pip install``);
+- an ``OSError`` (a file that cannot be read or written);
+- the ``click.ClickException`` a command raises for the user's file (a syntax error in
+  it, a factory that raised), whose cause ``--debug`` prints.
+
+Anything else is a bug, and keeps its traceback. ``--debug`` (on ``orchestra`` or on any
+of its commands, or ``ORCHESTRA_DEBUG=1``) prints the traceback of every error.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any, Final
+
+import click
+
+from orchestra._errors import OrchestraError
+from orchestra._tracebacks import frames_of
+
+__all__ = ["Main", "add_debug_option"]
+
+_DEBUG: Final = "orchestra.debug"
+_HINT: Final = "  (--debug shows the traceback)"
+
+
+def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.meta[_DEBUG] = True
+
+
+def _debug_option() -> click.Option:
+    return click.Option(
+        ["--debug"],
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        envvar="ORCHESTRA_DEBUG",
+        callback=_set_debug,
+        help="Show the traceback of an error (default: one line that says what to fix).",
+    )
+
+
+def add_debug_option(command: click.Command) -> None:
+    """Give ``command`` and every command below it a ``--debug`` flag."""
+    if not any(p.name == "debug" for p in command.params):
+        command.params.append(_debug_option())
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            add_debug_option(sub)
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _raised_by_orchestra(exc: BaseException) -> bool:
+    frames = frames_of(exc)
+    return bool(frames) and frames[-1].library and "orchestra" in frames[-1].file
+
+
+def one_line(exc: BaseException) -> str | None:
+    """What to print for ``exc`` when it is the user's mistake; None for a bug."""
+    exc = _innermost(exc)
+    text = str(exc).strip()
+    if isinstance(exc, OrchestraError):
+        return text
+    if isinstance(exc, ImportError) and "pip install" in text:
+        return text
+    if isinstance(exc, TypeError | ValueError) and _raised_by_orchestra(exc):
+        return text
+    if isinstance(exc, OSError):
+        return f"{type(exc).__name__}: {text}"
+    return None
+
+
+class Main(click.Group):
+    """The ``orchestra`` group: turns a user's mistake into one line (see the module)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a user's mistake becomes a ``click.ClickException``."""
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort, click.UsageError):
+            raise
+        except click.ClickException as exc:
+            if ctx.meta.get(_DEBUG) and exc.__cause__ is not None:
+                traceback.print_exception(exc.__cause__)
+            raise
+        except Exception as exc:
+            line = None if ctx.meta.get(_DEBUG) else one_line(exc)
+            if line is None:
+                raise
+            raise click.ClickException(line + _HINT) from None
