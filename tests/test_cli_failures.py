@@ -76,6 +76,7 @@ def cli(
 ) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if k not in ("ORCHESTRA_TRACING", "TRACEPARENT")}
     full.update({"COLUMNS": "200", **(env or {})})
+    full = {k: v for k, v in full.items() if v != ""}  # env={"COLUMNS": ""} unsets it
     full["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), full.get("PYTHONPATH", "")) if p)
     command = [sys.executable, "-m", "orchestra.cli", *args]
     if without is not None:

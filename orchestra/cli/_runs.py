@@ -12,7 +12,9 @@ from contextlib import contextmanager
 from typing import Final
 
 import click
+from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -30,6 +32,8 @@ _STYLE: Final = {
 }
 _ORDER: Final = [s.value for s in TaskState]
 _URL_SCHEMES: Final = ("postgresql://", "postgres://")
+_ID_WIDTH: Final = 32  # a run id: uuid4().hex
+_WHEN_WIDTH: Final = 19  # YYYY-MM-DD HH:MM:SS; in 80 columns, a longer DAG name is cut
 
 
 def journal_arg(target: str) -> str | Journal:
@@ -69,15 +73,15 @@ def _when(started_at: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started_at))
 
 
-def _states(run: RunInfo) -> Text:
+def _states(run: RunInfo, sep: str = "  ") -> Text:
     text = Text()
     for state in sorted(run.states, key=lambda s: _ORDER.index(s) if s in _ORDER else 99):
         if text:
-            text.append("  ")
+            text.append(sep)
         text.append(f"{run.states[state]} {state}", style=_STYLE.get(state, ""))
     unsettled = run.task_count - run.settled
     if unsettled > 0:
-        text.append(f"{'  ' if text else ''}{unsettled} not settled", style="dim")
+        text.append(f"{sep if text else ''}{unsettled} not settled", style="dim")
     return text
 
 
@@ -100,6 +104,17 @@ def list_runs(journal: str, dag: str | None, limit: int) -> None:
     if not found:
         console.print(f"no runs{f' of DAG {dag!r}' if dag else ''} in {journal}")
         return
+    table = _wide_runs(journal, found)
+    if (
+        Measurement.get(console, console.options.update_width(10_000), table).maximum
+        > console.width
+    ):
+        table = _narrow_runs(journal, found)
+    console.print(table)
+
+
+def _wide_runs(journal: str, found: list[RunInfo]) -> Table:
+    """A column each: run id, DAG, started, tasks, states, resumed from."""
     table = Table(title=f"runs in {journal}", title_justify="left")
     table.add_column("run id", no_wrap=True)
     table.add_column("DAG", no_wrap=True)
@@ -116,7 +131,42 @@ def list_runs(journal: str, dag: str | None, limit: int) -> None:
             _states(run),
             run.resumed_from or "",
         )
-    console.print(table)
+    return table
+
+
+def _narrow_runs(journal: str, found: list[RunInfo]) -> Table:
+    """The same columns in 80, stacked: what a run resumed under its id, when under the DAG.
+
+    A run id keeps its 32 characters (to copy into ``runs show``); a long DAG name is cut
+    with an ellipsis; one state a line.
+    """
+    table = Table(
+        title=f"runs in {journal}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    table.add_column("run id\n↳ resumed from", no_wrap=True, min_width=_ID_WIDTH)
+    table.add_column("DAG\nstarted", no_wrap=True, overflow="ellipsis", max_width=_WHEN_WIDTH)
+    table.add_column("tasks", justify="right", no_wrap=True)
+    table.add_column("states", ratio=1, min_width=10)
+    for run in found:
+        ids = Text(run.run_id)
+        if run.resumed_from:
+            resumed = f"↳ {run.resumed_from}"
+            if len(resumed) > _ID_WIDTH:
+                resumed = resumed[: _ID_WIDTH - 1] + "…"
+            ids.append(f"\n{resumed}", style="dim")
+        dag = run.dag if len(run.dag) <= _WHEN_WIDTH else run.dag[: _WHEN_WIDTH - 1] + "…"
+        table.add_row(
+            ids,
+            Text(f"{dag}\n") + Text(_when(run.started_at), style="dim"),
+            str(run.task_count),
+            _states(run, "\n"),
+        )
+    return table
 
 
 @runs.command("show")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import click
+from rich import box
 from rich.bar import Bar
 from rich.console import Console
 from rich.table import Table
@@ -37,6 +38,9 @@ STATE_STYLE: Final = {
     n.STATE_RETRYING: "yellow",
 }
 """The colour of each task state, in the terminal."""
+_NARROW: Final = 120
+"""Below this width, the waterfall's narrow layout."""
+_FACTS_MIN: Final = 24
 TRACEBACKS_SHOWN: Final = 3
 """How many distinct tracebacks of failed tasks are printed below a table."""
 _ROLE_STYLE: Final = {
@@ -97,12 +101,34 @@ def _failed_paths(run: Run) -> set[str]:
 
 
 def _table(title: str, console: Console) -> tuple[Table, int]:
-    bar_width = max(10, min(32, console.width // 6))
-    table = Table(title=title, title_justify="left", expand=False, show_lines=False)
-    table.add_column("span", no_wrap=True)
+    """The waterfall's table; below ``_NARROW`` columns, one that keeps room for the facts.
+
+    In a narrow terminal (80 columns, or a pipe) the bar is shorter, the table has no
+    vertical rules, and a span's name (a deep tree's, a long task id) is cut with an
+    ellipsis at 9/32 of the width (22 of 80), so the facts keep ``_FACTS_MIN`` columns.
+    """
+    width = console.width
+    bar_width = max(9, min(32, width // 6 if width >= _NARROW else width // 9))
+    narrow = width < _NARROW
+    table = Table(
+        title=title,
+        title_justify="left",
+        expand=False,
+        show_lines=False,
+        box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD,
+        show_edge=not narrow,
+        pad_edge=not narrow,
+        collapse_padding=narrow,
+    )
+    table.add_column(
+        "span",
+        no_wrap=True,
+        overflow="ellipsis",
+        max_width=max(16, width * 9 // 32) if narrow else None,
+    )
     table.add_column("waterfall", width=bar_width, no_wrap=True)
     table.add_column("duration", justify="right", no_wrap=True)
-    table.add_column("state, attempt, decisions", ratio=1)
+    table.add_column("state, attempt, decisions", ratio=1, min_width=_FACTS_MIN)
     return table, bar_width
 
 

@@ -1,0 +1,104 @@
+"""Tables that keep every column in 80 columns (a small terminal, or a pipe: rich's width).
+
+``orchestra runs list`` switches to a stacked layout (what a run resumed under its id,
+the date over the time, a long DAG name cut with an ellipsis); ``orchestra trace show``
+to a narrow one (a shorter bar, no vertical rules, span names cut at 9/32 of the
+width), so the facts column keeps room and no row wraps over many lines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers.traces import pipeline, trace_runs
+from tests.test_cli_failures import cli
+
+LONG_DAG = "nightly-warehouse-refresh-of-everything"
+FLOW = f"""
+import orchestra
+dag = orchestra.DAG({LONG_DAG!r})
+
+@dag.task
+def load():
+    raise ValueError("no")
+
+@dag.task(deps=[load])
+def later(load):
+    return load
+
+@dag.task
+def fine():
+    return 1
+"""
+
+
+def journaled(tmp_path: Path) -> tuple[str, str]:
+    (tmp_path / "flow.py").write_text(FLOW)
+    assert cli("run", "flow.py", "--journal", "runs.db", cwd=tmp_path).returncode == 1
+    out = cli("run", "flow.py", "--journal", "runs.db", "--resume", "last", cwd=tmp_path)
+    assert out.returncode == 1
+    listed = cli("runs", "list", "runs.db", cwd=tmp_path, env={"COLUMNS": "200"}).stdout
+    ids = [line.split()[1] for line in listed.splitlines() if line.startswith("│ ")]
+    assert len(ids) == 2 and all(len(i) == 32 for i in ids), listed
+    return ids[0], ids[1]  # newest first: the resumed run, then the first
+
+
+def fits(text: str, width: int = 80) -> list[str]:
+    lines = text.splitlines()
+    assert lines
+    too_wide = [line for line in lines if len(line) > width]
+    assert too_wide == [], "\n".join(too_wide)
+    return lines
+
+
+def test_runs_list_keeps_every_column_in_80(tmp_path: Path) -> None:
+    resumed, first = journaled(tmp_path)
+    for columns in ("80", ""):  # 80 columns, and a pipe with no COLUMNS (rich's default: 80)
+        out = cli("runs", "list", "runs.db", cwd=tmp_path, env={"COLUMNS": columns})
+        assert out.returncode == 0, out.stderr
+        lines = fits(out.stdout)
+        text = out.stdout
+        for header in ("run id", "resumed from", "DAG", "started", "tasks", "states"):
+            assert header in text
+        assert resumed in text and first in text  # whole ids, to copy into runs show
+        row = next(i for i, line in enumerate(lines) if line.startswith(resumed))
+        assert f"↳ {first[:20]}" in lines[row + 1]  # what it resumed, under it
+        assert LONG_DAG[:8] in lines[row] and "…" in lines[row]  # the name, cut
+        assert " 3 " in lines[row]  # the task count
+        states = "\n".join(lines[row : row + 3])
+        assert "1 failed" in states and "1 upstream_failed" in states
+        assert "1 succeeded" in states
+    wide = cli("runs", "list", "runs.db", cwd=tmp_path, env={"COLUMNS": "200"}).stdout
+    assert LONG_DAG in wide and "│" in wide  # room enough: a column each, as before
+
+
+def test_trace_show_keeps_every_column_in_80(tmp_path: Path) -> None:
+    trace_runs(tmp_path / "run.jsonl", pipeline("a-pipeline-with-a-rather-long-name"))
+    for options in ((), ("--hooks",), ("--failed",)):
+        out = cli("trace", "show", "run.jsonl", *options, cwd=tmp_path, env={"COLUMNS": "80"})
+        assert out.returncode == 0, out.stderr
+        lines = fits(out.stdout)
+        header = next(line for line in lines if line.startswith("span"))
+        for column in ("span", "waterfall", "duration", "state, attempt, decisions"):
+            assert column in header
+        facts_at = header.index("state, attempt")
+        assert facts_at <= 80 - 24  # the facts keep room
+        rows = [line for line in lines if line[:1] in "r├└│·" and line[:4] != "run "]
+        assert any("task boom" in row for row in rows)
+        wrapped = 0
+        longest = 0
+        table = lines[lines.index(header) + 2 :]
+        for line in table:
+            if line.startswith(" " * facts_at):
+                wrapped += 1
+                longest = max(longest, wrapped)
+            elif line.strip():
+                wrapped = 0
+            if line.startswith("boom failed:"):
+                break
+        assert longest <= 3, out.stdout  # a cell wraps over at most 4 lines
+    deep = cli("trace", "show", "run.jsonl", "--hooks", cwd=tmp_path, env={"COLUMNS": "80"})
+    said = " ".join(deep.stdout.split())  # the words, across wrapped lines
+    assert "RuntimeError: the input is corrupt" in said
+    assert "skip by Gate.before_execute: not needed today" in said
+    assert "retry after 0.01 s by RetryPolicy.on_failure" in said
