@@ -39,7 +39,8 @@ def journaled(tmp_path: Path) -> tuple[str, str]:
     assert out.returncode == 1
     listed = cli("runs", "list", "runs.db", cwd=tmp_path, env={"COLUMNS": "200"}).stdout
     ids = [line.split()[1] for line in listed.splitlines() if line.startswith("│ ")]
-    assert len(ids) == 2 and all(len(i) == 32 for i in ids), listed
+    assert len(ids) == 2, listed
+    assert all(len(i) == 32 for i in ids), listed
     return ids[0], ids[1]  # newest first: the resumed run, then the first
 
 
@@ -60,16 +61,20 @@ def test_runs_list_keeps_every_column_in_80(tmp_path: Path) -> None:
         text = out.stdout
         for header in ("run id", "resumed from", "DAG", "started", "tasks", "states"):
             assert header in text
-        assert resumed in text and first in text  # whole ids, to copy into runs show
+        assert resumed in text
+        assert first in text
         row = next(i for i, line in enumerate(lines) if line.startswith(resumed))
         assert f"↳ {first[:20]}" in lines[row + 1]  # what it resumed, under it
-        assert LONG_DAG[:8] in lines[row] and "…" in lines[row]  # the name, cut
+        assert LONG_DAG[:8] in lines[row]
+        assert "…" in lines[row]
         assert " 3 " in lines[row]  # the task count
         states = "\n".join(lines[row : row + 3])
-        assert "1 failed" in states and "1 upstream_failed" in states
+        assert "1 failed" in states
+        assert "1 upstream_failed" in states
         assert "1 succeeded" in states
     wide = cli("runs", "list", "runs.db", cwd=tmp_path, env={"COLUMNS": "200"}).stdout
-    assert LONG_DAG in wide and "│" in wide  # room enough: a column each, as before
+    assert LONG_DAG in wide
+    assert "│" in wide
 
 
 def test_trace_show_keeps_every_column_in_80(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ JOURNAL is a journal file (the embedded SQLite journal) or a ``postgresql://`` U
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final
 
@@ -113,7 +113,7 @@ def list_runs(journal: str, dag: str | None, limit: int) -> None:
     console.print(table)
 
 
-def _wide_runs(journal: str, found: list[RunInfo]) -> Table:
+def _wide_runs(journal: str, found: Sequence[RunInfo]) -> Table:
     """A column each: run id, DAG, started, tasks, states, resumed from."""
     table = Table(title=f"runs in {journal}", title_justify="left")
     table.add_column("run id", no_wrap=True)
@@ -134,7 +134,7 @@ def _wide_runs(journal: str, found: list[RunInfo]) -> Table:
     return table
 
 
-def _narrow_runs(journal: str, found: list[RunInfo]) -> Table:
+def _narrow_runs(journal: str, found: Sequence[RunInfo]) -> Table:
     """The same columns in 80, stacked: what a run resumed under its id, when under the DAG.
 
     A run id keeps its 32 characters (to copy into ``runs show``); a long DAG name is cut
