@@ -1,0 +1,188 @@
+"""What the bridge knows about one graph run: states, attempts, errors, spans (internal).
+
+A run starts when a hooked graph is streamed (``invoke``, ``ainvoke``, ``stream`` and
+``astream`` all stream) outside any other hooked run; subgraphs and nodes find it in the
+``contextvars`` context the bridge runs the graph in, so a hooked subgraph's nodes are
+part of their parent's run.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Final, final
+
+from opentelemetry import trace
+from opentelemetry.trace import Link, Span, Status, StatusCode
+
+import orchestra
+import orchestra.tracing as ot
+from orchestra import HookChain, TaskHookContext, TaskState
+
+__all__ = ["Run", "current", "record_decision", "record_error"]
+
+_NOT_OK: Final = (TaskState.FAILED, TaskState.UPSTREAM_FAILED, TaskState.CANCELLED)
+
+current: Final[contextvars.ContextVar[Run | None]] = contextvars.ContextVar(
+    "orchestra_langgraph_run", default=None
+)
+"""The hooked run the code here belongs to, if any."""
+
+
+@final
+class Run:
+    """One run of a hooked graph: what ``after_run`` gets, and the run's span."""
+
+    __slots__ = (
+        "attempts",
+        "durations",
+        "errors",
+        "graph",
+        "hook_errors",
+        "nodes",
+        "reasons",
+        "record",
+        "run_id",
+        "span",
+        "started",
+        "started_at",
+        "states",
+        "tracer",
+    )
+
+    def __init__(self, graph: str, nodes: tuple[str, ...]) -> None:
+        self.run_id = uuid.uuid4().hex
+        self.graph = graph
+        self.nodes = nodes
+        self.started = self.started_at = time.monotonic()
+        self.states: dict[str, TaskState] = {}
+        self.attempts: dict[str, int] = {}
+        self.errors: dict[str, BaseException] = {}
+        self.reasons: dict[str, str] = {}
+        self.durations: dict[str, float] = {}
+        self.hook_errors: list[orchestra.HookError] = []
+        self.record: Callable[[orchestra.HookError], None] = self.hook_errors.append
+        self.tracer: trace.Tracer | None = None
+        self.span: Span | None = None
+        self.tracer = ot.get_tracer()
+        if self.tracer is not None:
+            self.span = self.tracer.start_span(
+                ot.names.SPAN_RUN.format(dag=graph),
+                attributes={
+                    ot.names.ATTR_DAG_NAME: graph,
+                    ot.names.ATTR_RUN_ID: self.run_id,
+                    ot.names.ATTR_RUN_TASKS: len(nodes),
+                },
+            )
+
+    def run_context(self) -> orchestra.RunContext:
+        """What ``before_run`` and ``after_run`` get."""
+        return orchestra.RunContext(
+            dag=self.graph, run_id=self.run_id, task_ids=self.nodes, started_at=self.started_at
+        )
+
+    def context(
+        self,
+        task: orchestra.Task,
+        attempt: int,
+        errors: tuple[BaseException, ...],
+        started: float,
+        inputs: Any,
+        notes: list[str],
+    ) -> TaskHookContext:
+        """The hook context of one attempt of a node."""
+        return HookChain.task_context(
+            task=task,
+            attempt=attempt,
+            executor=None,
+            run_id=self.run_id,
+            errors=errors,
+            started_at=started,
+            inputs=MappingProxyType(
+                dict(inputs) if isinstance(inputs, Mapping) else {"state": inputs}
+            ),
+            notes=notes,
+        )
+
+    def attempt_span(self, name: str, attempt: int, previous: Span | None) -> Span | None:
+        """Start the span of one node attempt (None when tracing is off)."""
+        if self.tracer is None:
+            return None
+        links = (
+            [
+                Link(
+                    previous.get_span_context(),
+                    {ot.names.ATTR_LINK_TYPE: ot.names.LINK_PREVIOUS_ATTEMPT},
+                )
+            ]
+            if previous is not None
+            else None
+        )
+        parent = trace.set_span_in_context(self.span) if self.span is not None else None
+        if trace.get_current_span().get_span_context().is_valid:
+            parent = None  # inside a node (a subgraph's): nest under it
+        return self.tracer.start_span(
+            ot.names.SPAN_TASK.format(task=name),
+            context=parent,
+            attributes={ot.names.ATTR_TASK_ID: name, ot.names.ATTR_TASK_ATTEMPT: attempt},
+            links=links,
+        )
+
+    def settle(self, name: str, state: TaskState, started: float) -> None:
+        """Record a node run's terminal state."""
+        self.states[name] = state
+        self.durations[name] = time.monotonic() - started
+
+    def result(self, error: BaseException | None = None) -> orchestra.RunResult:
+        """The run as an ``orchestra.RunResult``."""
+        ok = error is None and not any(s in _NOT_OK for s in self.states.values())
+        return orchestra.RunResult(
+            ok=ok,
+            states=dict(self.states),
+            outputs={},
+            errors=dict(self.errors),
+            attempts=dict(self.attempts),
+            run_id=self.run_id,
+            reasons=dict(self.reasons),
+            hook_errors=tuple(self.hook_errors),
+            durations=dict(self.durations),
+            duration=time.monotonic() - self.started,
+        )
+
+    def finish(self, error: BaseException | None) -> None:
+        """End the run's span."""
+        if self.span is None:
+            return
+        failed = sum(1 for s in self.states.values() if s in _NOT_OK)
+        self.span.set_attribute(ot.names.ATTR_RUN_OK, error is None and not failed)
+        self.span.set_attribute(ot.names.ATTR_RUN_FAILED, failed)
+        if error is not None:
+            record_error(self.span, error)
+        self.span.end()
+
+
+def record_error(span: Span, error: BaseException) -> None:
+    """Record ``error`` on ``span`` the way orchestra's scheduler does."""
+    span.record_exception(error)
+    span.set_attribute(ot.names.ATTR_ERROR_TYPE, type(error).__qualname__)
+    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+
+
+def record_decision(span: Span | None, decision: object, by: str | None, attempt: int) -> None:
+    """Put a decision on an attempt span: ``orchestra.decision*`` attributes and an event."""
+    if span is None:
+        return
+    attributes: dict[str, Any] = {ot.names.ATTR_DECISION: type(decision).__name__.lower()}
+    if by:
+        attributes[ot.names.ATTR_DECISION_BY] = by
+    reason = getattr(decision, "reason", None)
+    if reason:
+        attributes[ot.names.ATTR_DECISION_REASON] = str(reason)[:256]
+    delay = getattr(decision, "delay", None)
+    if delay is not None:
+        attributes[ot.names.ATTR_DECISION_DELAY] = float(delay)
+    span.set_attributes(attributes)
+    span.add_event(ot.names.EVENT_DECISION, {**attributes, ot.names.ATTR_DECISION_ATTEMPT: attempt})
