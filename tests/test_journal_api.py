@@ -14,6 +14,7 @@ def test_public_names_and_paths() -> None:
         "SCHEMA_VERSION",
         "Journal",
         "JournaledRun",
+        "Lease",
         "PickleSerializer",
         "RunInfo",
         "SQLiteJournal",
@@ -23,7 +24,14 @@ def test_public_names_and_paths() -> None:
     assert orchestra.Journal is journal.Journal
     assert orchestra.Journal.__module__ == "orchestra"
     assert orchestra.JournalError.__module__ == "orchestra"
-    for name in ("JournaledRun", "PickleSerializer", "RunInfo", "SQLiteJournal", "TaskRecord"):
+    for name in (
+        "JournaledRun",
+        "Lease",
+        "PickleSerializer",
+        "RunInfo",
+        "SQLiteJournal",
+        "TaskRecord",
+    ):
         assert getattr(journal, name).__module__ == "orchestra.journal", name
     assert isinstance(journal.SCHEMA_VERSION, int)
 

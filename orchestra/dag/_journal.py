@@ -10,6 +10,10 @@ downstream). ``settled`` and
 digests, records and store transactions happen in the journal's writer thread
 (``BatchRecorder``, in ``_journal_batch``).
 ``finish`` records the tasks that ended without running and waits for the writer.
+
+Which run to resume, holding it, and which payloads to trust are the journal package's
+(``orchestra.journal._resume``): this module calls it at the seam. The run's leases (its
+own, and the resumed run's) are renewed by the writer thread and released by ``finish``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ import anyio.to_thread
 from orchestra._errors import JournalError
 from orchestra.dag._journal_batch import (
     REUSED,
-    SUCCEEDED,
     BatchRecorder,
     Plain,
     Settled,
@@ -36,13 +39,14 @@ from orchestra.dag._model import TaskState
 from orchestra.journal import (
     DEFAULT_MAX_BYTES,
     Journal,
-    JournaledRun,
     PickleSerializer,
     RunInfo,
     Serializer,
     SQLiteJournal,
 )
-from orchestra.journal._codec import digest
+from orchestra.journal._key import PayloadKey, check_key, resolve_key
+from orchestra.journal._lease import RENEW_EVERY, Lease, new_lease
+from orchestra.journal._resume import Held, find_and_hold, reusable
 from orchestra.journal._shared import acquire_shared, release_shared
 from orchestra.journal._writer import BatchWriter
 
@@ -56,10 +60,10 @@ logger: Final = logging.getLogger("orchestra.journal")
 JournalArg: TypeAlias = "str | os.PathLike[str] | Journal"
 """What ``run(journal=...)`` takes: a path (the embedded SQLite journal) or a ``Journal``."""
 
-_ATOMS: Final = frozenset({type(None), bool, int, float, complex, str, bytes})
-_WRITER_SERIALIZES: Final = _ATOMS - {type(None)}  # None's payload is made once per run
+_WRITER_SERIALIZES: Final = frozenset({bool, int, float, complex, str, bytes})  # None's
+# payload is made once per run
 _TASK_SUCCEEDED: Final = TaskState.SUCCEEDED
-_LIST_IDS: Final = 5  # run ids an unknown-run error lists
+_WAIT_STEP: Final = 0.2  # seconds between looks while resume_wait= waits for a holder
 
 
 @final
@@ -68,17 +72,36 @@ class RunJournal(BatchRecorder):
 
     @classmethod
     def create(
-        cls, journal: JournalArg | None, resume: str | None, serializer: Serializer | None
+        cls,
+        journal: JournalArg | None,
+        resume: str | None,
+        serializer: Serializer | None,
+        journal_key: bytes | str | None = None,
+        resume_wait: float | None = None,
     ) -> RunJournal | None:
         """Check ``run()``'s journal arguments; None when the run is not journaled."""
         if journal is None:
-            if resume is not None:
-                raise ValueError("resume= needs a journal=: the journal of the run to resume")
-            if serializer is not None:
-                raise ValueError("serializer= needs a journal=")
+            for name, value in (
+                ("resume", resume),
+                ("serializer", serializer),
+                ("journal_key", journal_key),
+            ):
+                if value is not None:
+                    raise ValueError(f"{name}= needs a journal=")
             return None
         if resume is not None and (not isinstance(resume, str) or not resume):
             raise ValueError(f'resume must be a run id or "last", got {resume!r}')
+        if resume_wait is not None:
+            if resume is None:
+                raise ValueError("resume_wait= needs a resume=")
+            if (
+                not isinstance(resume_wait, (int, float))
+                or isinstance(resume_wait, bool)
+                or not resume_wait >= 0
+            ):
+                raise ValueError(f"resume_wait must be seconds >= 0, got {resume_wait!r}")
+        if journal_key is not None:
+            check_key(journal_key)
         if serializer is None:
             serializer = PickleSerializer()
         elif not isinstance(serializer, Serializer):
@@ -86,15 +109,29 @@ class RunJournal(BatchRecorder):
                 f"serializer must have dumps(obj) -> bytes and loads(bytes), got {serializer!r}"
             )
         if isinstance(journal, (str, os.PathLike, Journal)):
-            return cls(journal, resume, serializer)
+            return cls(journal, resume, serializer, journal_key, resume_wait or 0.0)
         raise TypeError(
             f"journal must be a path (the SQLite journal) or a Journal, got {journal!r}"
         )
 
-    def __init__(self, journal: JournalArg, resume: str | None, serializer: Serializer) -> None:
+    def __init__(
+        self,
+        journal: JournalArg,
+        resume: str | None,
+        serializer: Serializer,
+        journal_key: bytes | str | None = None,
+        resume_wait: float = 0.0,
+    ) -> None:
         self.given = journal
         self.journal: Journal | None = None
         self.resume = resume
+        self.resume_wait = resume_wait
+        self.journal_key = journal_key
+        self.key: PayloadKey | None = None  # resolved in start(), in a thread (a file read)
+        self.tag: Callable[[bytes], str] = _no_key
+        self.lease: Lease | None = None  # the run's own; the resumed run's is held too
+        self.leases: list[Lease] = []
+        self.notes: dict[str, str] = {}  # why tasks the resumed run had kept ran again
         self.serializer = serializer
         self.max_bytes: int = getattr(serializer, "max_bytes", DEFAULT_MAX_BYTES)
         self.protocol = serializer.protocol if type(serializer) is PickleSerializer else None
@@ -131,7 +168,7 @@ class RunJournal(BatchRecorder):
         except Exception:  # a serializer that cannot: each None goes through serialize()
             none_payload = None
         self.none_payload = none_payload
-        self.none_digest = digest(none_payload) if none_payload is not None else ""
+        self.none_digest = ""  # its tag: made once the key is known
         self.keeps_outputs = True
         self.shared: SQLiteJournal | None = None  # borrowed for a path given as journal=
 
@@ -165,26 +202,47 @@ class RunJournal(BatchRecorder):
                     "journal: the executor keeps outputs remote, so resume=%r reuses no task",
                     self.resume,
                 )
-        return await anyio.to_thread.run_sync(self._start, dag.name, run_id, order, upstreams)
+        deadline = time.monotonic() + self.resume_wait
+        while True:
+            try:
+                return await anyio.to_thread.run_sync(
+                    self._start, dag.name, run_id, order, upstreams
+                )
+            except Held as held:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise JournalError(str(held), journal=held.journal) from None
+                await anyio.sleep(min(_WAIT_STEP, left))
 
     def _start(
         self, name: str, run_id: str, order: Sequence[Task], upstreams: Sequence[tuple[int, ...]]
     ) -> dict[int, Any]:
+        key = self.key = resolve_key(self.journal_key)
+        self.tag = key.tag
+        if self.none_payload is not None:
+            self.none_digest = key.tag(self.none_payload)
         given = self.given
         shared = None if isinstance(given, Journal) else acquire_shared(given)
         journal = self.journal = given if isinstance(given, Journal) else shared
         assert journal is not None
+        lease = self.lease = new_lease(run_id)
         try:
             self.run_id = run_id
             plan = plan_digests(order, upstreams)
             self.ids, self.inputs, self.codes = plan.ids, plan.inputs, plan.codes
             self.upstreams = upstreams
             reuse: dict[int, Any] = {}
+            self.leases = [lease]
             if self.resume is not None:
-                previous = self._find(journal, name)
+                previous = find_and_hold(journal, name, self.resume, lease)
                 self.resumed_from = previous.info.run_id
+                self.leases.append(lease.holding(previous.info.run_id))
                 if self.keeps_outputs:
-                    reuse = self._plan(previous)
+                    digests = (plan.ids, plan.codes, plan.inputs)
+                    loads = self.serializer.loads
+                    reuse, self.previous, self.notes = reusable(
+                        previous, digests, upstreams, loads, key
+                    )
             info = RunInfo(
                 run_id=run_id,
                 dag=name,
@@ -193,88 +251,30 @@ class RunJournal(BatchRecorder):
                 resumed_from=self.resumed_from,
             )
             if type(journal) is SQLiteJournal:  # stores the plan once, records by index
-                journal._begin_planned_run(info, plan.stored())
+                journal._begin_planned_run(info, plan.stored(), lease)
                 self.indexed = True
             else:
+                if journal.hold(lease) is not None:  # a new run id: nobody else holds it
+                    raise JournalError(
+                        f"journal {journal}: run {run_id} is held already", journal=str(journal)
+                    )
                 journal.begin_run(info)
         except BaseException:
-            if shared is not None:
-                release_shared(shared)
+            self._release(journal, shared)
             raise
         self.shared = shared
-        self.writer = BatchWriter(self.write, name=f"orchestra-journal-{run_id[:8]}", lanes=3)
+        self.writer = BatchWriter(
+            self.write,
+            name=f"orchestra-journal-{run_id[:8]}",
+            lanes=3,
+            tick=self.renew,
+            tick_every=RENEW_EVERY,
+        )
         self.none, self.atom, self.put = self.writer.puts
         if self.none_payload is None or not self.keeps_outputs:
             self.none = self._not_plain
         if not self.keeps_outputs:
             self.atom = self._not_plain
-        return reuse
-
-    def _find(self, journal: Journal, name: str) -> JournaledRun:
-        """The run ``resume=`` names (or the DAG's last one)."""
-        if self.resume == "last":
-            latest = journal.list_runs(name, limit=1)
-            found = journal.load_run(latest[0].run_id) if latest else None
-            if found is None:
-                raise JournalError(
-                    f"journal {journal} has no run of DAG {name!r} to resume", journal=str(journal)
-                )
-            return found
-        assert self.resume is not None
-        found = journal.load_run(self.resume)
-        if found is None or found.info.dag != name:
-            ids = [r.run_id for r in journal.list_runs(name, limit=_LIST_IDS)]
-            other = f" (it is a run of DAG {found.info.dag!r})" if found is not None else ""
-            listed = (
-                f"; its latest runs of DAG {name!r}: {', '.join(ids)}"
-                if ids
-                else f"; it has no run of DAG {name!r}"
-            )
-            raise JournalError(
-                f"journal {journal} has no run {self.resume!r} to resume{other}{listed}",
-                journal=str(journal),
-            )
-        return found
-
-    def _plan(self, previous: JournaledRun) -> dict[int, Any]:
-        """Which tasks of the resumed run to reuse (in topological order), with their outputs."""
-        records = previous.tasks
-        payloads = previous.payloads
-        loads = self.serializer.loads
-        codes = self.codes
-        upstreams = self.upstreams
-        inputs = self.inputs
-        reuse: dict[int, Any] = {}
-        reused = reuse.__contains__
-        atoms: dict[str, Any] = {}  # outputs that are immutable atoms, loaded once by digest
-        for i, tid in enumerate(self.ids):
-            rec = records.get(tid)
-            if rec is None or rec.state != SUCCEEDED or rec.code_digest != codes[i]:
-                continue
-            digest_ = rec.output_digest
-            if digest_ is None or (payload := payloads.get(digest_)) is None:
-                continue
-            if rec.input_digest != inputs[i] or not all(map(reused, upstreams[i])):
-                continue
-            if digest_ in atoms:
-                reuse[i] = atoms[digest_]
-            else:
-                try:
-                    value = loads(payload)
-                except Exception as exc:
-                    logger.warning(
-                        "journal: the output of task %r of run %s cannot be loaded (%s: %s); "
-                        "it runs again",
-                        tid,
-                        previous.info.run_id,
-                        type(exc).__name__,
-                        exc,
-                    )
-                    continue
-                if type(value) in _ATOMS:  # safe to share between tasks
-                    atoms[digest_] = value
-                reuse[i] = value
-            self.previous[i] = (digest_, payload)
         return reuse
 
     # -- during the run (on the event loop) -----------------------------------------------
@@ -336,12 +336,48 @@ class RunJournal(BatchRecorder):
 
     def _close(self) -> None:
         assert self.writer is not None
+        assert self.journal is not None
         self.writer.close()
-        if self.shared is not None:
-            release_shared(self.shared)
+        self._release(self.journal, self.shared)
+
+    def renew(self) -> None:
+        """Renew the run's leases (from the writer thread, every ``RENEW_EVERY`` s)."""
+        journal = self.journal
+        assert journal is not None
+        for k, lease in enumerate(self.leases):
+            renewed = lease.renewed()
+            holder = journal.hold(renewed)
+            if holder is None:
+                self.leases[k] = renewed
+            else:
+                logger.error(
+                    "journal: run %s: its lease on run %s was taken by %s (this run went "
+                    "%d s without renewing it)",
+                    self.run_id,
+                    lease.run_id,
+                    holder.describe(),
+                    time.time() - lease.heartbeat,
+                )
+
+    def _release(self, journal: Journal, shared: SQLiteJournal | None) -> None:
+        """Release the run's leases, then the borrowed journal (never raises for a lease)."""
+        try:
+            if self.lease is not None:
+                journal.release(self.lease.token)
+        except Exception as exc:  # they lapse: a dead holder's lease is free anyway
+            logger.warning(
+                "journal: run %s: its leases could not be released: %s", self.run_id, exc
+            )
+        finally:
+            if shared is not None:
+                release_shared(shared)
 
 
 _REMOTE: Final = "output not kept (it stays on the executor, which keeps outputs remote)"
+
+
+def _no_key(payload: bytes) -> str:
+    raise RuntimeError("the run journal was not started: it has no key yet")
 
 
 def _not_started(item: object) -> None:

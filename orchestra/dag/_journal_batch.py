@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import pickle
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 
@@ -76,6 +76,7 @@ class BatchRecorder:
     serializer: Serializer
     protocol: int | None  # the pickle protocol, when the serializer is PickleSerializer
     max_bytes: int
+    tag: Callable[[bytes], str]  # a payload's tag under the journal key: its digest
 
     def serialize(self, i: int, output: Any) -> tuple[bytes | None, str | None]:
         """The payload of task ``i``'s output, or None and why it is not kept."""
@@ -252,12 +253,12 @@ class BatchRecorder:
         return out_digests, reused
 
     def _digest(self, payload: bytes) -> str:
-        """The digest of ``payload`` (those of small ones, often alike, are kept)."""
+        """The tag of ``payload``, its digest (those of small ones, often alike, are kept)."""
         if len(payload) > _SMALL:
-            return digest(payload)
+            return self.tag(payload)
         found = self.small.get(payload)
         if found is None:
-            found = self.small[payload] = digest(payload)
+            found = self.small[payload] = self.tag(payload)
         return found
 
 

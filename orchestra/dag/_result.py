@@ -84,6 +84,10 @@ class RunResult:
         reused: the ids of the tasks whose output a resumed run reused from its journal
             (they ended SUCCEEDED without running).
         resumed_from: the id of the run this one resumed, if any.
+        resume_notes: why tasks that the resumed run had SUCCEEDED, with unchanged code
+            and inputs, ran again anyway, by id: their journaled output failed
+            authentication (it was not written with this journal key, or was changed
+            since: it is never deserialized) or could not be loaded.
         messages: what hooks added with ``ctx.add_message`` for a task (its last
             attempt and its ``on_end``), by id, for the tasks that have some.
     """
@@ -100,6 +104,7 @@ class RunResult:
     duration: float = 0.0
     reused: frozenset[str] = frozenset()
     resumed_from: str | None = None
+    resume_notes: Mapping[str, str] = attrs.field(factory=dict)
     messages: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
 
     @property

@@ -37,6 +37,8 @@ async def run(
     journal: JournalArg | None = None,
     resume: str | None = None,
     serializer: Serializer | None = None,
+    journal_key: bytes | str | None = None,
+    resume_wait: float | None = None,
 ) -> RunResult:
     """Run a DAG and return its ``RunResult``.
 
@@ -61,13 +63,21 @@ async def run(
         resume: a run id of ``journal`` (or ``"last"``, the DAG's latest run) to continue:
             its SUCCEEDED tasks whose code and inputs are unchanged are not run again.
         serializer: how outputs are journaled (default: ``PickleSerializer()``).
+        journal_key: the key that authenticates the journal's payloads (at least 16
+            bytes; a ``str`` counts as its UTF-8 bytes). Default: the user's own key,
+            ``$XDG_STATE_HOME/orchestra/journal.key``, made on first use. A payload whose
+            tag does not check under it is never deserialized: its task runs again, and
+            ``RunResult.resume_notes`` says why.
+        resume_wait: seconds a resume waits for the run it resumes while another process
+            (or run) holds it; past them, or at once by default, it is refused.
 
     Raises:
         TypeError: ``dag`` is not a ``DAG``, or a hook object is refused (see
             ``HookChain``).
         DAGError: the DAG cannot run (see ``DAG.validate``).
-        JournalError: the journal cannot be used, or has no run ``resume`` names; raised
-            before any task runs.
+        JournalError: the journal cannot be used, has no run ``resume`` names, or that
+            run is held by another resume, or is still going (the message names the
+            holder); raised before any task runs.
 
     Cancelling ``run()`` cancels running tasks and retry sleeps (they end CANCELLED)
     and re-raises the cancellation. A ``KeyboardInterrupt``, ``SystemExit`` or other
@@ -85,7 +95,7 @@ async def run(
         dispatcher=dispatcher,
         max_attempts=max_attempts,
         hook_timeout=hook_timeout,
-        journal=RunJournal.create(journal, resume, serializer),
+        journal=RunJournal.create(journal, resume, serializer, journal_key, resume_wait),
     ).execute()
 
 
@@ -103,6 +113,8 @@ def run_sync(
     journal: JournalArg | None = None,
     resume: str | None = None,
     serializer: Serializer | None = None,
+    journal_key: bytes | str | None = None,
+    resume_wait: float | None = None,
     backend: str = "asyncio",
 ) -> RunResult:
     """Run a DAG from synchronous code: ``run()`` in a new event loop.
@@ -139,6 +151,8 @@ def run_sync(
                 journal=journal,
                 resume=resume,
                 serializer=serializer,
+                journal_key=journal_key,
+                resume_wait=resume_wait,
             )
         )
 

@@ -316,6 +316,7 @@ class _Run:
             duration=self.finished - self.started,
             reused=frozenset(journal.reused_ids) if journal is not None else frozenset(),
             resumed_from=journal.resumed_from if journal is not None else None,
+            resume_notes=journal.notes if journal is not None else {},
             messages=self.messages,
         )
 

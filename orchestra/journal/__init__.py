@@ -7,6 +7,7 @@ its code and inputs, and its serialized output) as the run goes, so that
 - ``Journal``: the protocol a store implements (also ``orchestra.Journal``).
 - ``SQLiteJournal``: the embedded store, one SQLite file (a path given as ``journal=``).
 - ``RunInfo``, ``TaskRecord``, ``JournaledRun``: what a store keeps and gives back.
+- ``Lease``: which process holds a run (going on, or being resumed), kept by the store.
 - ``Serializer``, ``PickleSerializer``: how outputs become payloads (``serializer=``).
 - ``orchestra.journal.conformance``: the tests every store passes (needs pytest).
 """
@@ -15,6 +16,7 @@ from orchestra._exports import export
 from orchestra.journal._codec import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from orchestra.journal._codec import PickleSerializer as PickleSerializer
 from orchestra.journal._codec import Serializer as Serializer
+from orchestra.journal._lease import Lease as Lease
 from orchestra.journal._records import Journal as Journal
 from orchestra.journal._records import JournaledRun as JournaledRun
 from orchestra.journal._records import RunInfo as RunInfo
@@ -27,6 +29,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Journal",
     "JournaledRun",
+    "Lease",
     "PickleSerializer",
     "RunInfo",
     "SQLiteJournal",

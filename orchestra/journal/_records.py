@@ -8,6 +8,8 @@ from typing import Any, NamedTuple, Protocol, final, runtime_checkable
 
 import attrs
 
+from orchestra.journal._lease import Lease
+
 __all__ = ["Journal", "JournaledRun", "RunInfo", "TaskRecord"]
 
 _NO_COUNTS: Mapping[str, int] = MappingProxyType({})
@@ -111,7 +113,9 @@ class Journal(Protocol):
 
     The scheduler calls these methods from worker threads, never on the event loop, so
     they may block; several runs (and threads) may share one journal object, so they must
-    be thread-safe. Several processes may write to one store at once. A store that passes
+    be thread-safe. Several processes may write to one store at once; ``hold`` and
+    ``release`` keep the leases that let one process at a time run a run's tasks (see
+    ``Lease``). A store that passes
     ``orchestra.journal.conformance`` works with ``run(journal=...)`` and ``resume=``.
     """
 
@@ -140,6 +144,20 @@ class Journal(Protocol):
 
     def list_runs(self, dag: str | None = None, *, limit: int = 20) -> Sequence[RunInfo]:
         """The latest runs, newest first (of DAG ``dag`` only, if given), with state counts."""
+        ...
+
+    def hold(self, lease: Lease, *, replacing: str | None = None) -> Lease | None:
+        """Store ``lease`` as the lease of run ``lease.run_id`` unless another holds it.
+
+        Atomically (one transaction, against other processes too): when the run has no
+        lease, or its lease has the token ``lease.token`` (a renewal) or ``replacing``
+        (a holder found dead), store ``lease`` in its place and return None; otherwise
+        store nothing and return the run's current lease.
+        """
+        ...
+
+    def release(self, token: str) -> None:
+        """Drop every lease whose token is ``token`` (none is an answer too)."""
         ...
 
     def close(self) -> None:

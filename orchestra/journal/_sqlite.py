@@ -13,7 +13,15 @@ from typing import Any, Final, final
 import tenacity
 
 from orchestra._errors import JournalError
+from orchestra.journal._lease import Lease
 from orchestra.journal._records import JournaledRun, RunInfo, TaskRecord
+from orchestra.journal._sqlite_schema import (
+    MIGRATIONS,
+    hold_lease,
+    insert_lease,
+    locked,
+    transaction,
+)
 from orchestra.journal._stored import (
     Plan,
     decode_batch,
@@ -27,47 +35,7 @@ __all__ = ["SCHEMA_VERSION", "SQLiteJournal"]
 APPLICATION_ID: Final = 0x4F524348  # "ORCH", in the file header: says the file is ours
 """``PRAGMA application_id`` of an orchestra journal."""
 
-# _MIGRATIONS[v] takes a file from schema version v to v + 1; a new schema version is one
-# more script here, never an edit of an older one.
-_MIGRATIONS: list[str] = [
-    # Tasks are written in batches, one row per writer transaction holding its records
-    # column by column as ``marshal`` data (tuples of str, int, float, bool and None:
-    # reading them runs no code), many times cheaper than a row per task or JSON.
-    """
-    CREATE TABLE runs (
-        run_id       TEXT PRIMARY KEY,
-        dag          TEXT NOT NULL,
-        started_at   REAL NOT NULL,
-        task_count   INTEGER NOT NULL,
-        resumed_from TEXT
-    );
-    CREATE INDEX runs_by_dag ON runs (dag, started_at);
-    CREATE INDEX runs_by_start ON runs (started_at);
-    CREATE TABLE batches (
-        seq     INTEGER PRIMARY KEY,
-        run_id  TEXT NOT NULL,
-        records BLOB NOT NULL
-    );
-    CREATE INDEX batches_by_run ON batches (run_id, seq);
-    CREATE TABLE outputs (
-        digest  TEXT PRIMARY KEY,
-        payload BLOB NOT NULL
-    ) WITHOUT ROWID;
-    """,
-    # What every run of a plan shares (its task ids, code and input digests, in plan
-    # order) is stored once, keyed by its digest; a run names its plan, and the batches
-    # the scheduler writes hold records by plan index (see ``_record_indexed``). Batches
-    # of full records (version 1's, and ``record``'s) stay as they are.
-    """
-    CREATE TABLE plans (
-        digest TEXT PRIMARY KEY,
-        tasks  BLOB NOT NULL
-    ) WITHOUT ROWID;
-    ALTER TABLE runs ADD COLUMN plan TEXT;
-    """,
-]
-
-SCHEMA_VERSION: Final = len(_MIGRATIONS)
+SCHEMA_VERSION: Final = len(MIGRATIONS)
 """The schema version this orchestra writes (and the newest it reads)."""
 
 _RUN_COLUMNS: Final = "run_id, dag, started_at, task_count, resumed_from"
@@ -186,7 +154,7 @@ class SQLiteJournal:
             for attempt in tenacity.Retrying(
                 stop=tenacity.stop_after_delay(self._timeout),
                 wait=tenacity.wait_exponential(multiplier=0.001, max=0.05),
-                retry=tenacity.retry_if_exception(_locked),
+                retry=tenacity.retry_if_exception(locked),
                 reraise=True,
             ):
                 with attempt:
@@ -215,7 +183,7 @@ class SQLiteJournal:
         return int(version)
 
     def _migrate(self, db: sqlite3.Connection, version: int) -> None:
-        for script in _MIGRATIONS[version:]:
+        for script in MIGRATIONS[version:]:
             for statement in script.split(";"):
                 if statement.strip():
                     db.execute(statement)
@@ -230,7 +198,7 @@ class SQLiteJournal:
                 if statements == 1:
                     yield self._db
                 else:
-                    with _transaction(self._db):
+                    with transaction(self._db):
                         yield self._db
             except sqlite3.Error as exc:
                 raise self._error(f"cannot {what} ({exc})") from exc
@@ -245,15 +213,17 @@ class SQLiteJournal:
                 (run.run_id, run.dag, run.started_at, run.task_count, run.resumed_from),
             )
 
-    def _begin_planned_run(self, run: RunInfo, plan: tuple[str, bytes]) -> None:
+    def _begin_planned_run(self, run: RunInfo, plan: tuple[str, bytes], lease: Lease) -> None:
         """``begin_run``, naming the run's plan (``encode_plan``: stored once per file).
 
         The scheduler's writer then records the run's tasks by plan index
-        (``_record_indexed``), without their ids and digests.
+        (``_record_indexed``), without their ids and digests. ``lease``, the run's own
+        (a new run's: nobody else can hold it), is stored in the same transaction.
         """
         key, data = plan
-        known = key in self._known_plans  # stored: one statement, no transaction
-        with self._write("record a new run", statements=1 if known else 2) as db:
+        known = key in self._known_plans  # stored already
+        with self._write("record a new run") as db:
+            insert_lease(db, lease)
             if not known:
                 row = db.execute("SELECT 1 FROM plans WHERE digest = ?", (key,)).fetchone()
                 if row is None:
@@ -366,6 +336,16 @@ class SQLiteJournal:
             self._plans[key] = plan
         return plan
 
+    def hold(self, lease: Lease, *, replacing: str | None = None) -> Lease | None:
+        """Store ``lease`` unless another holds its run (see ``Journal.hold``)."""
+        with self._write(f"hold run {lease.run_id}") as db:
+            return hold_lease(db, lease, replacing)
+
+    def release(self, token: str) -> None:
+        """Drop the leases of holder ``token``."""
+        with self._write("release its leases", statements=1) as db:
+            db.execute("DELETE FROM leases WHERE token = ?", (token,))
+
     def close(self) -> None:
         """Close the file."""
         with self._lock:
@@ -377,21 +357,3 @@ def _counts(tasks: dict[str, TaskRecord]) -> dict[str, int]:
     for t in tasks.values():
         counts[t.state] = counts.get(t.state, 0) + 1
     return counts
-
-
-def _locked(exc: BaseException) -> bool:
-    """Whether SQLite answered "database is locked" (another connection holds the file)."""
-    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
-
-
-@contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    """``BEGIN IMMEDIATE`` (the write lock at once: no deadlock upgrading a read) ... COMMIT."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")

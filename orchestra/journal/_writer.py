@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Final, final
 
@@ -36,6 +37,9 @@ class BatchWriter:
         delay: seconds between looks at the lanes while items come.
         idle_delay: the longest wait between looks while none come.
         max_batch: the most items of one lane one ``write`` gets.
+        tick: called from the thread every ``tick_every`` seconds (the run renews its
+            leases); an error it raises is logged.
+        tick_every: seconds between ticks.
     """
 
     def __init__(
@@ -47,11 +51,15 @@ class BatchWriter:
         delay: float = 0.005,
         idle_delay: float = 0.05,
         max_batch: int = 10000,
+        tick: Callable[[], None] | None = None,
+        tick_every: float = 5.0,
     ) -> None:
         self._write = write
         self._delay = delay
         self._idle_delay = idle_delay
         self._max_batch = max_batch
+        self._tick = tick
+        self._tick_every = tick_every
         self._lanes: tuple[list[Any], ...] = tuple([] for _ in range(lanes))
         self.puts: tuple[Callable[[Any], None], ...] = tuple(lane.append for lane in self._lanes)
         """Per lane: queue one item (never blocks)."""
@@ -71,8 +79,15 @@ class BatchWriter:
         closing = self._closing
         delay = self._delay
         most = self._max_batch
+        next_tick = time.monotonic() + self._tick_every
         while True:
             done = closing.wait(delay)  # wakes at once on close
+            if self._tick is not None and not done and time.monotonic() >= next_tick:
+                next_tick = time.monotonic() + self._tick_every
+                try:
+                    self._tick()
+                except Exception:
+                    logger.exception("journal: the run's leases could not be renewed")
             delay = self._delay if any(lanes) else min(delay * 2, self._idle_delay)
             while any(lanes):
                 batch = [_take(lane, most) for lane in lanes]

@@ -11,7 +11,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from orchestra import JournalError
-from orchestra.journal import JournaledRun, RunInfo, TaskRecord
+from orchestra.journal import JournaledRun, Lease, RunInfo, TaskRecord
 
 __all__ = ["SCHEMA_VERSION", "PostgresJournal"]
 
@@ -52,13 +52,29 @@ _MIGRATIONS: list[str] = [
         payload bytea NOT NULL
     );
     """,
+    # Leases (orchestra.journal.Lease): which process holds a run, going on or resumed.
+    """
+    CREATE TABLE orchestra_leases (
+        run_id    text PRIMARY KEY,
+        by_run    text NOT NULL,
+        token     text NOT NULL,
+        host      text NOT NULL,
+        pid       integer NOT NULL,
+        machine   text NOT NULL,
+        since     double precision NOT NULL,
+        heartbeat double precision NOT NULL
+    );
+    CREATE INDEX orchestra_leases_by_token ON orchestra_leases (token);
+    """,
 ]
 
 SCHEMA_VERSION: Final = len(_MIGRATIONS)
 """The schema version this package writes (and the newest it reads)."""
 
 _LOCK_KEY: Final = 0x4F524348_4A524E4C  # "ORCHJRNL": serializes opening and migrating
+_LEASE_KEY: Final = 0x4F524C53  # "ORLS": with a run id's hash, serializes its lease's CAS
 _RUN_COLUMNS: Final = "run_id, dag, started_at, task_count, resumed_from"
+_LEASE_COLUMNS: Final = "run_id, by_run, token, host, pid, machine, since, heartbeat"
 _TASK_COLUMNS: Final = (
     "task_id, state, attempts, duration, error, code_digest, input_digest, output_digest, "
     "reused, note"
@@ -247,6 +263,44 @@ class PostgresJournal:
             ):
                 counts[run_id][state] = n
         return [RunInfo.from_row(r, counts[r[0]]) for r in rows]
+
+    def hold(self, lease: Lease, *, replacing: str | None = None) -> Lease | None:
+        """Store ``lease`` unless another holds its run (see ``orchestra.Journal.hold``).
+
+        One transaction under an advisory lock of the run, so concurrent holders (of any
+        process or machine) take turns.
+        """
+        with self._write(f"hold run {lease.run_id}") as conn:
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LEASE_KEY, lease.run_id)
+            )
+            row = conn.execute(
+                f"SELECT {_LEASE_COLUMNS} FROM orchestra_leases WHERE run_id = %s",
+                (lease.run_id,),
+            ).fetchone()
+            if row is not None and row[2] not in (lease.token, replacing):
+                return Lease(**dict(zip(_LEASE_COLUMNS.split(", "), row, strict=True)))
+            conn.execute(
+                f"INSERT INTO orchestra_leases ({_LEASE_COLUMNS}) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE SET "
+                + ", ".join(f"{c} = EXCLUDED.{c}" for c in _LEASE_COLUMNS.split(", ")[1:]),
+                (
+                    lease.run_id,
+                    lease.by_run,
+                    lease.token,
+                    lease.host,
+                    lease.pid,
+                    lease.machine,
+                    lease.since,
+                    lease.heartbeat,
+                ),
+            )
+            return None
+
+    def release(self, token: str) -> None:
+        """Drop the leases of holder ``token``."""
+        with self._write("release its leases") as conn:
+            conn.execute("DELETE FROM orchestra_leases WHERE token = %s", (token,))
 
     def close(self) -> None:
         """Close the connection."""

@@ -23,6 +23,15 @@ import psycopg
 import pytest
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _journal_key_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The user's journal key in a folder of the session's, never the real one (children too)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    yield
+    mp.undo()
+
+
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)

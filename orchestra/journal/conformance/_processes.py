@@ -18,7 +18,7 @@ import orchestra
 from orchestra.journal._records import JournaledRun
 from orchestra.journal.conformance._spec import JournalSpec
 
-__all__ = ["ProcessTests"]
+__all__ = ["ProcessTests", "crash", "finish_flow", "start_flow"]
 
 _WAIT: Final = 60.0  # seconds a child process gets to reach a point (generous: CI is slow)
 
@@ -68,6 +68,7 @@ def publish(order):
     mark("publish")
     if os.environ.get("FLOW_HANG") == "1":
         time.sleep(3600)  # SIGKILLed here
+    time.sleep(float(os.environ.get("FLOW_SLOW", "0")))  # two resumes overlap here
     return ",".join(map(str, order))
 
 
@@ -90,16 +91,22 @@ if __name__ == "__main__":
     target = dag
     if os.environ.get("FLOW_WIDE"):
         target = wide(int(os.environ["FLOW_WIDE"]))
+    if os.environ.get("FLOW_GO"):
         go = Path(os.environ["FLOW_GO"])
-        while not go.exists():  # both processes start writing together
+        while not go.exists():  # both processes start together
             time.sleep(0.01)
+    wait = os.environ.get("FLOW_WAIT")
     try:
         result = orchestra.run_sync(
             target,
             journal=journal,
             resume=os.environ.get("FLOW_RESUME") or None,
+            resume_wait=float(wait) if wait else None,
             backend=os.environ.get("FLOW_BACKEND", "asyncio"),
         )
+    except orchestra.JournalError as exc:
+        json.dump({"refused": str(exc)}, sys.stdout)
+        sys.exit(3)
     finally:
         if journal is not None:
             journal.close()
@@ -134,14 +141,16 @@ def _start_flow(tmp: Path, spec: JournalSpec | None, **env: str) -> subprocess.P
     )
 
 
-def _finish_flow(proc: subprocess.Popen[str]) -> dict[str, Any]:
+def _finish_flow(proc: subprocess.Popen[str], *, refused: bool = False) -> dict[str, Any]:
+    """What the child printed: its run, or (exit status 3) ``{"refused": message}``."""
     try:
         out, err = proc.communicate(timeout=_WAIT)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
         raise
-    assert proc.returncode == 0, f"child failed ({proc.returncode}):\n{err}"
+    ok = (0, 3) if refused else (0,)
+    assert proc.returncode in ok, f"child failed ({proc.returncode}):\n{err}"
     result: dict[str, Any] = json.loads(out)
     return result
 
@@ -155,6 +164,22 @@ def _wait_for(what: str, check: Callable[[], bool], proc: subprocess.Popen[str])
             proc.kill()
             raise AssertionError(f"child did not reach {what} in {_WAIT} s")
         time.sleep(0.02)
+
+
+start_flow = _start_flow
+finish_flow = _finish_flow
+
+
+def crash(spec: JournalSpec, tmp: Path, backend: str = "asyncio") -> None:
+    """A run of the "crashy" DAG killed with SIGKILL in publish, after three tasks settled."""
+    log = tmp / "bodies.log"
+    first = _start_flow(tmp, spec, FLOW_HANG="1", FLOW_BACKEND=backend)
+    try:
+        _wait_for("publish", lambda: "publish" in log.read_text("utf-8").split(), first)
+        _wait_for("the journal", _settled(spec, "crashy", {"fetch", "config", "order"}), first)
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.communicate()
 
 
 def _settled(spec: JournalSpec, dag: str, ids: set[str]) -> Callable[[], bool]:
