@@ -239,10 +239,11 @@ async def test_run_hooks_errors_are_isolated_and_recorded() -> None:
     dag.add(Task(id="a", fn=lambda: 1))
     result = await orchestra.run(dag, hooks=[Broken()])
     assert result.ok
-    # after_run's own error comes after the result it was given was built
+    # after_run's own error is on the result run() returns (not on the one it was given)
     assert [(e.moment, e.subject) for e in result.hook_errors] == [
         ("before_run", "iso"),
         ("on_end", "a"),
+        ("after_run", "iso"),
     ]
 
 

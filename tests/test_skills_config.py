@@ -56,6 +56,12 @@ def test_catalog_has_the_events_of_the_contract_and_claude_codes_newer_ones() ->
         "ElicitationResult",
         "CwdChanged",
         "FileChanged",
+        "RunStart",
+        "AttemptStart",
+        "AttemptEnd",
+        "AttemptRetry",
+        "EdgeSelected",
+        "RunEnd",
     ]
 
 

@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING
 
 import anyio
+import attrs
 
 from orchestra._hooks import NO_INPUTS, RunContext, TaskHookContext, task_context
 from orchestra.dag._result import RunResult
@@ -52,6 +53,7 @@ async def end_run(run: _Run) -> RunResult:
     run.finished = time.monotonic()
     result = run.result()
     if run.chain.has("after_run"):
+        recorded = len(run.hook_errors)
         await run.chain.call(
             "after_run",
             run_context(run),
@@ -60,6 +62,8 @@ async def end_run(run: _Run) -> RunResult:
             on_error=run.record,
             tracer=run.tracer,
         )
+        if len(run.hook_errors) > recorded:  # after_run's own errors are on the result too
+            result = attrs.evolve(result, hook_errors=tuple(run.hook_errors))
     return result
 
 

@@ -24,6 +24,7 @@ from orchestra._attempts import RetryBudget
 from orchestra._chain import DEFAULT_HOOK_TIMEOUT, HookChain
 from orchestra._errors import DAGError, HookError
 from orchestra._hooks import TaskHooks
+from orchestra._reporting import start_reporting, stop_reporting
 from orchestra.dag._executor import AgentDispatcher, Executor, LocalExecutor
 from orchestra.dag._journal import RunJournal
 from orchestra.dag._model import DAG, TaskState
@@ -214,6 +215,8 @@ class _Run:
             self.kinds = kinds
         escaped: BaseException | None = None
         result: RunResult | None = None
+        # Adapters report the errors of the hooks they run (YAML hooks) to this run.
+        reporting = start_reporting(self.record)
         self.base = contextvars.copy_context()
         try:
             if not (self.chain.has("before_run") and await before_run(self)):
@@ -242,6 +245,7 @@ class _Run:
                 self.finish_trace(tel, self.fatal or escaped)
             if self.journal is not None:
                 await self.journal.finish(self.states, self.attempts, self.errors)
+            stop_reporting(reporting)
         if self.fatal is not None:
             raise self.fatal
         return result if result is not None else self.result()

@@ -16,7 +16,7 @@ import anyio
 
 from orchestra._attempts import Verdict
 from orchestra._attempts import after_failure as _after_failure
-from orchestra._decisions import Decision, Replace, Retry, Skip
+from orchestra._decisions import Decision, GivenOutput, Replace, Retry, Skip
 from orchestra._errors import TaskFailed
 from orchestra._hooks import NO_INPUTS, TaskHookContext, task_context
 from orchestra.dag._model import Task, TaskState
@@ -78,6 +78,9 @@ async def run_task(run: _Run, i: int, cancelled: type[BaseException]) -> None:
                 )
                 if type(decision) is Replace:  # the inputs, as the hooks replaced them
                     at.decision(decision, by)
+                    if type(decision.value) is GivenOutput:  # the output: no body runs
+                        given(run, i, decision.value.value, by)
+                        return
                     kwargs = dict(decision.value)
                 elif decision is not None:  # Skip or Fail: the task ends unrun
                     decided(run, i, Verdict(decision=decision, hook=by), None, at)
@@ -328,6 +331,16 @@ def after(
     del run.outputs[tid]
     decided(run, i, Verdict(decision=decision, hook=by), None, at)
     return True
+
+
+def given(run: _Run, i: int, output: Any, by: str | None) -> None:
+    """A ``before_execute`` hook gave task ``i``'s output: SUCCEEDED, its body not run."""
+    tid = run.order[i].id
+    run.outputs[tid] = output
+    run.reasons[tid] = f"output given by {by}" if by is not None else "output given"
+    if run.remote is not None:
+        run.remote.replaced(i, None)
+    run.settle(i, _SUCCEEDED)
 
 
 def decided(

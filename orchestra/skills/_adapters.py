@@ -1,8 +1,10 @@
 """Adapters that fire a ``HookRegistry`` at the moments of orchestra's engines.
 
 - ``registry.as_task_hooks()``: a ``TaskHooks`` firing ``TaskCreated`` before a task's
-  first attempt (a deny fails the task) and ``TaskCompleted`` when it ended, with its
-  state and error.
+  attempts (a deny fails the task) and ``TaskCompleted`` when it ended, with its state
+  and error; and the DAG's own events (``RunStart``, ``AttemptStart``, ``AttemptEnd``,
+  ``AttemptRetry``, ``EdgeSelected``, ``RunEnd``), which the graph-executor and Arc
+  files' hooks fire at too.
 - ``registry.as_subagent_hooks()``: a ``SubagentHooks`` firing ``SubagentStart`` before
   each attempt of a dispatch (a deny fails the dispatch) and ``SubagentStop`` after it.
 
@@ -14,22 +16,50 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-from orchestra._decisions import Fail
-from orchestra._hooks import SubagentHookContext, SubagentHooks, TaskHookContext, TaskHooks
+from orchestra._decisions import Fail, GivenOutput, Replace, Skip
+from orchestra._errors import HookError
+from orchestra._hooks import (
+    RunContext,
+    SubagentHookContext,
+    SubagentHooks,
+    TaskHookContext,
+    TaskHooks,
+)
+from orchestra._reporting import report_hook_error
+from orchestra.skills._dag_payloads import (
+    end_payload,
+    error_fields,
+    run_end_payload,
+    run_payload,
+    safe_serialize,
+    task_payload,
+)
 
 if TYPE_CHECKING:
-    from orchestra.skills._outcome import HookOutcome
+    from orchestra.skills._outcome import HookOutcome, HookRecord
     from orchestra.skills._registry import HookRegistry
 
+DAG_EVENTS: Final = (
+    "RunStart",
+    "AttemptStart",
+    "AttemptEnd",
+    "AttemptRetry",
+    "EdgeSelected",
+    "RunEnd",
+)
+"""The DAG's own events, fired by ``registry.as_task_hooks()``."""
+
 __all__ = [
+    "DAG_EVENTS",
     "RegistrySubagentHooks",
     "RegistryTaskHooks",
     "blocked_reason",
     "error_fields",
     "subagent_hooks",
     "task_hooks",
+    "yaml_hook_error",
 ]
 
 
@@ -44,15 +74,8 @@ def _trim(cls: type, base: type, keep: Mapping[str, bool]) -> type:
     return type(cls.__name__, (cls,), reset) if reset else cls
 
 
-def error_fields(error: BaseException | None) -> dict[str, Any]:
-    """The ``error`` and ``error_type`` fields of an event, for ``error`` (or None)."""
-    if error is None:
-        return {"error": None, "error_type": None}
-    return {"error": str(error) or type(error).__name__, "error_type": type(error).__qualname__}
-
-
 class RegistryTaskHooks(TaskHooks):
-    """``TaskHooks`` that fire ``TaskCreated`` and ``TaskCompleted`` hooks.
+    """``TaskHooks`` that fire a registry's DAG events at the run's own moments.
 
     ``TaskCreated`` fires before every attempt of a task (``attempt`` in the event); a
     deny or block fails the task with the hook's reason. ``TaskCompleted`` fires once
@@ -63,6 +86,24 @@ class RegistryTaskHooks(TaskHooks):
     passed on with ``ctx.add_message``: later hooks see them, a task run by an agent gets
     them after its text, and ``RunResult.messages`` keeps them.
 
+    The DAG's own events (their fields: ``orchestra.skills._dag_payloads``):
+
+    - ``RunStart`` before any task; a block ends the run before it starts (``Fail``).
+    - ``AttemptRetry`` before each attempt after the first, with the last error.
+    - ``AttemptStart`` before each attempt, with the inputs: a block fails the task, a
+      skip skips it, a ``modified_input`` merges into its keyword arguments (the keys
+      whose values the hooks changed or added), an ``output`` is its result: the body
+      does not run and the task SUCCEEDED.
+    - ``AttemptEnd`` after each attempt, with the output (``state: succeeded``; an
+      ``output`` replaces the task's) or the error (``state: failed``).
+    - ``EdgeSelected`` after a branch task (``@dag.task(branch=True)``) chose, with the
+      ids it chose (``selected``): an ``output`` (one id or a list) redirects the choice,
+      a block follows no edge.
+    - ``RunEnd`` when the run ended, ``state`` ``succeeded`` or ``failed``.
+
+    Every hook error (a command that exits 1, a timeout, bad output) is logged once at
+    WARNING with the hook's ``file:line`` and listed on ``RunResult.hook_errors``.
+
     Args:
         registry: the hooks to fire.
     """
@@ -72,6 +113,7 @@ class RegistryTaskHooks(TaskHooks):
         # (run id, task id) -> the reason a TaskCreated hook denied the task, for its
         # TaskCompleted event
         self._denied: dict[tuple[str, str], str] = {}
+        self._dags: dict[str, str] = {}  # run id -> the DAG's name, for the task events
 
     @staticmethod
     def payload(ctx: TaskHookContext) -> dict[str, Any]:
@@ -84,17 +126,81 @@ class RegistryTaskHooks(TaskHooks):
             "metadata": dict(ctx.task.metadata),
         }
 
-    async def before_execute(self, ctx: TaskHookContext) -> Fail | None:
-        """Fire ``TaskCreated`` before each attempt; a deny answers ``Fail``."""
-        outcome = await self.registry.fire("TaskCreated", self.payload(ctx))
+    async def _fire(
+        self, event: str, payload: Mapping[str, Any], moment: str, subject: str | None
+    ) -> HookOutcome:
+        """Fire ``event``; report each hook error of it (log, ``RunResult.hook_errors``)."""
+        outcome = await self.registry.fire(event, payload)
+        if outcome.records:
+            for record in outcome.errors:
+                report_hook_error(yaml_hook_error(record, moment, subject))
+        return outcome
+
+    async def before_run(self, ctx: RunContext) -> Fail | None:
+        """Fire ``RunStart``; a block answers ``Fail``: no task starts."""
+        self._dags[ctx.run_id] = ctx.dag
+        if not self.registry.has_hooks("RunStart"):
+            return None
+        outcome = await self._fire("RunStart", run_payload(ctx), "before_run", ctx.dag)
+        return Fail(blocked_reason("RunStart", outcome)) if outcome.blocked else None
+
+    async def before_execute(self, ctx: TaskHookContext) -> Fail | Skip | Replace | None:
+        """Fire ``TaskCreated``, ``AttemptRetry`` and ``AttemptStart`` before each attempt."""
+        registry = self.registry
+        tid = ctx.task.id
+        if registry.has_hooks("TaskCreated"):
+            outcome = await self._fire("TaskCreated", self.payload(ctx), "before_execute", tid)
+            for message in outcome.messages:
+                ctx.add_message(message)
+            if outcome.blocked:
+                reason = blocked_reason("TaskCreated", outcome)
+                if registry.has_hooks("TaskCompleted"):
+                    self._denied[(ctx.run_id, tid)] = reason
+                return Fail(reason)
+        dag = self._dags.get(ctx.run_id)
+        if ctx.attempt > 1 and ctx.errors and registry.has_hooks("AttemptRetry"):
+            retry = {**task_payload(ctx, dag), **error_fields(ctx.errors[-1])}
+            await self._fire("AttemptRetry", retry, "before_execute", tid)
+        if not registry.has_hooks("AttemptStart"):
+            return None
+        sent = safe_serialize(ctx.inputs)
+        outcome = await self._fire(
+            "AttemptStart", {**task_payload(ctx, dag), "inputs": sent}, "before_execute", tid
+        )
         for message in outcome.messages:
             ctx.add_message(message)
-        if not outcome.blocked:
-            return None
-        reason = blocked_reason("TaskCreated", outcome)
-        if self.registry.has_hooks("TaskCompleted"):
-            self._denied[(ctx.run_id, ctx.task.id)] = reason
-        return Fail(reason)
+        return _start_decision(ctx, outcome, sent)
+
+    async def after_execute(self, ctx: TaskHookContext, result: Any) -> Replace | None:
+        """Fire ``AttemptEnd`` (``succeeded``), then ``EdgeSelected`` for a branch task."""
+        dag = self._dags.get(ctx.run_id)
+        tid = ctx.task.id
+        replaced: Replace | None = None
+        if self.registry.has_hooks("AttemptEnd"):
+            payload = end_payload(ctx, dag, result, None)
+            outcome = await self._fire("AttemptEnd", payload, "after_execute", tid)
+            if outcome.output is not None:
+                replaced = Replace(outcome.output)
+                result = outcome.output
+        if getattr(ctx.task, "branch", False) and self.registry.has_hooks("EdgeSelected"):
+            chosen = [result] if isinstance(result, str) else list(result or ())
+            payload = {
+                **task_payload(ctx, dag),
+                "selected": [str(c) for c in chosen],
+                "edge_from": tid,
+                "edge_to": str(chosen[0]) if chosen else None,
+            }
+            outcome = await self._fire("EdgeSelected", payload, "after_execute", tid)
+            if outcome.blocked:  # follow no edge: every direct downstream task is SKIPPED
+                return Replace([])
+            if outcome.output is not None:
+                return Replace(outcome.output)
+        return replaced
+
+    async def on_failure(self, ctx: TaskHookContext, error: BaseException) -> None:
+        """Fire ``AttemptEnd`` with ``state: "failed"`` and the error."""
+        payload = end_payload(ctx, self._dags.get(ctx.run_id), None, error)
+        await self._fire("AttemptEnd", payload, "on_failure", ctx.task.id)
 
     async def on_end(self, ctx: TaskHookContext, state: enum.Enum) -> None:
         """Fire ``TaskCompleted`` with the task's terminal ``state`` and its last error."""
@@ -104,9 +210,42 @@ class RegistryTaskHooks(TaskHooks):
         else:
             fields = error_fields(ctx.errors[-1] if ctx.errors else None)
         payload = {**self.payload(ctx), "state": state.value, **fields}
-        outcome = await self.registry.fire("TaskCompleted", payload)
+        outcome = await self._fire("TaskCompleted", payload, "on_end", ctx.task.id)
         for message in outcome.messages:
             ctx.add_message(message)
+
+    async def after_run(self, ctx: RunContext, result: Any) -> None:
+        """Fire ``RunEnd`` with the run's state (``succeeded`` or ``failed``)."""
+        self._dags.pop(ctx.run_id, None)
+        if self.registry.has_hooks("RunEnd"):
+            payload = run_end_payload(ctx, result.states, result.ok)
+            await self._fire("RunEnd", payload, "after_run", ctx.dag)
+
+
+def _start_decision(
+    ctx: TaskHookContext, outcome: HookOutcome, sent: Mapping[str, Any]
+) -> Fail | Skip | Replace | None:
+    """What ``AttemptStart``'s outcome means for the attempt."""
+    if outcome.blocked:
+        return Fail(blocked_reason("AttemptStart", outcome))
+    if outcome.skip:
+        return Skip(outcome.reason or f"skipped by an AttemptStart hook at {outcome.decided_by}")
+    if outcome.output is not None:
+        return Replace(GivenOutput(outcome.output))
+    modified = outcome.modified_input
+    if modified is None:
+        return None
+    changed = {k: v for k, v in modified.items() if k not in sent or sent[k] != v}
+    return Replace({**ctx.inputs, **changed}) if changed else None
+
+
+def yaml_hook_error(record: HookRecord, moment: str, subject: str | None) -> HookError:
+    """A YAML hook's error as a ``HookError``, named by where the hook was written."""
+    hook = record.hook
+    message = f"{hook.source}: {hook.event} {hook.type} hook: {record.error}"
+    if record.note:
+        message += f"; {record.note}"
+    return HookError(message, hook=hook.source, moment=moment, subject=subject)
 
 
 class RegistrySubagentHooks(SubagentHooks):
@@ -164,10 +303,20 @@ class RegistrySubagentHooks(SubagentHooks):
 
 
 def task_hooks(registry: HookRegistry) -> TaskHooks:
-    """The ``TaskHooks`` of a registry, overriding only the moments with hooks."""
+    """The ``TaskHooks`` of a registry, overriding only the moments with hooks.
+
+    A registry without the DAG's events adds nothing per task: the scheduler skips the
+    moments this class does not override.
+    """
+    has = registry.has_hooks
+    dag_events = any(has(event) for event in DAG_EVENTS)
     keep = {
-        "before_execute": registry.has_hooks("TaskCreated"),
-        "on_end": registry.has_hooks("TaskCompleted"),
+        "before_run": dag_events,
+        "before_execute": has("TaskCreated") or has("AttemptStart") or has("AttemptRetry"),
+        "after_execute": has("AttemptEnd") or has("EdgeSelected"),
+        "on_failure": has("AttemptEnd"),
+        "on_end": has("TaskCompleted"),
+        "after_run": dag_events,
     }
     cls: type[RegistryTaskHooks] = _trim(RegistryTaskHooks, TaskHooks, keep)
     return cls(registry)

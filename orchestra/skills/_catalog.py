@@ -47,6 +47,8 @@ class EventSpec:
             closed).
         input_field: the payload field that ``modified_input`` replaces, if any.
         description: when the event fires.
+        can_skip: a hook may answer ``decision: skip`` (the DAG's ``AttemptStart``:
+            the task ends SKIPPED without running).
     """
 
     name: str
@@ -57,6 +59,7 @@ class EventSpec:
     phases: bool
     input_field: str | None
     description: str
+    can_skip: bool = False
 
 
 def _event(
@@ -66,6 +69,8 @@ def _event(
     block: bool = False,
     modify: bool = False,
     guard: bool = False,
+    skip: bool = False,
+    input_field: str = "tool_input",
     description: str,
 ) -> EventSpec:
     return EventSpec(
@@ -75,8 +80,9 @@ def _event(
         can_modify=modify,
         default_on_error="block" if guard else "continue",
         phases=guard,
-        input_field="tool_input" if modify else None,
+        input_field=input_field if modify else None,
         description=description,
+        can_skip=skip,
     )
 
 
@@ -210,6 +216,54 @@ _SPECS: Final = (
     ),
     _event("CwdChanged", None, description="when the working directory changed"),
     _event("FileChanged", "file_path", description="when a watched file changed"),
+    # The DAG's own moments (registry.as_task_hooks()), as the graph-executor and Arc
+    # seeds have them; their files' event names are read in their own formats.
+    _event(
+        "RunStart",
+        "dag",
+        block=True,
+        description="before a DAG run's first task; a block ends the run before it starts",
+    ),
+    _event(
+        "AttemptStart",
+        "task_id",
+        block=True,
+        modify=True,
+        skip=True,
+        input_field="inputs",
+        description=(
+            "before each attempt of a DAG task, with its inputs; a block fails it, a skip "
+            "skips it, modified_input merges into its keyword arguments, an output is its "
+            "result without running"
+        ),
+    ),
+    _event(
+        "AttemptEnd",
+        "task_id",
+        description=(
+            "after each attempt of a DAG task, with its output or error; on success an "
+            "output replaces the task's"
+        ),
+    ),
+    _event(
+        "AttemptRetry",
+        "task_id",
+        description="before a failed DAG task runs again, with the attempt and the error",
+    ),
+    _event(
+        "EdgeSelected",
+        "task_id",
+        block=True,
+        description=(
+            "when a branch task chose the downstream tasks to follow; an output redirects "
+            "to other direct downstream tasks, a block follows none"
+        ),
+    ),
+    _event(
+        "RunEnd",
+        "state",
+        description="when a DAG run ended, with its state (succeeded or failed)",
+    ),
 )
 
 EVENTS: Final[Mapping[str, EventSpec]] = MappingProxyType({spec.name: spec for spec in _SPECS})

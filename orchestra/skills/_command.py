@@ -45,7 +45,7 @@ import attrs
 from orchestra.skills._process import Child, kill_group, spawn
 from orchestra.skills._result import OUTPUT_LIMIT, HookResult, HookRunError, parse_result
 
-__all__ = ["PlainText", "command_argv", "describe_exit", "run_command"]
+__all__ = ["Completed", "PlainText", "command_argv", "describe_exit", "run_command", "run_process"]
 
 PlainText: TypeAlias = Literal["context", "ignore", "error"]
 """What plain text on a command hook's stdout (exit 0) is: context, nothing, or an error."""
@@ -154,6 +154,70 @@ def command_argv(command: str | None, args: Sequence[str] | None) -> list[str]:
     return argv
 
 
+@attrs.frozen
+class Completed:
+    """How a hook process ended: its exit status and what it wrote.
+
+    Attributes:
+        returncode: the exit status (negative: the signal that killed it).
+        stdout: what it wrote on stdout (at most 1 MiB).
+        stderr: what it wrote on stderr, decoded.
+    """
+
+    returncode: int
+    stdout: bytes
+    stderr: str
+
+
+async def run_process(
+    argv: Sequence[str],
+    *,
+    stdin: bytes,
+    env: Mapping[str, str],
+    cwd: str | None,
+    timeout: float,  # noqa: ASYNC109 -- the hook's limit: then SIGTERM, SIGKILL, an error
+) -> Completed:
+    """Run one hook process to its end and return what it did (no reading of its answer).
+
+    The seeds' own protocols (a graph executor's ``action``, Arc's exit codes) read the
+    ``Completed`` their own way; ``run_command`` reads it as the hook protocol says.
+
+    Raises:
+        HookRunError: it could not start, timed out, or wrote over 1 MiB.
+        ValueError: a timeout that is not positive.
+    """
+    if not timeout > 0:
+        raise ValueError(f"timeout must be > 0, got {timeout!r}")
+    child = spawn(list(argv), env=env, cwd=cwd)
+
+    out, err = _Output("stdout"), _Output("stderr")
+    try:
+        feeding = anyio.CancelScope()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_feed, child, stdin, feeding)
+            tasks.start_soon(_read, child.stdout, out, child.pid)
+            tasks.start_soon(_read, child.stderr, err, child.pid)
+            timed_out = await _wait(child, timeout)
+            # The child is gone: stop writing (a grandchild may hold stdin unread), and
+            # read what is left for a short grace (a grandchild may hold the pipes open).
+            feeding.cancel()
+            tasks.cancel_scope.deadline = anyio.current_time() + _GRACE
+    finally:
+        await _dispose(child)
+
+    returncode = child.returncode
+    assert returncode is not None  # _wait and _dispose reaped it
+    stderr = err.data.decode("utf-8", "replace")
+    for pipe in (out, err):
+        if pipe.over:
+            raise HookRunError(
+                f"output over 1 MiB on {pipe.name}", exit_code=returncode, stderr=stderr
+            )
+    if timed_out:
+        raise HookRunError(f"timed out after {timeout:g} s", exit_code=returncode, stderr=stderr)
+    return Completed(returncode, bytes(out.data), stderr)
+
+
 async def run_command(
     *,
     command: str | None,
@@ -192,42 +256,15 @@ async def run_command(
             or a timeout that is not positive.
     """
     argv = command_argv(command, args)
-    if not timeout > 0:
-        raise ValueError(f"timeout must be > 0, got {timeout!r}")
-    child = spawn([*wrap, *argv], env=env, cwd=cwd)
-
-    out, err = _Output("stdout"), _Output("stderr")
-    try:
-        feeding = anyio.CancelScope()
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_feed, child, stdin, feeding)
-            tasks.start_soon(_read, child.stdout, out, child.pid)
-            tasks.start_soon(_read, child.stderr, err, child.pid)
-            timed_out = await _wait(child, timeout)
-            # The child is gone: stop writing (a grandchild may hold stdin unread), and
-            # read what is left for a short grace (a grandchild may hold the pipes open).
-            feeding.cancel()
-            tasks.cancel_scope.deadline = anyio.current_time() + _GRACE
-    finally:
-        await _dispose(child)
-
-    returncode = child.returncode
-    assert returncode is not None  # _wait and _dispose reaped it
-    stderr = err.data.decode("utf-8", "replace")
-    for pipe in (out, err):
-        if pipe.over:
-            raise HookRunError(
-                f"output over 1 MiB on {pipe.name}", exit_code=returncode, stderr=stderr
-            )
-    if timed_out:
-        raise HookRunError(f"timed out after {timeout:g} s", exit_code=returncode, stderr=stderr)
+    done = await run_process([*wrap, *argv], stdin=stdin, env=env, cwd=cwd, timeout=timeout)
+    returncode, stderr = done.returncode, done.stderr
     if returncode == 0:
-        text = out.data.decode("utf-8", "replace").strip()
+        text = done.stdout.decode("utf-8", "replace").strip()
         if plain_text != "error" and text and text[0] not in "{[":
             messages = (text,) if plain_text == "context" else ()
             return HookResult(messages=messages, exit_code=0, stderr=stderr)
         try:
-            result = parse_result(bytes(out.data), strict=strict_output)
+            result = parse_result(done.stdout, strict=strict_output)
         except HookRunError as exc:
             raise exc.again(exit_code=0, stderr=stderr) from None
         return attrs.evolve(result, exit_code=0, stderr=stderr)

@@ -42,6 +42,7 @@ __all__ = [
     "in_phase_order",
     "matching_hooks",
     "run_hooks",
+    "selected",
     "stages",
     "subject_of",
 ]
@@ -190,3 +191,8 @@ def matching_hooks(hooks: Sequence[HookSpec], subject: str | None) -> tuple[Hook
     if len(hooks) == 1:  # the most common case, without a generator
         return tuple(hooks) if hooks[0].matches(subject) else ()
     return tuple(hook for hook in hooks if hook.matches(subject))
+
+
+def selected(hooks: tuple[HookSpec, ...], payload: Mapping[str, Any]) -> tuple[HookSpec, ...]:
+    """The hooks that also select the payload (see ``HookSpec.selects``), in order."""
+    return tuple(hook for hook in hooks if not hook.filters or hook.selects(payload))

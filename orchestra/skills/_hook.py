@@ -176,6 +176,8 @@ class HookSpec:
     """The span attribute a record's ``exit_code`` goes to, if it means one."""
     in_process: ClassVar[bool] = False
     """The hook answers in-process (a function call, a fixed answer)."""
+    filters: ClassVar[bool] = False
+    """The hook picks its events from the whole payload (``selects``), not only by matcher."""
 
     event: str = attrs.field(validator=_known_event, metadata=NOT_CONFIG)
     matcher: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
@@ -218,6 +220,15 @@ class HookSpec:
         """Whether the hook runs for an event whose matcher field is ``value``."""
         pattern = self.pattern
         return pattern is None or (value is not None and pattern.fullmatch(value))
+
+    def selects(self, payload: Mapping[str, Any]) -> bool:
+        """Whether the hook runs for this payload, beyond its matcher (``filters`` hooks).
+
+        The seeds' formats match on more than one field (a graph node's id or type, an
+        Arc stage's id or handler type) or split one event in two (``run_complete`` and
+        ``run_failed`` are ``RunEnd``'s two states).
+        """
+        return True
 
     @property
     def external(self) -> bool:

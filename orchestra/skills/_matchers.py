@@ -55,6 +55,10 @@ class Matcher:
         # UTF-8 bytes: RE2's own encoding, and the bindings' fast path.
         return self._regexp.fullmatch(value.encode("utf-8", "surrogatepass")) is not None
 
+    def search(self, value: str) -> bool:
+        """Whether the pattern matches anywhere in ``value`` (Arc's matchers)."""
+        return self._regexp.search(value.encode("utf-8", "surrogatepass")) is not None
+
 
 @functools.lru_cache(maxsize=1024)
 def compile_matcher(pattern: str) -> tuple[Matcher | None, str | None]:

@@ -7,7 +7,10 @@
   if any allowed, else None (no opinion);
 - messages accumulate in config order; a ``continue: false`` becomes a stop request;
 - a hook error follows its ``on_error``: ``block`` ends the chain blocked, ``continue``
-  counts the hook as no opinion.
+  counts the hook as no opinion;
+- a ``skip`` (on events that can skip: a DAG task's ``AttemptStart``) does not end the
+  chain: a later block still wins, as in Arc (block > skip > proceed); the first skip
+  gives the reason.
 
 An answer the event does not allow (a deny on ``PostToolUse``, a ``modified_input`` on
 ``SessionStart``) changes nothing but a deny's reason, which is added to the messages;
@@ -88,6 +91,8 @@ class HookOutcome:
         stop: a hook asked the agent to stop (Claude Code's ``continue: false``).
         stop_reason: the reason given with the first stop request.
         records: what each hook that ran did, in config order.
+        skip: a hook answered ``decision: skip`` and none blocked (events that can skip:
+            a DAG task's ``AttemptStart``); ``reason`` and ``decided_by`` are its.
     """
 
     decision: HookDecision | None = None
@@ -102,6 +107,7 @@ class HookOutcome:
     system_message: str | None = None
     output: Any = None
     retry: bool = False
+    skip: bool = False
 
     @property
     def errors(self) -> tuple[HookRecord, ...]:
@@ -135,6 +141,7 @@ class Combiner:
         "output",
         "records",
         "retry",
+        "skipped",
         "spec",
         "stop",
         "stop_reason",
@@ -155,6 +162,7 @@ class Combiner:
         self.system_messages: list[str] = []
         self.output: Any = None
         self.retry = False
+        self.skipped: tuple[str | None, str] | None = None
 
     def ends(self, record: HookRecord) -> bool:
         """Whether ``record`` would end the chain (a deny, a block, a blocking error)."""
@@ -219,6 +227,12 @@ class Combiner:
             if reason:
                 self.messages.append(reason)
             return f"{verdict} ignored: {spec.name} cannot block"
+        if verdict == "skip":
+            if not spec.can_skip:
+                return f"skip ignored: {spec.name} cannot skip"
+            if self.skipped is None:
+                self.skipped = (reason or None, source)
+            return None
         if not spec.can_block:
             return f"{verdict} ignored: {spec.name} cannot block" if verdict == "ask" else None
         if verdict == "ask":
@@ -235,6 +249,8 @@ class Combiner:
             decision, (reason, source) = "deny", self.blocked_by
         elif self.asked is not None:
             decision, (reason, source) = "ask", self.asked
+        elif self.skipped is not None:
+            reason, source = self.skipped
         elif self.allowed is not None:
             decision, (reason, source) = "allow", self.allowed
         blocked = self.blocked_by is not None
@@ -251,6 +267,7 @@ class Combiner:
             "\n".join(self.system_messages) or None if self.system_messages else None,
             None if blocked else self.output,
             self.retry,
+            self.skipped is not None and not blocked,
         )
 
 
@@ -279,7 +296,7 @@ def plain_outcome(spec: EventSpec, record: HookRecord) -> HookOutcome | None:
     verdict = result.decision
     if verdict is None:
         return HookOutcome(None, False, None, None, (), None, False, None, (record,))
-    if not spec.can_block:  # the decision is ignored, with a note
+    if not spec.can_block or verdict == "skip":  # the decision is ignored, with a note
         return None
     reason = (result.reason.strip() or None) if result.reason else None
     decision: HookDecision = "deny" if verdict == "block" else verdict

@@ -48,6 +48,7 @@ from orchestra.skills._firing import (
     in_phase_order,
     matching_hooks,
     run_hooks,
+    selected,
     subject_of,
 )
 from orchestra.skills._fixed_hooks import AgentHook
@@ -139,13 +140,15 @@ class HookRegistry:
             for name in EVENTS
         }
         # The events that have hooks: (the event, its hooks, whether one runs only once,
-        # whether every one runs whatever the subject: none has a matcher).
-        self._firing: dict[str, tuple[EventSpec, tuple[HookSpec, ...], bool, bool]] = {
+        # whether every one runs whatever the subject: none has a matcher or filters,
+        # whether one filters on the payload: HookSpec.selects).
+        self._firing: dict[str, tuple[EventSpec, tuple[HookSpec, ...], bool, bool, bool]] = {
             name: (
                 EVENTS[name],
                 hooks,
                 any(hook.once for hook in hooks),
-                all(hook.pattern is None for hook in hooks),
+                all(hook.pattern is None and not hook.filters for hook in hooks),
+                any(hook.filters for hook in hooks),
             )
             for name, hooks in self._by_event.items()
             if hooks
@@ -202,7 +205,8 @@ class HookRegistry:
         hooks = self._hooks(event)
         if not hooks:
             return ()
-        return matching_hooks(hooks, subject_of(EVENTS[event], payload or {}))
+        payload = payload or {}
+        return selected(matching_hooks(hooks, subject_of(EVENTS[event], payload)), payload)
 
     def _hooks(self, event: str) -> tuple[HookSpec, ...]:
         try:
@@ -277,7 +281,7 @@ class HookRegistry:
             ValueError: for an event the catalog does not know.
         """
         try:
-            spec, hooks, once, unmatched = self._firing[event]
+            spec, hooks, once, unmatched, filters = self._firing[event]
         except KeyError:
             if event not in EVENTS:
                 raise _unknown_event(event) from None
@@ -289,6 +293,8 @@ class HookRegistry:
         else:
             subject = subject_of(spec, payload)
             matching = matching_hooks(hooks, subject)
+            if filters:
+                matching = selected(matching, payload)
         if once:
             matching = tuple(h for h in matching if not (h.once and id(h) in self._ran_once))
             self._ran_once.update(id(h) for h in matching if h.once)

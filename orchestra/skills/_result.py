@@ -24,6 +24,7 @@ ours                               Claude Code
 (none)                             ``continue: false`` + ``stopReason``
 =================================  ===========================================
 
+Ours also has ``decision: skip``, which gives a DAG task up unrun (``AttemptStart``).
 ``suppressOutput`` and ``hookSpecificOutput.hookEventName`` are read and checked, and
 change nothing. Claude Code's ``defer`` means no opinion. When the output names several
 decisions (``decision`` and ``permissionDecision``), the strictest wins:
@@ -60,11 +61,11 @@ OUTPUT_LIMIT: Final = 1 << 20
 """The most output a hook may give (1 MiB): each of a command's stdout and stderr, an
 http response body, an MCP tool's text; more is a ``HookRunError``."""
 
-HookVerdict: TypeAlias = Literal["allow", "deny", "ask", "block"]
+HookVerdict: TypeAlias = Literal["allow", "deny", "ask", "block", "skip"]
 """A decision a single hook can answer."""
 
 # How strict each decision is, to pick one when an output names several.
-_STRICTNESS: Final[dict[str, int]] = {"allow": 1, "ask": 2, "deny": 3, "block": 3}
+_STRICTNESS: Final[dict[str, int]] = {"allow": 1, "skip": 2, "ask": 2, "deny": 3, "block": 3}
 
 _TOP_FIELDS: Final = frozenset(
     {
@@ -105,7 +106,8 @@ class HookResult:
     """The answer of one hook run.
 
     Attributes:
-        decision: ``"allow"``, ``"deny"``, ``"ask"``, ``"block"``, or None (no opinion).
+        decision: ``"allow"``, ``"deny"``, ``"ask"``, ``"block"``, ``"skip"`` (give the
+            DAG task up unrun, on ``AttemptStart``), or None (no opinion).
         reason: why, as the hook said it (for exit 2, its stderr).
         modified_input: the input the hook wants the action to get instead, if any.
         messages: texts for the agent (our ``message``, Claude Code's
@@ -226,6 +228,7 @@ _OUR_DECISIONS: Final[dict[str, HookVerdict | None]] = {
     "deny": "deny",
     "ask": "ask",
     "block": "block",
+    "skip": "skip",  # a DAG task's AttemptStart: the task ends SKIPPED
     "approve": "allow",  # Claude Code's older PreToolUse shape
 }
 _PERMISSION_DECISIONS: Final[dict[str, HookVerdict | None]] = {
