@@ -17,9 +17,11 @@ from typing import Any, Final, final
 import attrs
 
 from orchestra._errors import did_you_mean
+from orchestra.skills._arc_hooks import override_by_name
 from orchestra.skills._catalog import EVENTS, EventSpec, OnError, Phase
 from orchestra.skills._covered import covered_files
 from orchestra.skills._fields import Entry, FileDefaults
+from orchestra.skills._graph_hooks import is_graph_file, read_graph
 from orchestra.skills._hook import DEFAULT_TIMEOUT, PHASES, HookSpec, check_phase, check_timeout
 from orchestra.skills._matchers import compile_matcher
 from orchestra.skills._python_hook import without_imports
@@ -104,7 +106,7 @@ def load_hooks(
     problems.raise_if_any()
     if notes is not None:
         notes.extend(problems.notes)
-    return tuple(_dedup(hooks))
+    return tuple(override_by_name(_dedup(hooks)))
 
 
 def read_sources(paths: Sequence[str | Path], problems: Problems) -> list[Loaded]:
@@ -133,10 +135,17 @@ def _read_source(source: Source, raw: bytes, problems: Problems) -> list[HookSpe
     text = decode(raw, name, problems)
     if text is None:
         return []
+    if source.path.suffix.lower() == ".toml":
+        from orchestra.skills._arc_toml import read_arc
+
+        return list(read_arc(name, text, problems))
     if source.claude:
         from orchestra.skills._claude import read_claude  # it builds on _Checker below
 
-        return read_claude(source.path, parse_yaml(text, name, 0, problems), problems)
+        data = parse_yaml(text, name, 0, problems)
+        if is_graph_file(data):  # a graph executor's hooks list, not Claude Code's
+            return list(read_graph(name, data, problems))
+        return read_claude(source.path, data, problems)
     offset = 0
     if source.skill:
         text = front_matter(text, name, problems)

@@ -1,0 +1,280 @@
+"""Arc's ``[[hooks]]`` (fabro, seed 001) from ``run.toml``/``server.toml``, with Arc's protocol.
+
+========================  ===========================================================
+Arc                       orchestra
+========================  ===========================================================
+``run_start``             ``RunStart`` (blocking by default)
+``run_complete``,         ``RunEnd`` with ``state`` ``succeeded``, ``failed``
+``run_failed``
+``stage_start``           ``AttemptStart`` (blocking by default)
+``stage_complete``,       ``AttemptEnd`` with ``state`` ``succeeded``, ``failed``
+``stage_failed``
+``stage_retrying``        ``AttemptRetry``
+``edge_selected``         ``EdgeSelected`` (blocking by default)
+``pre_tool_use``, ...     ``PreToolUse`` (blocking by default), ``PostToolUse``,
+                          ``PostToolUseFailure``
+========================  ===========================================================
+
+A hook runs ``sh -c COMMAND`` with the event context as JSON on stdin and in a file
+(``ARC_HOOK_CONTEXT``), and ``ARC_EVENT``, ``ARC_RUN_ID``, ``ARC_WORKFLOW``,
+``ARC_NODE_ID`` set (and their ``FABRO_*`` twins). Its answer, as Arc documents it:
+exit 0 proceeds, exit 2 blocks, any other exit blocks with ``hook exited with code N``;
+a JSON ``{"decision": "proceed" | "skip" | "block" | "override", "reason": ...,
+"edge_to": ...}`` on stdout (after exit 0 or 2) says more: ``skip`` skips the stage,
+``override`` with ``edge_to`` redirects a branch's choice. A hook that is not
+``blocking`` runs for its side effects: its decision changes nothing, its failure is a
+hook error only. A ``matcher`` is a regular expression searched in the stage's id or
+its handler type (``metadata["type"]``); on ``edge_selected`` in the edge's ends.
+A later file's hook of the same ``name`` replaces an earlier one (``override_by_name``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, Final, final
+
+import anyio
+import attrs
+
+from orchestra.skills._command import Completed, command_argv, run_process
+from orchestra.skills._env import hook_environment
+from orchestra.skills._hook import NOT_CONFIG, HookCall, HookSpec
+from orchestra.skills._matchers import Matcher, compile_matcher
+from orchestra.skills._result import NO_OPINION, HookResult, HookRunError
+from orchestra.skills._sandbox import Sandbox, bwrap_command
+from orchestra.tracing.names import ATTR_PROCESS_EXIT_CODE
+
+__all__ = ["ARC_EVENTS", "UNWIRED_EVENTS", "ArcHook", "override_by_name"]
+
+ARC_EVENTS: Final[Mapping[str, tuple[str, str | None, bool]]] = {
+    "run_start": ("RunStart", None, True),
+    "run_complete": ("RunEnd", "succeeded", False),
+    "run_failed": ("RunEnd", "failed", False),
+    "stage_start": ("AttemptStart", None, True),
+    "stage_complete": ("AttemptEnd", "succeeded", False),
+    "stage_failed": ("AttemptEnd", "failed", False),
+    "stage_retrying": ("AttemptRetry", None, False),
+    "edge_selected": ("EdgeSelected", None, True),
+    "pre_tool_use": ("PreToolUse", None, True),
+    "post_tool_use": ("PostToolUse", None, False),
+    "post_tool_use_failure": ("PostToolUseFailure", None, False),
+}
+"""Arc's events: (orchestra's event, the state it stands for, blocking by default)."""
+UNWIRED_EVENTS: Final = frozenset(
+    {"parallel_start", "parallel_complete", "sandbox_ready", "sandbox_cleanup", "checkpoint_saved"}
+)
+"""Arc's events orchestra has no moment for: their hooks are noted, not loaded."""
+_DECISIONS: Final = ("proceed", "skip", "block", "override")
+# The payload fields a matcher is searched in, by orchestra's event.
+_SUBJECTS: Final[Mapping[str, tuple[str, ...]]] = {
+    "AttemptStart": ("task_id", "type"),
+    "AttemptEnd": ("task_id", "type"),
+    "AttemptRetry": ("task_id", "type"),
+    "EdgeSelected": ("edge_from", "selected"),
+    "PreToolUse": ("tool_name",),
+    "PostToolUse": ("tool_name",),
+    "PostToolUseFailure": ("tool_name",),
+}
+
+
+def _compiled_search(hook: ArcHook) -> Matcher | None:
+    if hook.regex is None:
+        return None
+    pattern, error = compile_matcher(hook.regex)
+    if error is not None:
+        raise ValueError(f"matcher: {error}")
+    return pattern
+
+
+@final
+@attrs.frozen(kw_only=True, repr=False)
+class ArcHook(HookSpec):
+    """An Arc command hook (see the module doc).
+
+    Attributes:
+        command: the shell command.
+        arc_event: Arc's event name (``stage_start``, ...).
+        state: the ``state`` of the event it stands for (``run_failed``: ``failed``),
+            or None for every state.
+        name: its name: a later file's hook of the same name replaces it.
+        regex: the ``matcher``, searched in the stage's id or type; None for all.
+        blocking: its decision counts (default: Arc's for the event).
+        sandbox: run it under bubblewrap (``sandbox = true``), or None: on the host.
+        search: the compiled ``regex``.
+    """
+
+    type: ClassVar[str] = "arc"
+    exit_code_attribute: ClassVar[str | None] = ATTR_PROCESS_EXIT_CODE
+    filters: ClassVar[bool] = True
+
+    command: str
+    arc_event: str = attrs.field(metadata=NOT_CONFIG)
+    state: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
+    name: str | None = None
+    regex: str | None = None
+    blocking: bool = False
+    sandbox: Sandbox | None = None
+    search: Matcher | None = attrs.field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=attrs.Factory(_compiled_search, takes_self=True),
+        metadata={"config": False, "key": None},
+    )
+
+    def describe(self) -> str:
+        """Arc's event, the command, and its name."""
+        named = f" ({self.name})" if self.name else ""
+        return f"{self.arc_event}: {self.command}{named}"
+
+    def selects(self, payload: Mapping[str, Any]) -> bool:
+        """The event's state, then the matcher searched in the node's id or type."""
+        if self.state is not None and payload.get("state") != self.state:
+            return False
+        search = self.search
+        if search is None:
+            return True
+        for field in _SUBJECTS.get(self.event, ()):
+            value = payload.get(field)
+            values = value if isinstance(value, list) else [value]
+            if any(isinstance(v, str) and search.search(v) for v in values):
+                return True
+        return False
+
+    def context(self, data: Mapping[str, Any], project_dir: str) -> dict[str, Any]:
+        """Arc's event context: ``event``, ``run_id``, ``workflow_name``, ``node_id``, ..."""
+        failed = data.get("state") == "failed"
+        context = {
+            "event": self.arc_event,
+            "run_id": data.get("run_id"),
+            "workflow_name": data.get("dag"),
+            "cwd": project_dir,
+            "node_id": data.get("task_id"),
+            "handler_type": data.get("type"),
+            "status": data.get("state"),
+            "edge_from": data.get("edge_from"),
+            "edge_to": data.get("edge_to"),
+            "failure_reason": data.get("error") if failed or self.event == "AttemptRetry" else None,
+            "attempt": data.get("attempt"),
+            "max_attempts": data.get("max_attempts"),
+            "tool_name": data.get("tool_name"),
+            "tool_input": data.get("tool_input"),
+        }
+        return {key: value for key, value in context.items() if value is not None}
+
+    def environment(self, data: Mapping[str, Any], project_dir: str, path: str) -> dict[str, str]:
+        """The minimal environment, with ``ARC_*`` (and ``FABRO_*``) set."""
+        env = hook_environment(event=self.event, project_dir=project_dir)
+        arc = {
+            "EVENT": self.arc_event,
+            "RUN_ID": str(data.get("run_id") or ""),
+            "WORKFLOW": str(data.get("dag") or ""),
+            "NODE_ID": str(data.get("task_id") or ""),
+            "HOOK_CONTEXT": path,
+        }
+        for prefix in ("ARC_", "FABRO_"):
+            env.update((prefix + key, value) for key, value in arc.items())
+        return env
+
+    async def run(self, call: HookCall) -> HookResult:
+        """Write the context file, run the command, read Arc's answer."""
+        body = json.dumps(self.context(call.data, call.project_dir), default=str).encode()
+        fd, path = tempfile.mkstemp(prefix="arc-hook-", suffix=".json")
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(body)
+            wrap: list[str] = []
+            if self.sandbox is not None:
+                try:
+                    wrap = bwrap_command(self.sandbox, project_dir=call.project_dir, skill_dir=None)
+                except FileNotFoundError as exc:
+                    raise HookRunError(f"could not start: {exc}") from None
+                wrap[-1:] = ["--ro-bind", path, path, "--"]  # the context file, in its /tmp
+            done = await run_process(
+                [*wrap, *command_argv(self.command, None)],
+                stdin=body,
+                env=self.environment(call.data, call.project_dir, path),
+                cwd=call.project_dir,
+                timeout=self.timeout,
+            )
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_remove, path)
+        return self.answer(done)
+
+    def answer(self, done: Completed) -> HookResult:
+        """Arc's reading of an exit code and stdout.
+
+        Raises:
+            HookRunError: a non-blocking hook failed, or the decision JSON is wrong.
+        """
+        code = done.returncode
+        if code not in (0, 2):
+            reason = f"hook exited with code {code}"
+            if not self.blocking:
+                raise HookRunError(reason, exit_code=code, stderr=done.stderr)
+            return HookResult(decision="block", reason=reason, exit_code=code, stderr=done.stderr)
+        reply = _decision(done.stdout)
+        if reply is None:  # no JSON decision: the exit code says
+            if code == 0 or not self.blocking:
+                return NO_OPINION
+            why = done.stderr.strip() or "hook exited with code 2"
+            return HookResult(decision="block", reason=why, exit_code=2, stderr=done.stderr)
+        decision, said, edge_to = reply
+        if not self.blocking or decision == "proceed":
+            return NO_OPINION
+        if decision == "override":
+            if self.event != "EdgeSelected":
+                return NO_OPINION  # only a branch's choice can be redirected
+            return HookResult(output=edge_to, reason=said, exit_code=code)
+        verdict: Any = decision  # "skip" or "block"
+        return HookResult(decision=verdict, reason=said, exit_code=code, stderr=done.stderr)
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _decision(stdout: bytes) -> tuple[str, str | None, Any] | None:
+    """The JSON decision on stdout, or None when there is none.
+
+    Raises:
+        HookRunError: a JSON object whose decision, reason or ``edge_to`` is wrong.
+    """
+    try:
+        reply = json.loads(stdout) if stdout.strip() else None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None  # plain text: Arc reads the exit code
+    if not isinstance(reply, dict) or "decision" not in reply:
+        return None
+    decision, reason, edge_to = reply["decision"], reply.get("reason"), reply.get("edge_to")
+    if decision not in _DECISIONS:
+        raise HookRunError(f"invalid decision {decision!r}; one of {', '.join(_DECISIONS)}")
+    if reason is not None and not isinstance(reason, str):
+        raise HookRunError("invalid output: reason must be a string")
+    if decision == "override":
+        ids = edge_to if isinstance(edge_to, list) else [edge_to]
+        if not ids or not all(isinstance(i, str) and i for i in ids):
+            raise HookRunError("invalid output: override needs edge_to, a task id or a list")
+    return decision, reason, edge_to
+
+
+def override_by_name(hooks: Iterable[HookSpec]) -> list[HookSpec]:
+    """The hooks, each named Arc hook replaced by the last one of its name, in its place."""
+    ordered = list(hooks)
+    last = {h.name: h for h in ordered if isinstance(h, ArcHook) and h.name}
+    seen: set[str] = set()
+    merged: list[HookSpec] = []
+    for hook in ordered:
+        name = hook.name if isinstance(hook, ArcHook) else None
+        if not name:
+            merged.append(hook)
+        elif name not in seen:
+            seen.add(name)
+            merged.append(last[name])
+    return merged
