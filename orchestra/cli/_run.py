@@ -43,6 +43,7 @@ from orchestra import run as run_dag
 from orchestra.cli._load import RunTarget, build_spec, find_target, load_module
 from orchestra.cli._runs import journal_arg
 from orchestra.cli._summary import print_summary
+from orchestra.dag._signals import TERMINATED, run_terminable
 from orchestra.journal import Journal
 from orchestra.tracing import configure, extract_env
 
@@ -266,7 +267,7 @@ def run(
     """Run the DAG defined in FILE.py (NAME picks one if the file has several).
 
     Shows live progress, then the tasks that did not succeed and why; exits with
-    status 1 if the run failed.
+    status 1 if the run failed, 143 if a SIGTERM cancelled it (as Ctrl-C does).
     """
     file, _, name = target.partition(":")
     path = Path(file)
@@ -299,11 +300,24 @@ def run(
     journaling = {"journal": journal_arg(journal), "resume": resume} if journal else {}
     token = otel_context.attach(extract_env())  # a TRACEPARENT parents the run span
     try:
-        dag, result = anyio.run(
-            _run, what, module, registry, max_concurrency, fail_fast, console, journaling
+        # a SIGTERM cancels the run as Ctrl-C does, then exits with status 143
+        dag, result = run_terminable(
+            _run,
+            what,
+            module,
+            registry,
+            max_concurrency,
+            fail_fast,
+            console,
+            journaling,
+            backend="asyncio",
         )
     except (DAGError, JournalError) as exc:
         raise click.ClickException(str(exc)) from exc
+    except SystemExit as exc:
+        if exc.code == TERMINATED:
+            click.echo("orchestra run: terminated by SIGTERM, the run was cancelled", err=True)
+        raise
     finally:
         if isinstance(opened := journaling.get("journal"), Journal):
             opened.close()

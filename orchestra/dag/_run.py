@@ -7,8 +7,6 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-import anyio
-
 from orchestra._attempts import DEFAULT_MAX_ATTEMPTS
 from orchestra._chain import DEFAULT_HOOK_TIMEOUT
 from orchestra.dag._executor import AgentDispatcher, Executor
@@ -16,6 +14,7 @@ from orchestra.dag._journal import JournalArg, RunJournal
 from orchestra.dag._model import DAG, Task
 from orchestra.dag._result import RunResult
 from orchestra.dag._scheduler import _Run
+from orchestra.dag._signals import run_terminable
 
 if TYPE_CHECKING:
     from orchestra.journal import Serializer
@@ -121,9 +120,16 @@ def run_sync(
 
     Takes the same arguments as ``run()``, plus the anyio ``backend`` ("asyncio" or "trio").
 
+    In the main thread, a SIGTERM is handled as a SIGINT is: the run is cancelled (its
+    tasks end CANCELLED, hook processes are killed, ``on_end`` and ``after_run`` run, the
+    journal records what settled and releases the run), then ``SystemExit(143)`` is
+    raised, so that a process left to exit ends with the status of a SIGTERM. A SIGTERM
+    handler the program installed itself is left alone.
+
     Raises:
         RuntimeError: called from a running event loop (use ``await orchestra.run(...)``).
         TypeError: ``dag`` is not a ``DAG``.
+        SystemExit: with code 143, after a SIGTERM cancelled the run.
     """
     _check_dag(dag, "run_sync")
     running = _running_loop()
@@ -156,7 +162,7 @@ def run_sync(
             )
         )
 
-    anyio.run(main, backend=backend)
+    run_terminable(main, backend=backend)
     return done[0]
 
 
