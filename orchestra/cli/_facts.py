@@ -41,12 +41,8 @@ def _decision(attributes: Mapping[str, Any]) -> Fact | None:
     return fact
 
 
-def facts(node: SpanNode, attempts: Mapping[str, int]) -> list[Fact]:
-    """What one span says: state, attempt, hook, agent, tool, decision, errors.
-
-    ``attempts`` maps task-attempt span ids to their attempt number, to say which
-    attempt a retry follows.
-    """
+def _state_facts(node: SpanNode, attempts: Mapping[str, int]) -> list[Fact]:
+    """A task's state, a run's outcome, the attempt (and which one it follows)."""
     a = node.attributes
     out: list[Fact] = []
     state = a.get(n.ATTR_TASK_STATE)
@@ -64,8 +60,14 @@ def facts(node: SpanNode, attempts: Mapping[str, int]) -> list[Fact]:
         if previous:
             fact.append((f" (after {previous[0]})", "dim"))
         out.append(fact)
+    return out
+
+
+def _hook_facts(a: Mapping[str, Any]) -> list[Fact]:
+    """A hook call's type, who it is, its exit code."""
+    out: list[Fact] = []
     if n.ATTR_HOOK_TYPE in a:
-        fact = [(str(a[n.ATTR_HOOK_TYPE]), "dim")]
+        fact: Fact = [(str(a[n.ATTR_HOOK_TYPE]), "dim")]
         name = a.get(n.ATTR_HOOK_NAME)
         if name and a[n.ATTR_HOOK_TYPE] == "python":
             fact.append((f" {name}", "who"))
@@ -75,6 +77,12 @@ def facts(node: SpanNode, attempts: Mapping[str, int]) -> list[Fact]:
         out.append(fact)
     if n.ATTR_PROCESS_EXIT_CODE in a:
         out.append([(f"exit {a[n.ATTR_PROCESS_EXIT_CODE]}", "")])
+    return out
+
+
+def _agent_facts(a: Mapping[str, Any]) -> list[Fact]:
+    """A dispatch's mode and delegations, a guarded tool's decision."""
+    out: list[Fact] = []
     mode = a.get(n.ATTR_AGENT_MODE)
     if mode is not None:
         out.append([(str(mode), "dim")])
@@ -84,24 +92,40 @@ def facts(node: SpanNode, attempts: Mapping[str, int]) -> list[Fact]:
     tool_decision = a.get(n.ATTR_TOOL_DECISION)
     if tool_decision is not None:
         out.append([(str(tool_decision), "ok" if tool_decision == "allow" else "bad")])
+    return out
+
+
+def _error_facts(node: SpanNode) -> list[Fact]:
+    """The hook errors recorded on the span, and its own error (not a run's: it has ok)."""
+    out: list[Fact] = [
+        [
+            (
+                f"hook error in {event.get(n.ATTR_HOOK_NAME)}: "
+                f"{event.get('exception.message', '')}",
+                "error",
+            )
+        ]
+        for name, event in node.events
+        if name == n.EVENT_HOOK_ERROR
+    ]
+    error = node.error
+    if error is not None and n.ATTR_RUN_OK not in node.attributes:
+        out.append([(error, "error")])
+    return out
+
+
+def facts(node: SpanNode, attempts: Mapping[str, int]) -> list[Fact]:
+    """What one span says: state, attempt, hook, agent, tool, decision, errors.
+
+    ``attempts`` maps task-attempt span ids to their attempt number, to say which
+    attempt a retry follows.
+    """
+    a = node.attributes
+    out = _state_facts(node, attempts) + _hook_facts(a) + _agent_facts(a)
     decision = _decision(a)
     if decision is not None:
         out.append(decision)
-    for name, event in node.events:
-        if name == n.EVENT_HOOK_ERROR:
-            out.append(
-                [
-                    (
-                        f"hook error in {event.get(n.ATTR_HOOK_NAME)}: "
-                        f"{event.get('exception.message', '')}",
-                        "error",
-                    )
-                ]
-            )
-    error = node.error
-    if error is not None and n.ATTR_RUN_OK not in a:
-        out.append([(error, "error")])
-    return out
+    return out + _error_facts(node)
 
 
 def folded_facts(node: SpanNode, hooks: Sequence[SpanNode]) -> list[Fact]:

@@ -31,11 +31,8 @@ from rich.progress import (
 
 from orchestra import (
     DAG,
-    ConfigError,
-    DAGError,
     Dispatcher,
     HookChain,
-    JournalError,
     LocalExecutor,
     RunResult,
 )
@@ -274,32 +271,20 @@ def run(
     if not path.is_file():
         raise click.BadParameter(f"{file}: no such file", param_hint="FILE")
     console = Console(highlight=False)
-    provider = None
-    if trace_path is not None or otlp or report_path is not None:
-        try:
-            provider = configure(
-                jsonl=trace_path, otlp=otlp, capture_content=capture_content or None
-            )
-        except ImportError as exc:
-            raise click.ClickException(
-                "--otlp needs the OTLP exporter: pip install 'orchestra-hooks[otlp]'"
-            ) from exc
+    provider = _tracing(trace_path, otlp, report_path, capture_content)
     kept = _keep_spans(provider) if report_path is not None and provider is not None else None
     registry = None
-    if hook_paths:
+    if hook_paths:  # a ConfigError is one line (see _errors)
         from orchestra.skills import load
 
-        try:
-            registry = load(*hook_paths, require_trust=not trust_all)
-        except ConfigError as exc:
-            raise click.ClickException(str(exc)) from exc
+        registry = load(*hook_paths, require_trust=not trust_all)
     module = load_module(path)
     what = find_target(module, name or None, file)
     if resume and not journal:
         raise click.BadParameter("--resume needs --journal", param_hint="--resume")
     journaling = {"journal": journal_arg(journal), "resume": resume} if journal else {}
     token = otel_context.attach(extract_env())  # a TRACEPARENT parents the run span
-    try:
+    try:  # a DAGError or JournalError is one line (see _errors)
         # a SIGTERM cancels the run as Ctrl-C does, then exits with status 143
         dag, result = run_terminable(
             _run,
@@ -312,8 +297,6 @@ def run(
             journaling,
             backend="asyncio",
         )
-    except (DAGError, JournalError) as exc:
-        raise click.ClickException(str(exc)) from exc
     except SystemExit as exc:
         if exc.code == TERMINATED:
             click.echo("orchestra run: terminated by SIGTERM, the run was cancelled", err=True)
@@ -337,6 +320,20 @@ def run(
     )
     if not result.ok:
         sys.exit(1)
+
+
+def _tracing(
+    trace_path: Path | None, otlp: str | None, report_path: Path | None, capture_content: bool
+) -> TracerProvider | None:
+    """The provider that ``--trace``, ``--otlp`` and ``--report`` need, or None."""
+    if trace_path is None and not otlp and report_path is None:
+        return None
+    try:
+        return configure(jsonl=trace_path, otlp=otlp, capture_content=capture_content or None)
+    except ImportError as exc:
+        raise click.ClickException(
+            "--otlp needs the OTLP exporter: pip install 'orchestra-hooks[otlp]'"
+        ) from exc
 
 
 def _keep_spans(provider: TracerProvider) -> InMemorySpanExporter:
