@@ -4,7 +4,7 @@ Reviewing is never running: ``validate``, ``list``, ``import``, ``trust`` and ``
 read and report; they import no ``type: python`` hook's module and start no process.
 
 - ``orchestra hooks validate PATH...``: every problem as ``file:line: field: message``;
-  exit status 1 if there is any.
+  exit status 1 if there is any; warnings for what this machine lacks (``_hooks_checks``).
 - ``orchestra hooks list PATH...``: the merged hooks, in the order they run.
 - ``orchestra hooks test EVENT --payload JSON|@file PATH...``: fires the event for real
   and shows what each hook answered, its latency, its exit code and stderr, and the
@@ -32,6 +32,7 @@ from orchestra.cli._hooks_common import (
     spec_json,
     table_console,
 )
+from orchestra.cli._hooks_checks import machine_warnings
 from orchestra.cli._hooks_fire import test
 from orchestra.cli._hooks_trust import trust, trusted, untrust
 from orchestra.skills import EVENTS
@@ -51,14 +52,17 @@ def validate(paths: tuple[Path, ...]) -> None:
     """Check hook configs; print every problem as file:line and exit 1 if any.
 
     What was ignored on purpose (a Claude Code settings file's other keys, events and
-    hook types this version does not run) is listed as notes. Validating runs nothing:
-    a ``type: python`` hook's module is not imported (a note says so).
+    hook types this version does not run) is listed as notes; what this machine lacks
+    for a hook to run (bwrap for a sandbox, httpx for http hooks, the mcp SDK for
+    mcp_tool hooks, a script a command names by a relative path) as warnings, which do
+    not fail the check. Validating runs nothing: a ``type: python`` hook's module is not
+    imported (a note says so).
     """
     registry = review_registry(paths)
     for note in [*registry.notes, *not_imported(registry)]:
         click.echo(f"note: {note}")
     for hook in registry.hooks:
-        for warning in hook.warnings():
+        for warning in [*hook.warnings(), *machine_warnings(hook)]:
             click.echo(f"warning: {hook.source}: {warning}")
     count = len(registry.hooks)
     click.echo(f"ok: {count} hook{'s' if count != 1 else ''} in {len(paths)} path(s)")
