@@ -25,6 +25,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from orchestra.cli._hooks_checks import machine_warnings
 from orchestra.cli._hooks_common import (
     PATHS,
     not_imported,
@@ -32,7 +33,6 @@ from orchestra.cli._hooks_common import (
     spec_json,
     table_console,
 )
-from orchestra.cli._hooks_checks import machine_warnings
 from orchestra.cli._hooks_fire import test
 from orchestra.cli._hooks_trust import trust, trusted, untrust
 from orchestra.skills import EVENTS
