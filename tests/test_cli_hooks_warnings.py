@@ -59,7 +59,8 @@ def test_missing_scripts_warn_and_say_what_to_do(tmp_path: Path) -> None:
     assert said[6].startswith(f"./guard.sh not found (looked for {tmp_path / 'guard.sh'}, ")
     assert "create it, or fix the path" in said[6]
     assert said[8].startswith("hooks/check.py not found")
-    assert said[12].startswith(
+    gone = tmp_path / "hooks" / "gone.sh"
+    assert said[12].startswith(f"$ORCHESTRA_PROJECT_DIR/hooks/gone.sh not found (looked for {gone}")
         f"$ORCHESTRA_PROJECT_DIR/hooks/gone.sh not found (looked for {tmp_path / 'hooks' / 'gone.sh'}"
     )
     (tmp_path / "guard.sh").write_text("exit 0\n")

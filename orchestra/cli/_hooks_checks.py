@@ -110,7 +110,7 @@ def machine_warnings(hook: HookSpec, cwd: str | os.PathLike[str] | None = None) 
     found: list[str] = []
     extra = _EXTRAS.get(hook.type)
     if extra is not None and not _installed(extra[0]):
-        module, what, name = extra
+        _, what, name = extra
         found.append(
             f"{what}, which is not installed: pip install 'orchestra-hooks[{name}]' "
             "(until then this hook fails when it fires, as a hook error)"
