@@ -1,0 +1,234 @@
+"""``OrchestraCapability``: a pydantic-ai capability carrying orchestra's hooks (internal).
+
+pydantic-ai calls a capability around each agent run (``wrap_run``) and each tool call
+(``wrap_tool_execute``). Each run gets its own copy of the capability (``for_run``) with
+the run's state; the hook chains are compiled once, when the capability is made. The
+agent run is a subagent dispatch:
+
+- ``before_dispatch`` (and a YAML ``SubagentStart``) may ``Fail`` it: the run raises
+  ``orchestra.DispatchError`` with the reason before the model is called;
+- ``on_failure`` sees a failed model call and may ``Retry`` it: the model is asked again
+  (pydantic-ai's ``RetryModelRequest``), nothing the run did is repeated;
+- ``after_dispatch`` (and ``SubagentStop``) may ``Replace`` the run's output.
+
+Tool calls go through ``_tools.ToolCalls``. With a tracer configured for orchestra, a run
+is an ``invoke_agent {name}`` span and each tool call an ``execute_tool {name}`` span under
+it, with the hooks' spans inside.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import RetryModelRequest
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.tools import RunContext, ToolDefinition
+
+import orchestra.tracing as ot
+from orchestra import (
+    DispatchError,
+    Fail,
+    Replace,
+    Retry,
+    SubagentResult,
+)
+from orchestra.dag import DEFAULT_MAX_ATTEMPTS
+from orchestra_pydantic_ai._chains import split_hooks
+from orchestra_pydantic_ai._state import RunState, parent_agent
+from orchestra_pydantic_ai._tools import ToolCalls
+
+if TYPE_CHECKING:
+    from pydantic_ai.capabilities.abstract import WrapRunHandler, WrapToolExecuteHandler
+    from pydantic_ai.models import ModelRequestContext
+    from pydantic_ai.run import AgentRunResult
+
+    from orchestra.skills import HookRegistry
+
+__all__ = ["OrchestraCapability"]
+
+
+@dataclass(init=False)
+class OrchestraCapability(AbstractCapability[Any]):
+    """orchestra's hooks and YAML tool guards inside a pydantic-ai agent.
+
+    ``Agent(model, tools=[...], capabilities=[OrchestraCapability(hooks, registry)])``:
+    every tool call goes through ``PreToolUse``/``PostToolUse``/``PostToolUseFailure``
+    and the tool-call ``TaskHooks``; every run of the agent through the ``SubagentHooks``
+    (``SubagentStart``/``SubagentStop`` with a registry).
+
+    Args:
+        hooks: ``TaskHooks`` (tool calls: the task id is the tool's name) and
+            ``SubagentHooks`` (agent runs) objects, in calling order.
+        registry: YAML hooks (``orchestra.skills.load(...)``) for the tool and agent events.
+        hook_timeout: seconds a hook call may take unless the hook sets ``timeout``.
+        max_attempts: the most attempts of one tool call or one run, whatever hooks answer.
+
+    Attributes:
+        hook_errors: every hook error of the capability's last run, in order.
+
+    Raises:
+        TypeError: a hook object is refused (see ``orchestra.HookChain``), or is neither
+            a ``TaskHooks`` nor a ``SubagentHooks``.
+        ValueError: ``max_attempts`` is below 1.
+    """
+
+    hooks: tuple[object, ...] = ()
+    registry: HookRegistry | None = None
+
+    def __init__(
+        self,
+        hooks: Iterable[object] = (),
+        registry: HookRegistry | None = None,
+        *,
+        hook_timeout: float | None = 60.0,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
+        self.hooks = tuple(hooks)
+        self.registry = registry
+        self.id = None
+        objects = list(self.hooks)
+        if registry is not None and (
+            registry.has_hooks("SubagentStart") or registry.has_hooks("SubagentStop")
+        ):
+            objects.append(registry.as_subagent_hooks())
+        tasks, agents = split_hooks(objects, hook_timeout)
+        self._agents = agents
+        self._tools = ToolCalls(registry, tasks, max_attempts)
+        self._max_attempts = max_attempts
+        self._state: RunState | None = None
+        self._last: list[RunState] = []
+        self._agent_moments = agents.has("before_dispatch") or agents.has("after_dispatch")
+
+    @property
+    def hook_errors(self) -> tuple[Any, ...]:
+        """Every hook error of the capability's last run, in order."""
+        return tuple(self._last[-1].hook_errors) if self._last else ()
+
+    async def for_run(self, ctx: RunContext[Any]) -> OrchestraCapability:
+        """A copy of the capability holding this run's state."""
+        run = copy.copy(self)
+        agent = getattr(ctx.agent, "name", None)
+        run._state = RunState(agent, ctx.run_id)
+        self._last[:] = [run._state]
+        return run
+
+    # -- the agent run ----------------------------------------------------------------------
+
+    async def wrap_run(
+        self, ctx: RunContext[Any], *, handler: WrapRunHandler
+    ) -> AgentRunResult[Any]:
+        """The run as a subagent dispatch: ``before_dispatch``, retries, ``after_dispatch``."""
+        state = self._state or RunState(getattr(ctx.agent, "name", None), ctx.run_id)
+        tracer = ot.get_tracer()
+        if not self._agent_moments and tracer is None:
+            return await self._body(state, handler)
+        name = state.agent or "agent"
+        if tracer is None:
+            return await self._dispatch(ctx, state, name, handler)
+        attributes = {
+            ot.names.GEN_AI_OPERATION_NAME: ot.names.OP_INVOKE_AGENT,
+            ot.names.GEN_AI_AGENT_NAME: name,
+        }
+        with tracer.start_as_current_span(
+            ot.names.SPAN_INVOKE_AGENT.format(agent=name), attributes=attributes
+        ):
+            return await self._dispatch(ctx, state, name, handler)
+
+    async def _body(self, state: RunState, handler: WrapRunHandler) -> AgentRunResult[Any]:
+        token = parent_agent.set(state.agent)
+        try:
+            return await handler()
+        finally:
+            parent_agent.reset(token)
+
+    async def _dispatch(
+        self, ctx: RunContext[Any], state: RunState, name: str, handler: WrapRunHandler
+    ) -> AgentRunResult[Any]:
+        agents, record = self._agents, state.hook_errors.append
+        sctx = state.dispatch_context(name, parent_agent.get(), _prompt(ctx))
+        if agents.has("before_dispatch"):
+            decision, by = await agents.call("before_dispatch", sctx, subject=name, record=record)
+            if isinstance(decision, Fail):
+                why = decision.reason or f"failed by {by}"
+                raise DispatchError(
+                    f"run of agent {name!r} failed by {by}: {why}",
+                    agent=name,
+                    reason=decision.reason,
+                    hook_errors=tuple(state.hook_errors),
+                )
+        result = await self._body(state, handler)
+        if agents.has("after_dispatch"):
+            answer = SubagentResult(agent=name, output=result.output, attempts=state.attempt)
+            sctx = state.dispatch_context(name, parent_agent.get(), _prompt(ctx))
+            decision, by = await agents.call(
+                "after_dispatch", sctx, answer, subject=name, record=record
+            )
+            if type(decision) is Replace:
+                result = dataclasses.replace(result, output=decision.value)
+        return result
+
+    async def on_model_request_error(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+    ) -> ModelResponse:
+        """A failed model call: ``on_failure`` may ``Retry`` it (the model is asked again)."""
+        state = self._state
+        if state is None or not self._agents.has("on_failure"):
+            raise error
+        name = state.agent or "agent"
+        state.errors += (error,)
+        sctx = state.dispatch_context(name, parent_agent.get(), _prompt(ctx))
+        decision, _ = await self._agents.call(
+            "on_failure", sctx, error, subject=name, record=state.hook_errors.append
+        )
+        if isinstance(decision, Retry) and state.attempt < self._max_attempts:
+            state.attempt += 1
+            await anyio.sleep(decision.delay)
+            raise RetryModelRequest() from error
+        raise error
+
+    # -- tool calls -------------------------------------------------------------------------
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        handler: WrapToolExecuteHandler,
+    ) -> Any:
+        """A tool call through the tool events and the tool-call ``TaskHooks``."""
+        tools = self._tools
+        if not tools.watching:
+            return await handler(args)
+        state = self._state or RunState(getattr(ctx.agent, "name", None), ctx.run_id)
+        name = call.tool_name
+        tracer = ot.get_tracer()
+        if tracer is None:
+            return await tools.call(
+                state, ctx.tool_call_approved, name, call.tool_call_id, args, handler
+            )
+        attributes = {
+            ot.names.GEN_AI_OPERATION_NAME: ot.names.OP_EXECUTE_TOOL,
+            ot.names.GEN_AI_TOOL_NAME: name,
+            "gen_ai.tool.call.id": call.tool_call_id,
+        }
+        with tracer.start_as_current_span(
+            ot.names.SPAN_EXECUTE_TOOL.format(tool=name), attributes=attributes
+        ):
+            return await tools.call(
+                state, ctx.tool_call_approved, name, call.tool_call_id, args, handler
+            )
+
+
+def _prompt(ctx: RunContext[Any]) -> str:
+    """The run's prompt as text (what ``SubagentHookContext.task`` holds)."""
+    return ctx.prompt if isinstance(ctx.prompt, str) else str(ctx.prompt or "")

@@ -1,0 +1,268 @@
+"""One tool call of a pydantic-ai agent through the tool events and ``TaskHooks`` (internal).
+
+``OrchestraCapability.wrap_tool_execute`` hands each call here, with the validated
+arguments and pydantic-ai's ``handler`` (the inner capabilities' tool hooks and the tool):
+
+- ``PreToolUse`` (``tool_name``, ``tool_input``, ``tool_use_id``, ``agent_name``): a deny
+  or block is pydantic-ai's ``ToolDenied`` (the model reads the reason; ``PermissionDenied``
+  fires), an ``ask`` is pydantic-ai's ``ApprovalRequired`` (the run ends with
+  ``DeferredToolRequests``; once a person approves, the call goes on), a
+  ``modified_input`` is what the tool gets, a mock ``output`` answers without the tool;
+- the tool-call ``TaskHooks`` around each attempt (task id: the tool's name):
+  ``before_execute`` may ``Skip`` (the model reads "Tool call skipped: ..."), ``Fail`` (the
+  model reads the reason) or ``Replace`` the arguments; ``on_failure`` sees the tool's own
+  exception and may ``Retry`` it, ``Skip`` it, or ``Replace`` it with a result;
+  ``after_execute`` may ``Replace`` the result; ``on_end`` gets the call's end state;
+- ``PostToolUse`` (``tool_response``: an ``output`` rewrites what the model reads), or
+  ``PostToolUseFailure`` (``error``, ``error_type``) before the exception goes on.
+
+pydantic-ai's own control flow (``ModelRetry``, ``ToolFailed``, deferrals, skips) passes
+through untouched: it is not a failure of the tool.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final, final
+
+import anyio
+from opentelemetry import trace
+from pydantic_ai import ToolDenied
+from pydantic_ai.exceptions import (
+    ApprovalRequired,
+    CallDeferred,
+    SkipToolExecution,
+    ToolFailedError,
+    ToolRetryError,
+)
+
+import orchestra.tracing as ot
+from orchestra import Fail, Replace, Retry, Skip, Task, TaskState
+from orchestra_pydantic_ai._chains import Chain
+from orchestra_pydantic_ai._state import RunState
+
+if TYPE_CHECKING:
+    from orchestra.skills import HookRegistry
+
+__all__ = ["ToolCalls"]
+
+_Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+_CONTROL: Final = (
+    ApprovalRequired,
+    CallDeferred,
+    SkipToolExecution,
+    ToolFailedError,
+    ToolRetryError,
+)
+"""pydantic-ai's control flow: passes through the hooks untouched."""
+_TOOL_EVENTS: Final = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied")
+_MOMENTS: Final = ("before_execute", "after_execute", "on_failure", "on_end")
+
+
+@final
+class ToolCalls:
+    """The tool events and tool-call hooks every call of the capability's agents goes through."""
+
+    __slots__ = ("events", "has", "max_attempts", "registry", "tasks", "watching")
+
+    def __init__(self, registry: HookRegistry | None, tasks: Chain, max_attempts: int) -> None:
+        self.registry = registry
+        self.tasks = tasks
+        self.max_attempts = max_attempts
+        self.events = {e: registry is not None and registry.has_hooks(e) for e in _TOOL_EVENTS}
+        self.has = {m: tasks.has(m) for m in _MOMENTS}
+        self.watching = any(self.events.values()) or any(self.has.values())
+        """Whether anything looks at tool calls (else a call costs one check)."""
+
+    async def call(
+        self,
+        state: RunState,
+        approved: bool,
+        name: str,
+        call_id: str,
+        args: dict[str, Any],
+        handler: _Handler,
+    ) -> Any:
+        """One tool call, its events and its hooks; what the model reads comes back."""
+        fields: dict[str, Any] = {"tool_name": name, "tool_use_id": call_id}
+        if state.agent is not None:
+            fields["agent_name"] = state.agent
+        tool_input = dict(args)
+        if self.events["PreToolUse"]:
+            verdict = await self._pre(fields, tool_input, approved)
+            if verdict is not None and not isinstance(verdict, dict):
+                return verdict.answer
+            if verdict is not None:
+                tool_input = verdict
+        result, returned = await self._attempts(state, name, fields, tool_input, handler)
+        if returned and self.events["PostToolUse"]:
+            assert self.registry is not None
+            payload = {**fields, "tool_input": tool_input, "tool_response": result}
+            post = await self.registry.fire("PostToolUse", payload)
+            if post.output is not None:  # a rewrite of what the model reads
+                return post.output
+        return result
+
+    async def _pre(
+        self, fields: dict[str, Any], tool_input: dict[str, Any], approved: bool
+    ) -> dict[str, Any] | _Answer | None:
+        """``PreToolUse``: None (go on), the input to use instead, or the model's answer."""
+        assert self.registry is not None
+        outcome = await self.registry.fire("PreToolUse", {**fields, "tool_input": tool_input})
+        if outcome.blocked:
+            refusal = outcome.reason or f"denied by a PreToolUse hook at {outcome.decided_by}"
+            _mark("deny")
+            if self.events["PermissionDenied"]:
+                payload = {**fields, "tool_input": tool_input, "reason": refusal}
+                await self.registry.fire("PermissionDenied", payload)
+            return _Answer(ToolDenied(refusal))
+        if outcome.decision == "ask" and not approved:
+            _mark("ask")
+            reason = outcome.reason or f"needs approval ({outcome.decided_by})"
+            raise ApprovalRequired(metadata={"reason": reason, "hook": outcome.decided_by})
+        _mark("allow")
+        if outcome.output is not None:  # a mock: the tool is not called
+            return _Answer(outcome.output)
+        if outcome.modified_input is not None:
+            return dict(outcome.modified_input)
+        return None
+
+    async def _attempts(
+        self,
+        state: RunState,
+        name: str,
+        fields: dict[str, Any],
+        tool_input: dict[str, Any],
+        handler: _Handler,
+    ) -> tuple[Any, bool]:
+        """The tool's attempts, with the tool-call ``TaskHooks`` around each.
+
+        Returns what the model reads, and whether the tool returned it (not a hook).
+        """
+        has = self.has
+        if not any(has.values()):
+            return await self._once(fields, tool_input, handler), True
+        task = Task(id=name, fn=handler, metadata={**fields, "tool_input": tool_input})
+        started, attempt = time.monotonic(), 1
+        errors: tuple[BaseException, ...] = ()
+        end, answer = TaskState.SUCCEEDED, None
+        try:
+            while True:
+                ctx = state.task_context(task, attempt, errors, started, tool_input)
+                if has["before_execute"]:
+                    decision, by = await self._ask("before_execute", state, name, ctx)
+                    if type(decision) is Replace and isinstance(decision.value, Mapping):
+                        tool_input = dict(decision.value)
+                    elif decision is not None:
+                        end, answer = _given_up(decision, by)
+                        return answer, False
+                try:
+                    result = await handler(tool_input)
+                except _CONTROL:
+                    raise
+                except Exception as exc:
+                    errors += (exc,)
+                    await self._failed(fields, tool_input, exc)
+                    decision, by = None, None
+                    if has["on_failure"]:
+                        ctx = state.task_context(task, attempt, errors, started, tool_input)
+                        decision, by = await self._ask("on_failure", state, name, ctx, exc)
+                    if isinstance(decision, Retry) and attempt < self.max_attempts:
+                        await anyio.sleep(decision.delay)
+                        attempt += 1
+                        continue
+                    if type(decision) is Replace:
+                        return decision.value, False
+                    if isinstance(decision, Skip):
+                        end, answer = _given_up(decision, by)
+                        return answer, False
+                    end = TaskState.FAILED
+                    raise
+                state.tool_calls += 1
+                if has["after_execute"]:
+                    ctx = state.task_context(task, attempt, errors, started, tool_input)
+                    decision, by = await self._ask("after_execute", state, name, ctx, result)
+                    if type(decision) is Replace:
+                        return decision.value, True
+                    if decision is not None:
+                        end, answer = _given_up(decision, by)
+                        return answer, False
+                return result, True
+        finally:
+            if has["on_end"]:
+                ctx = state.task_context(task, attempt, errors, started, tool_input)
+                await self._ask("on_end", state, name, ctx, end)
+
+    async def _ask(
+        self, moment: str, state: RunState, name: str, ctx: Any, *more: Any
+    ) -> tuple[Any, str | None]:
+        decision, by = await self.tasks.call(
+            moment, ctx, *more, subject=name, record=state.hook_errors.append
+        )
+        if decision is not None:
+            _decided(decision, by)
+        return decision, by
+
+    async def _once(
+        self, fields: dict[str, Any], tool_input: dict[str, Any], handler: _Handler
+    ) -> Any:
+        try:
+            return await handler(tool_input)
+        except _CONTROL:
+            raise
+        except Exception as exc:
+            await self._failed(fields, tool_input, exc)
+            raise
+
+    async def _failed(
+        self, fields: dict[str, Any], tool_input: dict[str, Any], error: BaseException
+    ) -> None:
+        if not self.events["PostToolUseFailure"]:
+            return
+        assert self.registry is not None
+        payload = {
+            **fields,
+            "tool_input": tool_input,
+            "error": str(error) or type(error).__name__,
+            "error_type": type(error).__qualname__,
+        }
+        await self.registry.fire("PostToolUseFailure", payload)
+
+
+@final
+class _Answer:
+    """What the model reads instead of the tool's result (a denial, a mock)."""
+
+    __slots__ = ("answer",)
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+
+def _given_up(decision: object, by: str | None) -> tuple[TaskState, Any]:
+    """A call given up by a decision: its end state and what the model reads."""
+    why = getattr(decision, "reason", None)
+    if isinstance(decision, Skip):
+        return TaskState.SKIPPED, f"Tool call skipped: {why or f'skipped by {by}'}"
+    assert isinstance(decision, Fail)
+    return TaskState.FAILED, ToolDenied(why or f"failed by {by}")
+
+
+def _mark(verdict: str) -> None:
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attribute(ot.names.ATTR_TOOL_DECISION, verdict)
+
+
+def _decided(decision: object, by: str | None) -> None:
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
+    attributes: dict[str, Any] = {ot.names.ATTR_DECISION: type(decision).__name__.lower()}
+    if by:
+        attributes[ot.names.ATTR_DECISION_BY] = by
+    why = getattr(decision, "reason", None)
+    if why:
+        attributes[ot.names.ATTR_DECISION_REASON] = str(why)[:256]
+    span.add_event(ot.names.EVENT_DECISION, attributes)
