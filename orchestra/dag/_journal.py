@@ -22,7 +22,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast, final
 
 import anyio
 import anyio.to_thread
@@ -222,9 +222,10 @@ class RunJournal(BatchRecorder):
         if self.none_payload is not None:
             self.none_digest = key.tag(self.none_payload)
         given = self.given
-        shared = None if isinstance(given, Journal) else acquire_shared(given)
-        journal = self.journal = given if isinstance(given, Journal) else shared
-        assert journal is not None
+        # a path is told first: a runtime Protocol check costs microseconds per method
+        shared = acquire_shared(given) if isinstance(given, (str, os.PathLike)) else None
+        journal: Journal = shared if shared is not None else cast("Journal", given)
+        self.journal = journal
         lease = self.lease = new_lease(run_id)
         try:
             self.run_id = run_id

@@ -34,7 +34,9 @@ class _Shared:
 
 
 _shared_lock = threading.Lock()
-_shared: dict[tuple[int, str], _Shared] = {}  # (pid, real path) -> journal; idle ones last
+_shared: dict[tuple[int, str], _Shared] = {}  # (pid, absolute path) -> journal; idle last
+# (not the real path: resolving symlinks costs a stat per folder of the path at every
+# borrowing; two spellings of one file get a connection each, which SQLite allows)
 
 
 def _inode(path: str) -> int | None:
@@ -46,7 +48,7 @@ def _inode(path: str) -> int | None:
 
 def acquire_shared(path: str | os.PathLike[str]) -> SQLiteJournal:
     """Borrow this process's open journal on ``path`` (opened, or checked again)."""
-    real = os.path.realpath(path)
+    real = os.path.abspath(path)
     key = (os.getpid(), real)
     with _shared_lock:
         entry = _shared.pop(key, None)

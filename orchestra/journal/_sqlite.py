@@ -114,9 +114,19 @@ class SQLiteJournal:
         return db
 
     def recheck(self) -> None:
-        """Check the file again (another process may have migrated it meanwhile)."""
+        """Check the file again (another process may have migrated it meanwhile).
+
+        A file still of this schema needs nothing more: two header reads, no write lock.
+        """
         with self._lock:
-            self._check_and_migrate(self._db)
+            db = self._db
+            try:
+                app = db.execute("PRAGMA application_id").fetchone()[0]
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+            except sqlite3.Error:
+                app = version = None  # the full check says what is wrong
+            if app != APPLICATION_ID or version != SCHEMA_VERSION or self.read_only:
+                self._check_and_migrate(db)
 
     def _check_and_migrate(self, db: sqlite3.Connection) -> None:
         # Read in one transaction, so another process's migration is seen whole or not at all;
