@@ -21,9 +21,15 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
 
-__all__ = ["configure"]
+__all__ = ["JSONL_BATCH", "QUEUE_SIZE", "configure"]
 
 logger: Final = logging.getLogger("orchestra")
+
+JSONL_BATCH: Final = 256
+"""Spans per line of a ``configure(jsonl=...)`` file (the loop waits ~10 ms per line)."""
+
+QUEUE_SIZE: Final = 1 << 20
+"""Spans the console and OTLP exporters' queues hold (OpenTelemetry's default: 2,048)."""
 
 
 def _otlp_exporter(otlp: str | bool, timeout: float | None) -> SpanExporter:
@@ -56,14 +62,21 @@ def configure(
     """Set up an OpenTelemetry SDK tracer provider with the exporters asked for.
 
     The library itself never installs a provider; this helper does, for scripts and the
-    ``orchestra`` CLI. Every exporter sits behind a ``BatchSpanProcessor``, so a slow or
-    unreachable backend never slows a run. Spans still buffered are flushed at exit (or
-    call ``provider.shutdown()``).
+    ``orchestra`` CLI. No span of a run is dropped, however large the run: the trace
+    file is written by the thread that ends the spans, in lines of ``JSONL_BATCH``
+    spans (a run that makes spans faster than they are written waits for the file);
+    the console and OTLP exporters sit behind a ``BatchSpanProcessor`` whose queue holds
+    ``QUEUE_SIZE`` spans, so a slow backend does not slow a run. A span is lost only
+    when its exporter fails (an unreachable backend, a file that cannot be written) or
+    more than ``QUEUE_SIZE`` spans wait for a backend; each is logged on the
+    ``orchestra`` or ``opentelemetry`` logger. Spans still buffered are written at exit
+    (or call ``provider.shutdown()`` or ``provider.force_flush()``).
 
     Args:
         console: print finished spans to stdout (the SDK's console exporter).
-        jsonl: write spans to this file, one OTLP-JSON span per line (the file is
-            truncated first). Read it with ``orchestra trace show``.
+        jsonl: write spans to this file in the OTLP JSON file format, one
+            ``ExportTraceServiceRequest`` per line (the file is truncated first). Read it
+            with ``orchestra trace show``.
         otlp: send spans to an OTLP/HTTP endpoint, e.g. ``http://localhost:4318``
             (``/v1/traces`` is added to a URL without a path); True uses the
             ``OTEL_EXPORTER_OTLP_*`` environment variables. Needs ``orchestra-hooks[otlp]``.
@@ -101,14 +114,15 @@ def configure(
     exporters: list[SpanExporter] = []
     if console:
         exporters.append(ConsoleSpanExporter())
-    if jsonl:
-        from orchestra.tracing._jsonl import JsonlSpanExporter
-
-        exporters.append(JsonlSpanExporter(Path(jsonl)))
     if otlp:
         exporters.append(_otlp_exporter(otlp, otlp_timeout))
     for exporter in exporters:
-        provider.add_span_processor(BatchSpanProcessor(exporter))
+        provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=QUEUE_SIZE))
+    if jsonl:
+        from orchestra.tracing._jsonl import JsonlSpanExporter, SyncSpanProcessor
+
+        file = JsonlSpanExporter(Path(jsonl), batch_size=JSONL_BATCH)
+        provider.add_span_processor(SyncSpanProcessor(file))
     if set_global:
         if trace.get_tracer_provider() is not provider:
             trace.set_tracer_provider(provider)
