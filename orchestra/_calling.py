@@ -8,7 +8,6 @@ their ``traced`` twins that put each call in a ``hook {moment}`` span.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import logging
@@ -257,6 +256,8 @@ class _Waiting:
             with anyio.move_on_after(limit):
                 return await self.answer
             raise _HookTimeout  # only reached when the timeout cancelled the call
+        import asyncio  # loaded: its loop runs this (here: ``import orchestra`` stays light)
+
         deadline = asyncio.timeout(limit - (time.monotonic() - self.started))
         try:
             async with deadline:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeAlias, final
-
-import tenacity
-from tenacity import RetryCallState
+from typing import TYPE_CHECKING, TypeAlias, final
 
 from orchestra._decisions import Retry
 from orchestra._hooks import SubagentHookContext, SubagentHooks, TaskHookContext, TaskHooks
+
+if TYPE_CHECKING:
+    import tenacity
+    from tenacity import RetryCallState
 
 __all__ = ["RetryPolicy"]
 
@@ -52,10 +53,14 @@ class RetryPolicy(TaskHooks, SubagentHooks):
         wait: WaitStrategy | None = None,
         retry: RetryStrategy | None = None,
     ) -> None:
+        # tenacity here, not at import: with tornado installed it loads tornado (~45 ms)
+        import tenacity
+
         self.stop = stop if stop is not None else tenacity.stop_after_attempt(3)
         self.wait = wait if wait is not None else tenacity.wait_none()
         self.retry = retry if retry is not None else tenacity.retry_if_exception_type()
         self._retrying = tenacity.AsyncRetrying(stop=self.stop, wait=self.wait, retry=self.retry)
+        self._state = tenacity.RetryCallState
 
     def __repr__(self) -> str:
         return f"RetryPolicy(stop={self.stop!r}, wait={self.wait!r}, retry={self.retry!r})"
@@ -66,7 +71,7 @@ class RetryPolicy(TaskHooks, SubagentHooks):
         """Answer ``Retry(delay)`` from tenacity's strategies, or None to stop."""
         if not isinstance(error, Exception):
             return None  # cancellation, KeyboardInterrupt, SystemExit: never retried
-        state = RetryCallState(retry_object=self._retrying, fn=None, args=(), kwargs={})
+        state = self._state(retry_object=self._retrying, fn=None, args=(), kwargs={})
         state.attempt_number = ctx.attempt
         if ctx.started_at:
             state.start_time = ctx.started_at

@@ -10,7 +10,6 @@ when this thread already runs a loop (a notebook), on a short-lived helper threa
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -41,6 +40,8 @@ def run_now(awaitable: Awaitable[_T], *, needs_loop: bool) -> _T:
         raise RuntimeError(
             "a synchronous hook suspended (it returned an awaitable?): declare it async def"
         )
+    import asyncio  # here: ``import orchestra`` stays light
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

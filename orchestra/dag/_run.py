@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -10,13 +9,13 @@ from typing import TYPE_CHECKING
 from orchestra._attempts import DEFAULT_MAX_ATTEMPTS
 from orchestra._chain import DEFAULT_HOOK_TIMEOUT
 from orchestra.dag._executor import AgentDispatcher, Executor
-from orchestra.dag._journal import JournalArg, RunJournal
 from orchestra.dag._model import DAG, Task
 from orchestra.dag._result import RunResult
 from orchestra.dag._scheduler import _Run
 from orchestra.dag._signals import run_terminable
 
 if TYPE_CHECKING:
+    from orchestra.dag._journal import JournalArg, RunJournal
     from orchestra.journal import Serializer
 
 __all__ = ["run", "run_sync"]
@@ -94,7 +93,7 @@ async def run(
         dispatcher=dispatcher,
         max_attempts=max_attempts,
         hook_timeout=hook_timeout,
-        journal=RunJournal.create(journal, resume, serializer, journal_key, resume_wait),
+        journal=_journal(journal, resume, serializer, journal_key, resume_wait),
     ).execute()
 
 
@@ -172,14 +171,31 @@ def _check_dag(dag: object, function: str) -> None:
         raise TypeError(f"{function}() takes a DAG, got {type(dag).__name__}{hint}")
 
 
+def _journal(
+    journal: JournalArg | None,
+    resume: str | None,
+    serializer: Serializer | None,
+    journal_key: bytes | str | None,
+    resume_wait: float | None,
+) -> RunJournal | None:
+    """``RunJournal.create``; its modules (sqlite3, tenacity) load only for a journaled run."""
+    if journal is None and all(o is None for o in (resume, serializer, journal_key, resume_wait)):
+        return None
+    from orchestra.dag._journal import RunJournal
+
+    return RunJournal.create(journal, resume, serializer, journal_key, resume_wait)
+
+
 def _running_loop() -> str | None:
     """The event loop running in this thread ("asyncio", "trio"), or None."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        return "asyncio"
+    asyncio = sys.modules.get("asyncio")  # not imported = not running (a light import)
+    if asyncio is not None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            return "asyncio"
     trio = sys.modules.get("trio")
     if trio is not None:
         try:

@@ -26,7 +26,6 @@ from orchestra._errors import DAGError, HookError
 from orchestra._hooks import TaskHooks
 from orchestra._reporting import start_reporting, stop_reporting
 from orchestra.dag._executor import AgentDispatcher, Executor, LocalExecutor
-from orchestra.dag._journal import RunJournal
 from orchestra.dag._model import DAG, TaskState
 from orchestra.dag._remote import RemoteOutputs, chained
 from orchestra.dag._result import Column, RunResult
@@ -38,6 +37,8 @@ from orchestra.tracing._engine import NO_RUN, RunTelemetry
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
+
+    from orchestra.dag._journal import RunJournal
 
 
 __all__ = ["_Run"]

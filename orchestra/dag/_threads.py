@@ -15,16 +15,18 @@ body: the thread finishes it on its own and the outcome is dropped.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import queue
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 import anyio.lowlevel
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["ThreadPool"]
 
@@ -112,6 +114,8 @@ class ThreadPool:
                 trio.lowlevel.current_trio_token().run_sync_soon
             )
         else:
+            import asyncio  # loaded: its loop runs this
+
             self.loop = asyncio.get_running_loop()
             self.notify = self.loop.call_soon_threadsafe
 

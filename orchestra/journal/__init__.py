@@ -12,6 +12,8 @@ its code and inputs, and its serialized output) as the run goes, so that
 - ``orchestra.journal.conformance``: the tests every store passes (needs pytest).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from orchestra._exports import export
 from orchestra.journal._codec import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from orchestra.journal._codec import PickleSerializer as PickleSerializer
@@ -21,8 +23,10 @@ from orchestra.journal._records import Journal as Journal
 from orchestra.journal._records import JournaledRun as JournaledRun
 from orchestra.journal._records import RunInfo as RunInfo
 from orchestra.journal._records import TaskRecord as TaskRecord
-from orchestra.journal._sqlite import SCHEMA_VERSION as SCHEMA_VERSION
-from orchestra.journal._sqlite import SQLiteJournal as SQLiteJournal
+
+if TYPE_CHECKING:
+    from orchestra.journal._sqlite import SCHEMA_VERSION as SCHEMA_VERSION
+    from orchestra.journal._sqlite import SQLiteJournal as SQLiteJournal
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -38,4 +42,19 @@ __all__ = [
 ]
 
 # Journal is exported again by orchestra itself: its public path is orchestra.Journal.
-export(globals(), [name for name in __all__ if name != "Journal"])
+_LAZY = ("SCHEMA_VERSION", "SQLiteJournal")  # sqlite3 and tenacity load with them
+
+
+def __getattr__(name: str) -> Any:
+    # The SQLite store, loaded when asked for: ``import orchestra`` loads no sqlite3.
+    if name in _LAZY:
+        from orchestra.journal import _sqlite
+
+        for lazy in _LAZY:
+            globals()[lazy] = getattr(_sqlite, lazy)
+        export(globals(), ["SQLiteJournal"])
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+export(globals(), [name for name in __all__ if name not in ("Journal", *_LAZY)])
