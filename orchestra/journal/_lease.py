@@ -16,8 +16,8 @@ here, by the process asking (``claim``).
 
 from __future__ import annotations
 
+import functools
 import os
-import socket
 import time
 import uuid
 from datetime import UTC, datetime
@@ -49,7 +49,14 @@ def _machine() -> str:
 
 
 MACHINE: Final = _machine()
-HOST: Final = socket.gethostname()
+
+
+@functools.cache
+def _host() -> str:
+    """This machine's name (socket is imported here: ``import orchestra`` stays light)."""
+    import socket
+
+    return socket.gethostname()
 
 
 @final
@@ -109,7 +116,7 @@ def new_lease(run_id: str) -> Lease:
         run_id=run_id,
         by_run=run_id,
         token=uuid.uuid4().hex,
-        host=HOST,
+        host=_host(),
         pid=os.getpid(),
         machine=MACHINE,
         since=now,
