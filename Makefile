@@ -28,9 +28,13 @@ demo: $(DEMO_STAMP)
 	@echo; echo "== examples/main_demo.py: the whole product, traced, and the trace read back"
 	$(PY) examples/main_demo.py
 
+# deptry: every import of each distribution (orchestra-hooks and integrations/*) is declared
+# by that distribution's own pyproject.toml.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/deptry orchestra
+	$(foreach p,$(INTEGRATIONS),cd $(dir $(p)) && $(abspath $(VENV))/bin/deptry orchestra_* && cd $(CURDIR) &&) true
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict orchestra $(foreach p,$(INTEGRATIONS),$(wildcard $(dir $(p))orchestra_*))

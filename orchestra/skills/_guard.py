@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import sys
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar, final, overload
@@ -225,9 +226,8 @@ class Guard:
 def _loop_free_context() -> contextvars.Context:
     """A copy of the current context that no longer says an event loop runs here."""
     context = contextvars.copy_context()
-    try:
-        import sniffio
-    except ImportError:  # anyio then looks for a running loop itself
+    sniffio = sys.modules.get("sniffio")  # its marker can only be set once it is imported
+    if sniffio is None:  # anyio then looks for a running loop itself
         return context
     context.run(sniffio.current_async_library_cvar.set, None)
     return context

@@ -17,7 +17,8 @@ same store in child processes: it kills one with SIGKILL in the middle of a run 
 resumes in another, has two processes journal into one store at once, and two resume one
 crashed run at once (one is refused, or waits). It also plants payloads in the store
 (they must never be deserialized) and checks the store's leases (``hold``, ``release``). The suite
-needs pytest, the anyio pytest plugin and trio (both anyio backends are tested).
+needs pytest, the anyio pytest plugin and trio (both anyio backends are tested):
+``pip install orchestra-hooks[conformance]``.
 """
 
 from __future__ import annotations
