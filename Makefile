@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-dev
 DEMO_STAMP := $(VENV)/.installed-demo
 INTEGRATIONS := $(wildcard integrations/*/pyproject.toml)
 
-.PHONY: demo test lint typecheck pytest docs-code bench docs docs-check clean
+.PHONY: demo test lint typecheck pytest docs-code bench docs docs-check clean test-lowest test-pythons
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -49,6 +49,26 @@ docs-code: $(STAMP)
 
 test: lint typecheck pytest docs-code docs-check
 
+# The core tests (tests/ but the browser and cross-engine ones) outside the dev set: with
+# the lowest versions every requirement of orchestra-hooks[all,test] declares (uv's
+# lowest-direct resolution), and on every Python the package claims. .ci/run runs both.
+CORE_TESTS := tests -m "not docs_site" -p no:cacheprovider --ignore=tests/test_docs_site.py \
+	--ignore=tests/test_report_browser.py --ignore=tests/conformance
+UV := UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv
+PYTHONS := 3.12 3.13
+
+test-lowest: $(STAMP)
+	$(UV) venv -q --clear -p python3.11 .venv-lowest
+	$(UV) pip install -q -p .venv-lowest/bin/python --resolution lowest-direct -e '.[all,test]'
+	.venv-lowest/bin/python -m pytest -q $(CORE_TESTS)
+
+test-pythons: $(STAMP)
+	set -e; for v in $(PYTHONS); do \
+	  $(UV) venv -q --clear -p python$$v .venv-$$v; \
+	  $(UV) pip install -q -p .venv-$$v/bin/python -e '.[all,test]'; \
+	  .venv-$$v/bin/python -m pytest -q $(CORE_TESTS); \
+	done
+
 # The pictures and example outputs (docs/generated/, scripts/docs_assets.py), then the site.
 docs: $(STAMP)
 	$(PY) scripts/docs_assets.py
@@ -70,4 +90,4 @@ bench: $(STAMP)
 	$(PY) bench/report.py
 
 clean:
-	rm -rf $(VENV) site docs/generated .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-lowest $(foreach v,$(PYTHONS),.venv-$(v)) site docs/generated .mypy_cache .pytest_cache .ruff_cache
