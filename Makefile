@@ -51,7 +51,8 @@ test: lint typecheck pytest docs-code docs-check
 
 # The core tests (tests/ but the browser and cross-engine ones) outside the dev set: with
 # the lowest versions every requirement of orchestra-hooks[all,test] declares (uv's
-# lowest-direct resolution), and on every Python the package claims. .ci/run runs both.
+# lowest-direct resolution), and on every Python the package claims (pyenv's, else the
+# PATH's python3.12 and python3.13). .ci/run runs both.
 CORE_TESTS := tests -m "not docs_site" -p no:cacheprovider --ignore=tests/test_docs_site.py \
 	--ignore=tests/test_report_browser.py --ignore=tests/conformance
 UV := UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv
@@ -62,9 +63,12 @@ test-lowest: $(STAMP)
 	$(UV) pip install -q -p .venv-lowest/bin/python --resolution lowest-direct -e '.[all,test]'
 	.venv-lowest/bin/python -m pytest -q $(CORE_TESTS)
 
+PYENV_ROOT ?= $(HOME)/.pyenv
+
 test-pythons: $(STAMP)
 	set -e; for v in $(PYTHONS); do \
-	  $(UV) venv -q --clear -p python$$v .venv-$$v; \
+	  py=$$(ls $(PYENV_ROOT)/versions/$$v.*/bin/python$$v 2>/dev/null | tail -n 1); \
+	  $(UV) venv -q --clear -p $${py:-python$$v} .venv-$$v; \
 	  $(UV) pip install -q -p .venv-$$v/bin/python -e '.[all,test]'; \
 	  .venv-$$v/bin/python -m pytest -q $(CORE_TESTS); \
 	done

@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import orchestra.tracing as ot
+from tests.helpers.system import require
 from tests.test_cli_trace import orchestra_cli
 
 FLOW = textwrap.dedent(
@@ -95,6 +96,7 @@ def test_hints_are_not_wrapped_when_piped(tmp_path: Path) -> None:
 
 
 def test_run_report_writes_the_page(tmp_path: Path) -> None:
+    require("dot")  # the task names are checked in the graph's SVG
     page = tmp_path / "out" / "run.html"
     status, text = run(tmp_path, "--report", str(page))
     assert status == 1

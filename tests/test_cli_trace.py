@@ -18,6 +18,7 @@ import orchestra
 import orchestra.tracing as ot
 from orchestra import Delegate, Retry
 from orchestra.tracing import _spans
+from tests.helpers.system import require
 from tests.helpers.traces import pipeline, trace_runs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -281,6 +282,7 @@ def test_show_reports_bad_files(tmp_path: Path) -> None:
 def test_report_writes_one_self_contained_page(
     two_runs: tuple[Path, list[Any]], tmp_path: Path
 ) -> None:
+    require("dot")  # the task names are checked in the graph's SVG
     path, (first, last) = two_runs
     page = tmp_path / "run.html"
     out = orchestra_cli("trace", "report", str(path), "-o", str(page))

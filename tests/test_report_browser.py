@@ -7,7 +7,6 @@ every request but the page itself is refused and recorded. ``.ci/run`` installs
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,15 +18,8 @@ from orchestra.cli._report import write_report
 from orchestra.cli._tracefile import build_traces, find_runs, select_run
 from orchestra.tracing import read_jsonl
 from tests.helpers.browser import FLAGS, chromium_path
+from tests.helpers.system import require
 from tests.helpers.traces import pipeline, trace_runs
-
-
-def needs(program: str, package: str) -> None:
-    if shutil.which(program) is None:
-        pytest.fail(
-            f"{program} is needed by the report tests: apt-get install -y {package} "
-            "(.ci/run installs it)"
-        )
 
 
 @pytest.fixture
@@ -73,7 +65,7 @@ class Opened:
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, orchestra.RunResult]:
-    needs("dot", "graphviz")
+    require("dot")
     folder = tmp_path_factory.mktemp("report")
     (result,) = trace_runs(folder / "run.jsonl", pipeline())
     run = select_run(find_runs(build_traces(read_jsonl(folder / "run.jsonl"))), None)
@@ -155,7 +147,7 @@ def test_clicking_tasks_shows_their_attempts(report: tuple[Path, Any], browser: 
 
 
 def test_a_thousand_tasks_fit_in_under_2_mb(tmp_path: Path) -> None:
-    needs("dot", "graphviz")
+    require("dot")
     dag = orchestra.DAG("thousand")
     for i in range(1000):  # ten layers of a hundred, each task on two of the layer before
         layer, k = divmod(i, 100)
