@@ -73,3 +73,33 @@ main()
     assert out.returncode == 0, out.stderr
     for command in ("run", "trace", "hooks"):
         assert command in out.stdout
+
+
+DISTRIBUTIONS = [ROOT / "pyproject.toml", *INTEGRATIONS]
+
+
+@pytest.mark.parametrize("pyproject", DISTRIBUTIONS, ids=lambda p: p.parent.name)
+def test_every_distribution_ships_its_license_and_says_what_it_runs_on(pyproject: Path) -> None:
+    project = _project(pyproject)
+    assert project["license"] == "MIT"
+    assert project["license-files"] == ["LICENSE"]
+    assert (pyproject.parent / "LICENSE").read_text() == (ROOT / "LICENSE").read_text()
+    classifiers = project["classifiers"]
+    assert isinstance(classifiers, list)
+    claimed = {
+        c.rsplit(" ", 1)[1]
+        for c in classifiers
+        if c.startswith("Programming Language :: Python :: 3.")
+    }
+    assert claimed == {"3.11", "3.12", "3.13"}  # what make test-pythons runs the tests on
+    assert project["requires-python"] == ">=3.11"
+    assert "Operating System :: POSIX :: Linux" in classifiers
+
+
+@pytest.mark.parametrize("pyproject", DISTRIBUTIONS, ids=lambda p: p.parent.name)
+def test_make_lint_checks_every_distributions_imports(pyproject: Path) -> None:
+    # deptry reads its configuration from the pyproject.toml of the folder it runs in
+    deptry = tomllib.loads(pyproject.read_text())["tool"]["deptry"]
+    package = "orchestra" if pyproject.parent == ROOT else f"orchestra_{pyproject.parent.name}"
+    assert deptry["known_first_party"] == [package]
+    assert (pyproject.parent / package / "py.typed").is_file()
