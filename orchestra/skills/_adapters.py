@@ -126,6 +126,12 @@ class RegistryTaskHooks(TaskHooks):
             "metadata": dict(ctx.task.metadata),
         }
 
+    def _listens(self, event: str, ctx: TaskHookContext, state: str | None = None) -> bool:
+        """Whether a hook of ``event`` matches the task: its payload is built only then."""
+        kind = ctx.task.metadata.get("type")
+        probe = {"task_id": ctx.task.id, "type": kind, "state": state}
+        return bool(self.registry.hooks_for(event, probe))
+
     async def _fire(
         self, event: str, payload: Mapping[str, Any], moment: str, subject: str | None
     ) -> HookOutcome:
@@ -158,10 +164,10 @@ class RegistryTaskHooks(TaskHooks):
                     self._denied[(ctx.run_id, tid)] = reason
                 return Fail(reason)
         dag = self._dags.get(ctx.run_id)
-        if ctx.attempt > 1 and ctx.errors and registry.has_hooks("AttemptRetry"):
+        if ctx.attempt > 1 and ctx.errors and self._listens("AttemptRetry", ctx):
             retry = {**task_payload(ctx, dag), **error_fields(ctx.errors[-1])}
             await self._fire("AttemptRetry", retry, "before_execute", tid)
-        if not registry.has_hooks("AttemptStart"):
+        if not self._listens("AttemptStart", ctx):
             return None
         sent = safe_serialize(ctx.inputs)
         outcome = await self._fire(
@@ -176,7 +182,7 @@ class RegistryTaskHooks(TaskHooks):
         dag = self._dags.get(ctx.run_id)
         tid = ctx.task.id
         replaced: Replace | None = None
-        if self.registry.has_hooks("AttemptEnd"):
+        if self._listens("AttemptEnd", ctx, "succeeded"):
             payload = end_payload(ctx, dag, result, None)
             outcome = await self._fire("AttemptEnd", payload, "after_execute", tid)
             if outcome.output is not None:
@@ -199,6 +205,8 @@ class RegistryTaskHooks(TaskHooks):
 
     async def on_failure(self, ctx: TaskHookContext, error: BaseException) -> None:
         """Fire ``AttemptEnd`` with ``state: "failed"`` and the error."""
+        if not self._listens("AttemptEnd", ctx, "failed"):
+            return
         payload = end_payload(ctx, self._dags.get(ctx.run_id), None, error)
         await self._fire("AttemptEnd", payload, "on_failure", ctx.task.id)
 
