@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -144,8 +145,36 @@ def _dot_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
 
 
+def _components(run: Run) -> list[list[int]]:
+    """The DAG's weakly connected components, as task indices; each and all in task order."""
+    index = {task_id: i for i, task_id in enumerate(run.tasks)}
+    parent = list(range(len(index)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, task in enumerate(run.tasks.values()):
+        for dep in task.deps:
+            if dep in index:
+                parent[root(index[dep])] = root(i)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(index)):
+        groups.setdefault(root(i), []).append(i)
+    return sorted(groups.values(), key=lambda group: group[0])
+
+
 def dot_source(run: Run) -> str:
-    """The run's DAG in the DOT language: node ``n{i}`` is task ``i``, edges from deps."""
+    """The run's DAG in the DOT language: node ``n{i}`` is task ``i``, edges from deps.
+
+    Left to right, as a pipeline reads. Dot stacks a graph's connected components
+    bottom-up in the order it reads them, so they are written last first, to read top
+    down in the DAG's order. The tasks that stand alone (no deps, nothing depends on
+    them) would make one tall column: they are laid out as a grid of rows in the DAG's
+    order, below the rest, each row held by invisible edges.
+    """
     lines = [
         "digraph dag {",
         '  graph [rankdir=LR, nodesep=0.12, ranksep=0.3, bgcolor="transparent", pad=0.1];',
@@ -154,17 +183,45 @@ def dot_source(run: Run) -> str:
         "  edge [arrowsize=0.6];",
     ]
     index = {task_id: i for i, task_id in enumerate(run.tasks)}
-    for i, task in enumerate(run.tasks.values()):
-        label = _dot_string(task.id)
-        if len(task.attempts) > 1:  # a second line
-            label = f'{label[:-1]}\\n{len(task.attempts)} attempts"'
-        lines.append(f'  n{i} [id="n{i}", label={label}];')
-    for i, task in enumerate(run.tasks.values()):
-        for dep in task.deps:
-            if dep in index:
-                lines.append(f'  n{index[dep]} -> n{i} [id="e{index[dep]}_{i}"];')
+    tasks = list(run.tasks.values())
+
+    def node(i: int) -> str:
+        label = _dot_string(tasks[i].id)
+        if len(tasks[i].attempts) > 1:  # a second line
+            label = f'{label[:-1]}\\n{len(tasks[i].attempts)} attempts"'
+        return f'  n{i} [id="n{i}", label={label}];'
+
+    components = _components(run)
+    alone = [group[0] for group in components if len(group) == 1]
+    if len(alone) > 1:
+        lines += _grid(alone, node)
+    for group in reversed(components):
+        if len(group) == 1 and len(alone) > 1:
+            continue
+        lines += [node(i) for i in group]
+        for i in group:
+            lines += [
+                f'  n{index[dep]} -> n{i} [id="e{index[dep]}_{i}"];'
+                for dep in tasks[i].deps
+                if dep in index
+            ]
     lines.append("}")
     return "\n".join(lines)
+
+
+def _grid(alone: Sequence[int], node: Callable[[int], str]) -> list[str]:
+    """Tasks that stand alone as rows of about the square root of their count.
+
+    Each row is a chain of invisible edges, a component of its own: written last first.
+    """
+    width = max(2, math.isqrt(len(alone) - 1) + 1)
+    lines: list[str] = []
+    for start in reversed(range(0, len(alone), width)):
+        row = alone[start : start + width]
+        lines += [node(i) for i in row]
+        if len(row) > 1:
+            lines.append(f"  {' -> '.join(f'n{i}' for i in row)} [style=invis];")
+    return lines
 
 
 def _compact(svg: str) -> str:

@@ -88,11 +88,17 @@
     "from " + run.source,
   ].join("  ·  ");
   const counts = $("run-counts");
+  const chips = [];
   for (const [state, count] of Object.entries(run.counts)) {
-    counts.appendChild(el("span", "chip st-" + state, count + " " + state.replace("_", " ")));
+    // a button: each click selects the next task that ended so (found in a big graph)
+    const chip = el("button", "chip st-" + state, count + " " + state.replace("_", " "));
+    chip.type = "button";
+    chip.title = "show the next " + state.replace("_", " ") + " task";
+    chip.setAttribute("data-state", state);
+    chips.push([chip, state]);
+    counts.appendChild(chip);
   }
-  const notes = [];
-  if (run.graphNote) notes.push(run.graphNote + ".");
+  const notes = []; // run.graphNote is said once, where the graph would be
   if (!run.graph) {
     notes.push("The trace does not carry the DAG's shape (orchestra.dag.deps): no arrows.");
   }
@@ -127,7 +133,11 @@
       edgesOf[Number(m[2])].push(g);
     }
   } else {
-    graph.appendChild(el("p", "hint", "No graph in this report. " + (run.graphNote || "")));
+    graph.appendChild(el("p", "note", (run.graphNote || "No graph in this report") + "."));
+    // nothing to zoom, and a search acts on the timeline: it goes there
+    $("graph-tools").hidden = true;
+    $("graph-hint").hidden = true;
+    $("timeline-tools").prepend($("find"), $("task-ids"));
   }
   const fit = $("zoom-fit");
   const real = $("zoom-real");
@@ -315,6 +325,14 @@
     const i = byId.get(event.target.value.trim());
     if (i !== undefined) select(i, "find");
   });
+
+  for (const [chip, state] of chips) {
+    chip.addEventListener("click", () => {
+      const those = order.filter((i) => tasks[i].state === state);
+      const next = those.find((i) => order.indexOf(i) > order.indexOf(selected));
+      select(next === undefined ? those[0] : next, "chip");
+    });
+  }
 
   // Open on the first task that did not succeed, else on the first one with a story.
   const bad = order.filter((i) => tasks[i].state !== "succeeded");
