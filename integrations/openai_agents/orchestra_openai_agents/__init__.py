@@ -31,13 +31,13 @@ tool calls fire orchestra's hooks and the YAML skills hooks (``orchestra.yaml``,
   usage) and ``execute_tool`` spans, when a tracer provider is configured for orchestra.
 """
 
+from orchestra_openai_agents._graph import guard_agent as guard_agent
+from orchestra_openai_agents._graph import guard_tool as guard_tool
+from orchestra_openai_agents._guard import AskCallback as AskCallback
+from orchestra_openai_agents._guard import HostedTools as HostedTools
+from orchestra_openai_agents._guard import OnDeny as OnDeny
 from orchestra_openai_agents._hooks import OrchestraRunHooks as OrchestraRunHooks
-from orchestra_openai_agents._tools import AskCallback as AskCallback
-from orchestra_openai_agents._tools import HostedTools as HostedTools
-from orchestra_openai_agents._tools import OnDeny as OnDeny
-from orchestra_openai_agents._tools import guard_agent as guard_agent
-from orchestra_openai_agents._tools import guard_tool as guard_tool
-from orchestra_openai_agents._tools import is_guarded as is_guarded
+from orchestra_openai_agents._invoker import is_guarded as is_guarded
 
 __version__ = "0.1.0"
 

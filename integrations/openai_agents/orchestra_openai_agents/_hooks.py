@@ -5,7 +5,7 @@ agent a handoff moves the conversation to. Each link fires orchestra's ``Subagen
 (``before_dispatch`` when the agent starts, ``after_dispatch`` when it answers, hands off
 or pauses for approval, ``on_failure`` when the run or a model call fails) and the YAML
 events ``SubagentStart``/``SubagentStop``; model calls get ``chat`` spans; tool calls go
-through the guard (``_tools``). The entry points (``run``, ``run_sync``,
+through the guard (``_invoker``, ``_graph``). The entry points (``run``, ``run_sync``,
 ``run_streamed``, in ``_run``) add what the SDK has no callback for: the run's span, its
 failure, its pause, and the ``SessionStart``/``UserPromptSubmit``/``Stop``/``StopFailure``/
 ``SessionEnd`` events.
@@ -13,23 +13,17 @@ failure, its pause, and the ``SessionStart``/``UserPromptSubmit``/``Stop``/``Sto
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-import attrs
 from agents import Agent, RunContextWrapper, RunHooks
-from agents.retry import RetryDecision, RetryPolicyContext
-from opentelemetry import trace
 
 from orchestra import (
     DispatchError,
     ExecutionMode,
     Fail,
-    HookError,
-    Retry,
     SubagentHookContext,
     SubagentResult,
     ToolDenied,
@@ -38,22 +32,22 @@ from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra.skills import RegistrySubagentHooks
 from orchestra_openai_agents import _run, _spans
 from orchestra_openai_agents._chain import split_hooks
-from orchestra_openai_agents._state import RunState, claim_var, end_span, state_for
-from orchestra_openai_agents._tools import (
+from orchestra_openai_agents._graph import guard_graph
+from orchestra_openai_agents._guard import (
     AskCallback,
     HostedTools,
     OnDeny,
     ToolGuard,
-    guard_graph,
-    is_guarded,
     tool_payload_input,
 )
+from orchestra_openai_agents._invoker import is_guarded
+from orchestra_openai_agents._spans import current
+from orchestra_openai_agents._state import RunState, end_span, input_text, state_for
 
 if TYPE_CHECKING:
     from agents.items import ModelResponse
     from agents.result import RunResult, RunResultStreaming
     from agents.tool import Tool
-    from opentelemetry.trace import Span
 
     from orchestra.skills import HookRegistry
 
@@ -62,32 +56,6 @@ __all__ = ["OrchestraRunHooks"]
 logger: Final = logging.getLogger("orchestra")
 
 _TAgent = TypeVar("_TAgent", bound=Agent[Any])
-
-
-def input_text(items: Any) -> str:
-    """The text of the last user message of a run or turn input."""
-    if isinstance(items, str):
-        return items
-    for item in reversed(items or ()):
-        if not isinstance(item, Mapping) or item.get("role") != "user":
-            continue
-        content = item.get("content")
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            parts = [p.get("text") for p in content if isinstance(p, Mapping)]
-            return "\n".join(p for p in parts if isinstance(p, str))
-    return ""
-
-
-@contextlib.contextmanager
-def current(span: Span | None) -> Iterator[None]:
-    """Make ``span`` the current span (hook spans become its children)."""
-    if span is None:
-        yield
-        return
-    with trace.use_span(span, end_on_exit=False):
-        yield
 
 
 class OrchestraRunHooks(RunHooks[Any]):
@@ -424,109 +392,3 @@ class OrchestraRunHooks(RunHooks[Any]):
             "agent_name": str(agent.name),
         }
         await registry.fire("PostToolUse", payload)
-
-    # -- failures ----------------------------------------------------------------------------
-
-    def failure_context(
-        self, state: RunState | None, agent: Agent[Any], input: Any, error: BaseException
-    ) -> SubagentHookContext:
-        """The dispatch a failure belongs to: the open one, else the one starting."""
-        attempt = state.attempt if state is not None else 1
-        errors = (*(state.errors if state is not None else ()), error)
-        if state is not None and state.ctx is not None:
-            ctx = state.ctx
-        elif state is not None and state.handoff_from is not None:  # failed in a handoff
-            ctx = SubagentHookContext(
-                parent_agent=state.handoff_from,
-                subagent_name=state.handoff_to or agent.name,
-                execution_mode=ExecutionMode.SYNC,
-                task=input_text(input),
-                attempt=attempt,
-                delegated_from=(*state.handoffs, state.handoff_from),
-            )
-        else:
-            name = state.last_agent.name if state is not None and state.last_agent else agent.name
-            ctx = SubagentHookContext(
-                parent_agent=self.parent,
-                subagent_name=str(name),
-                execution_mode=ExecutionMode.SYNC,
-                task=input_text(input),
-                attempt=attempt,
-            )
-        return attrs.evolve(ctx, errors=errors)
-
-    async def on_run_failure(
-        self, state: RunState | None, ctx: SubagentHookContext, error: BaseException
-    ) -> tuple[Retry | None, str | None]:
-        """``on_failure`` for a failed run, unless it already answered for this error.
-
-        Then ``SubagentStop`` (``"failed"``) and the open spans end with the error.
-        """
-        answered = state.answered.pop(id(error), None) if state is not None else None
-        decision, by = None, None
-        if isinstance(error, DispatchError):  # the hooks refused an agent: nothing failed
-            answered = False
-        elif answered is None and self._agents.has("on_failure"):
-            record = state.hook_errors.append if state is not None else None
-            with current(state.span if state is not None else None):
-                decision, by = await self._agents.call(
-                    "on_failure", ctx, error, subject=ctx.subagent_name, record=record
-                )
-        with current(state.span if state is not None else None):
-            await self.subagent_stop(ctx, "failed", None, error)
-        if state is not None:
-            state.ctx = None
-            for span in (state.llm_span, state.span):
-                end_span(span, error)
-            state.llm_span = state.span = None
-        return (decision if isinstance(decision, Retry) else None), by
-
-    async def model_retry(self, context: RetryPolicyContext) -> RetryDecision:
-        """The SDK's model retry policy under the entry points: ``on_failure`` decides."""
-        claim = claim_var.get()
-        state = claim.state if claim is not None else None
-        if state is None or state.ctx is None:
-            return RetryDecision(retry=False)
-        base = state.ctx
-        ctx = attrs.evolve(base, attempt=context.attempt, errors=(*state.errors, context.error))
-        with current(state.llm_span or state.span):
-            decision, by = await self._agents.call(
-                "on_failure",
-                ctx,
-                context.error,
-                subject=ctx.subagent_name,
-                record=state.hook_errors.append,
-            )
-        state.answered[id(context.error)] = decision if decision is not None else False
-        if state.llm_span is not None:
-            state.llm_span.record_exception(context.error)
-        if isinstance(decision, Retry) and context.attempt < self.max_attempts:
-            return RetryDecision(retry=True, delay=decision.delay, reason=f"Retry by {by}")
-        return RetryDecision(retry=False, reason=None if by is None else f"no retry from {by}")
-
-    def refuse_retry(self, state: RunState | None, why: str, agent: str) -> None:
-        """Record that a ``Retry`` of the whole run was not carried out, and why."""
-        _not_carried_out(state, f"a Retry of the run of {agent!r}", why, "on_failure", agent)
-
-    def refuse_stop(self, state: RunState | None, reason: str, segments: int) -> None:
-        """Record that a ``Stop`` hook's block was not carried out, and why."""
-        why = (
-            "the run was streamed"
-            if segments == 0
-            else f"the run was continued {segments - 1} time(s) already (max_attempts)"
-        )
-        _not_carried_out(state, f"a Stop block ({reason})", why, "Stop", None)
-
-
-def _not_carried_out(
-    state: RunState | None, what: str, why: str, moment: str, subject: str | None
-) -> None:
-    error = HookError(
-        f"{what} was not carried out: {why}",
-        hook="OrchestraRunHooks",
-        moment=moment,
-        subject=subject,
-    )
-    logger.warning("%s", error)
-    if state is not None:
-        state.hook_errors.append(error)

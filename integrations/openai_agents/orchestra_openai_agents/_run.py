@@ -11,302 +11,41 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import inspect
-import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from agents import AgentsException, ModelSettings, RunConfig, RunHooks, Runner, RunState, UserError
-from agents.retry import ModelRetrySettings, RetryDecision, RetryPolicyContext
+from agents import Runner
 
-from orchestra import DispatchError
-from orchestra_openai_agents import _spans
-from orchestra_openai_agents._state import Claim, claim_var, end_span
+from orchestra_openai_agents import _failures
+from orchestra_openai_agents._lifecycle import (
+    Lifecycle,
+    continuation,
+    prepare,
+    rollback_session,
+    session_size,
+    unwrap,
+    why_not_rerun,
+)
+from orchestra_openai_agents._spans import current
 from orchestra_openai_agents._state import RunState as BridgeState
-from orchestra_openai_agents._tools import is_guarded
+from orchestra_openai_agents._state import claim_var
 
 if TYPE_CHECKING:
     from agents import Agent
     from agents.result import RunResult, RunResultStreaming
-    from opentelemetry.trace import Span
 
     from orchestra_openai_agents._hooks import OrchestraRunHooks
 
 __all__ = ["run", "run_streamed", "run_sync"]
 
-_CONVERSATION_KWARGS: Final = (
-    "conversation_id",
-    "previous_response_id",
-    "auto_previous_response_id",
-)
-
-
-def _unwrap(error: Exception) -> Exception:
-    """The error under the SDK's ``UserError`` wrapper of a tool's (or hook's) exception."""
-    cause = error.__cause__
-    wrapped = isinstance(cause, Exception) and not isinstance(cause, AgentsException)
-    return cause if isinstance(error, UserError) and wrapped else error  # type: ignore[return-value]
-
-
-class _Composed(RunHooks[Any]):
-    """The bridge's hooks, then the user's own ``RunHooks``, at every moment."""
-
-    def __init__(self, bridge: RunHooks[Any], user: RunHooks[Any]) -> None:
-        self.bridge = bridge
-        self.user = user
-
-    async def on_agent_start(self, context: Any, agent: Any) -> None:
-        await self.bridge.on_agent_start(context, agent)
-        await self.user.on_agent_start(context, agent)
-
-    async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
-        await self.bridge.on_agent_end(context, agent, output)
-        await self.user.on_agent_end(context, agent, output)
-
-    async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
-        await self.bridge.on_handoff(context, from_agent, to_agent)
-        await self.user.on_handoff(context, from_agent, to_agent)
-
-    async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
-        await self.bridge.on_tool_start(context, agent, tool)
-        await self.user.on_tool_start(context, agent, tool)
-
-    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
-        await self.bridge.on_tool_end(context, agent, tool, result)
-        await self.user.on_tool_end(context, agent, tool, result)
-
-    async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, items: Any) -> None:
-        await self.bridge.on_llm_start(context, agent, system_prompt, items)
-        await self.user.on_llm_start(context, agent, system_prompt, items)
-
-    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
-        await self.bridge.on_llm_end(context, agent, response)
-        await self.user.on_llm_end(context, agent, response)
-
-
-def _run_config(bridge: OrchestraRunHooks, given: Any) -> Any:
-    """``run_config`` with the bridge's model retry policy when hooks answer failures."""
-    if not bridge._agents.has("on_failure"):
-        return given
-    config = given if isinstance(given, RunConfig) else RunConfig(**(given or {}))
-    settings = config.model_settings or ModelSettings()
-    user = settings.retry
-    fallback = user.policy if user is not None else None
-
-    async def policy(context: RetryPolicyContext) -> RetryDecision:
-        decision = await bridge.model_retry(context)
-        if decision.retry or fallback is None:
-            return decision
-        answer = fallback(context)
-        answer = await answer if inspect.isawaitable(answer) else answer
-        return answer if isinstance(answer, RetryDecision) else RetryDecision(retry=bool(answer))
-
-    retry = ModelRetrySettings(
-        max_retries=max(bridge.max_attempts, (user.max_retries or 0) if user else 0),
-        backoff=user.backoff if user is not None else None,
-        policy=policy,
-    )
-    return dataclasses.replace(config, model_settings=settings.resolve(ModelSettings(retry=retry)))
-
-
-def _with_context(input: Any, messages: list[str]) -> Any:
-    """The run's input with hooks' context messages before it, as developer messages."""
-    if not messages:
-        return input
-    items = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
-    return [{"role": "developer", "content": message} for message in messages] + items
-
-
-class _Lifecycle:
-    """One call of an entry point: its span and its session-level events."""
-
-    def __init__(
-        self,
-        bridge: OrchestraRunHooks,
-        agent: Agent[Any],
-        kwargs: dict[str, Any],
-        workflow: str | None,
-    ) -> None:
-        self.bridge = bridge
-        self.agent = agent
-        self.run_id = uuid.uuid4().hex
-        session = kwargs.get("session")
-        self.session = session
-        session_id = getattr(session, "session_id", None) or kwargs.get("conversation_id")
-        self.fields: dict[str, Any] = {"agent_name": agent.name}
-        if session_id:
-            self.fields["session_id"] = str(session_id)
-        workflow = workflow or agent.name
-        self.span: Span | None = _spans.run_span(str(workflow), self.run_id, session_id)
-
-    def claim(self, attempt: int, errors: tuple[BaseException, ...]) -> Claim:
-        return Claim(self.run_id, attempt, errors, self.span)
-
-    async def start(self, input: Any) -> Any:
-        """``SessionStart``, then ``UserPromptSubmit`` for a new input; context prepended."""
-        registry = self.bridge.registry
-        if registry is None:
-            return input
-        resumed = isinstance(input, RunState)
-        messages: list[str] = []
-        with _current(self.span):
-            if registry.has_hooks("SessionStart"):
-                source = "resume" if resumed else "startup"
-                outcome = await registry.fire("SessionStart", {**self.fields, "source": source})
-                messages.extend(outcome.messages)
-            if not resumed and registry.has_hooks("UserPromptSubmit"):
-                from orchestra_openai_agents._hooks import input_text
-
-                prompt = input_text(input)
-                outcome = await registry.fire("UserPromptSubmit", {**self.fields, "prompt": prompt})
-                if outcome.blocked:
-                    reason = outcome.reason or f"blocked at {outcome.decided_by}"
-                    await self.end("refused", reason)
-                    raise DispatchError(
-                        f"the prompt to agent {self.agent.name!r} was refused by a "
-                        f"UserPromptSubmit hook: {reason}",
-                        agent=self.agent.name,
-                        reason=reason,
-                    )
-                messages.extend(outcome.messages)
-        return input if resumed else _with_context(input, messages)
-
-    async def stop(self, result: Any, active: bool) -> str | None:
-        """Fire ``Stop`` for the final output: the reason of a block, or None."""
-        registry = self.bridge.registry
-        if registry is None or not registry.has_hooks("Stop"):
-            return None
-        output = result.final_output
-        payload = {
-            **self.fields,
-            "agent_name": result.last_agent.name,
-            "stop_hook_active": active,
-            "output": output,
-            "last_assistant_message": output if isinstance(output, str) else str(output),
-        }
-        with _current(self.span):
-            outcome = await registry.fire("Stop", payload)
-        if not outcome.blocked:
-            return None
-        return outcome.reason or f"blocked by a Stop hook at {outcome.decided_by}"
-
-    async def stop_failure(self, agent: str, error: BaseException) -> None:
-        """Fire ``StopFailure`` for a run that ended in an error."""
-        registry = self.bridge.registry
-        if registry is None or not registry.has_hooks("StopFailure"):
-            return
-        payload = {
-            **self.fields,
-            "agent_name": agent,
-            "error": str(error) or type(error).__name__,
-            "error_type": type(error).__qualname__,
-        }
-        with _current(self.span):
-            await registry.fire("StopFailure", payload)
-
-    async def end(self, reason: str, error: BaseException | str | None = None) -> None:
-        """Fire ``SessionEnd`` and end the run's span."""
-        registry = self.bridge.registry
-        try:
-            if registry is not None and registry.has_hooks("SessionEnd"):
-                with _current(self.span):
-                    await registry.fire("SessionEnd", {**self.fields, "reason": reason})
-        finally:
-            span, self.span = self.span, None
-            end_span(span, error)
-
-    def abandon(self, state: BridgeState | None) -> None:
-        """End every span of a run left by cancellation (no hook runs)."""
-        if state is not None:
-            for open_span in state.open_spans():
-                end_span(open_span, "cancelled")
-            state.llm_span = state.span = None
-            state.ctx = None
-        span, self.span = self.span, None
-        end_span(span, "cancelled")
-
-
-def _current(span: Span | None) -> Any:
-    from orchestra_openai_agents._hooks import current
-
-    return current(span)
-
-
-def _prepare(
-    bridge: OrchestraRunHooks, agent: Agent[Any], input: Any, kwargs: dict[str, Any]
-) -> tuple[Agent[Any], dict[str, Any], str | None]:
-    """The guarded agent, the ``Runner`` keyword arguments (hooks composed), the workflow."""
-    kwargs = dict(kwargs)
-    config = kwargs.get("run_config")
-    named = config.get("workflow_name") if isinstance(config, dict) else None
-    if isinstance(config, RunConfig) and config.workflow_name != RunConfig.workflow_name:
-        named = config.workflow_name
-    user = kwargs.pop("hooks", None)
-    kwargs["hooks"] = bridge if user is None else _Composed(bridge, user)
-    if bridge._agents.has("on_failure"):
-        kwargs["run_config"] = _run_config(bridge, kwargs.get("run_config"))
-    if isinstance(input, RunState):
-        pending = input.get_interruptions()
-        unguarded = [item.agent.name for item in pending if not is_guarded(item.agent)]
-        if unguarded:
-            raise ValueError(
-                f"this RunState holds agents that are not guarded ({unguarded[0]!r}): restore "
-                "it with the guarded agent, RunState.from_string(bridge.guard(agent), ...)"
-            )
-    return bridge.guard(agent), kwargs, named
-
-
-async def _session_size(session: Any) -> int | None:
-    if session is None:
-        return None
-    return len(await session.get_items())
-
-
-async def _rollback(session: Any, size: int | None) -> None:
-    """Remove the items a failed attempt added to ``session``."""
-    if session is None or size is None:
-        return
-    extra = len(await session.get_items()) - size
-    for _ in range(max(extra, 0)):
-        await session.pop_item()
-
-
-def _why_not_rerun(
-    state: BridgeState | None, input: Any, kwargs: dict[str, Any], attempt: int, most: int
-) -> str | None:
-    """Why a ``Retry`` of the whole run would repeat work, or None when it is safe."""
-    if attempt >= most:
-        return f"the run made {attempt} attempts (max_attempts)"
-    if isinstance(input, RunState):
-        return "it resumed a paused run, which a rerun cannot start again"
-    if any(kwargs.get(name) for name in _CONVERSATION_KWARGS):
-        return "the conversation is kept by the server, which a rerun would extend twice"
-    if state is not None and state.tool_calls:
-        return (
-            f"{state.tool_calls} tool call(s) ran to their end in the failed attempt, "
-            "and a rerun would repeat them"
-        )
-    return None
-
-
-def _continuation(result: Any, reason: str, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """The input (and arguments) that continue a run a ``Stop`` hook blocked."""
-    message = {"role": "user", "content": reason}
-    if kwargs.get("session") is not None or kwargs.get("conversation_id"):
-        return [message], kwargs
-    if kwargs.get("previous_response_id") or kwargs.get("auto_previous_response_id"):
-        return [message], {**kwargs, "previous_response_id": result.last_response_id}
-    return [*result.to_input_list(), message], kwargs
-
 
 async def run(
     bridge: OrchestraRunHooks, agent: Agent[Any], input: Any, kwargs: dict[str, Any]
 ) -> RunResult:
-    guarded, kwargs, workflow = _prepare(bridge, agent, input, kwargs)
-    life = _Lifecycle(bridge, guarded, kwargs, workflow)
+    guarded, kwargs, workflow = prepare(bridge, agent, input, kwargs)
+    life = Lifecycle(bridge, guarded, kwargs, workflow)
     input = await life.start(input)
     session = kwargs.get("session")
     rollback = session is not None and bridge._agents.has("on_failure")
@@ -319,23 +58,23 @@ async def run(
         claim = life.claim(attempt, errors)
         token = claim_var.set(claim)
         try:
-            size = await _session_size(session) if rollback else None
-            with _current(life.span):
+            size = await session_size(session) if rollback else None
+            with current(life.span):
                 result = await Runner.run(current_agent, input, **kwargs)
         except Exception as exc:
-            error = _unwrap(exc)
+            error = unwrap(exc)
             state = claim.state
-            ctx = bridge.failure_context(state, current_agent, input, error)
-            decision, _ = await bridge.on_run_failure(state, ctx, error)
+            ctx = _failures.failure_context(bridge, state, current_agent, input, error)
+            decision, _ = await _failures.on_run_failure(bridge, state, ctx, error)
             if decision is not None:
-                why = _why_not_rerun(state, input, kwargs, attempt, bridge.max_attempts)
+                why = why_not_rerun(state, input, kwargs, attempt, bridge.max_attempts)
                 if why is None:
-                    await _rollback(session, size)
+                    await rollback_session(session, size)
                     if decision.delay:
                         await anyio.sleep(decision.delay)
                     attempt, errors = attempt + 1, (*errors, error)
                     continue
-                bridge.refuse_retry(state, why, ctx.subagent_name)
+                _failures.refuse_retry(state, why, ctx.subagent_name)
             await life.stop_failure(ctx.subagent_name, error)
             await life.end("failed", error)
             if error is exc:
@@ -355,10 +94,10 @@ async def run(
             await life.end("completed")
             return result
         if segments >= bridge.max_attempts:
-            bridge.refuse_stop(claim.state, reason, segments)
+            _failures.refuse_stop(claim.state, reason, segments)
             await life.end("completed")
             return result
-        input, kwargs = _continuation(result, reason, kwargs)
+        input, kwargs = continuation(result, reason, kwargs)
         current_agent, stop_active = result.last_agent, True
         attempt, errors, segments = 1, (), segments + 1
 
@@ -410,13 +149,13 @@ def run_sync(
 async def run_streamed(
     bridge: OrchestraRunHooks, agent: Agent[Any], input: Any, kwargs: dict[str, Any]
 ) -> RunResultStreaming:
-    guarded, kwargs, workflow = _prepare(bridge, agent, input, kwargs)
-    life = _Lifecycle(bridge, guarded, kwargs, workflow)
+    guarded, kwargs, workflow = prepare(bridge, agent, input, kwargs)
+    life = Lifecycle(bridge, guarded, kwargs, workflow)
     input = await life.start(input)
     claim = life.claim(1, ())
     token = claim_var.set(claim)  # the SDK's background task copies the context now
     try:
-        with _current(life.span):
+        with current(life.span):
             result = Runner.run_streamed(guarded, input, **kwargs)
     except BaseException as exc:
         await life.end("failed", exc)
@@ -430,12 +169,12 @@ async def run_streamed(
             async for event in inner():
                 yield event
         except Exception as exc:
-            error = _unwrap(exc)
+            error = unwrap(exc)
             state = claim.state
-            ctx = bridge.failure_context(state, guarded, input, error)
-            decision, _ = await bridge.on_run_failure(state, ctx, error)
+            ctx = _failures.failure_context(bridge, state, guarded, input, error)
+            decision, _ = await _failures.on_run_failure(bridge, state, ctx, error)
             if decision is not None:
-                bridge.refuse_retry(state, "its events were streamed already", ctx.subagent_name)
+                _failures.refuse_retry(state, "its events were streamed already", ctx.subagent_name)
             await life.stop_failure(ctx.subagent_name, error)
             await life.end("failed", error)
             if error is exc:
@@ -450,7 +189,7 @@ async def run_streamed(
             return
         reason = await life.stop(result, False)
         if reason is not None:
-            bridge.refuse_stop(claim.state, reason, 0)
+            _failures.refuse_stop(claim.state, reason, 0)
         await life.end("completed")
 
     setattr(result, "stream_events", stream_events)  # noqa: B010  # an instance's own method

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 import uuid
 import weakref
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
@@ -27,7 +28,15 @@ if TYPE_CHECKING:
 
     from orchestra import HookError, SubagentHookContext
 
-__all__ = ["Claim", "RunState", "claim_var", "end_span", "state_for", "tool_parent_var"]
+__all__ = [
+    "Claim",
+    "RunState",
+    "claim_var",
+    "end_span",
+    "input_text",
+    "state_for",
+    "tool_parent_var",
+]
 
 
 def end_span(span: Span | None, error: BaseException | str | None = None) -> None:
@@ -126,3 +135,19 @@ def state_for(context: Any, *, create: bool = True) -> RunState | None:
         _STATES[key] = state
         weakref.finalize(usage, _forget, key)
     return state
+
+
+def input_text(items: Any) -> str:
+    """The text of the last user message of a run or turn input."""
+    if isinstance(items, str):
+        return items
+    for item in reversed(items or ()):
+        if not isinstance(item, Mapping) or item.get("role") != "user":
+            continue
+        content = item.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            parts = [p.get("text") for p in content if isinstance(p, Mapping)]
+            return "\n".join(p for p in parts if isinstance(p, str))
+    return ""

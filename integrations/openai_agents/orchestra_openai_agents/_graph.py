@@ -1,0 +1,228 @@
+"""Guarding an agent graph: every agent a run can reach, cloned with guarded tools (internal).
+
+``guard_agent`` clones the agent graph (agents reached by handoffs, ``handoff()`` objects,
+agents used as tools) and guards each ``FunctionTool`` (``_invoker``). Handoffs are tool
+calls too: each becomes a ``Handoff`` copy whose ``transfer_to_*`` call fires
+``PreToolUse`` (and, through the bridge, the target's ``before_dispatch`` and
+``SubagentStart``) before the SDK hands off; a refusal is the call's output the model
+reads, and the run goes on with the agent that asked.
+"""
+
+from __future__ import annotations
+
+import copy
+import types
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast, final
+
+from agents import (
+    Agent,
+    FunctionTool,
+    Handoff,
+)
+
+from orchestra.dag import DEFAULT_MAX_ATTEMPTS
+from orchestra_openai_agents._chain import split_hooks
+
+if TYPE_CHECKING:
+    from agents.run_context import RunContextWrapper
+    from agents.tool_context import ToolContext
+
+    from orchestra.skills import HookRegistry
+from orchestra_openai_agents._guard import AskCallback, HostedTools, OnDeny, ToolGuard
+from orchestra_openai_agents._invoker import guarded_function_tool, is_guarded, remember
+
+__all__ = ["guard_agent", "guard_graph", "guard_tool"]
+
+_TAgent = TypeVar("_TAgent", bound=Agent[Any])
+
+
+def _rebind_agent_tool(
+    tool: FunctionTool, nested: Agent[Any]
+) -> Callable[[ToolContext[Any], str], Awaitable[Any]] | None:
+    """The body of an ``Agent.as_tool`` tool, running ``nested`` instead of its agent.
+
+    ``as_tool`` builds a closure over the agent; its copy here closes over the guarded
+    clone instead, every other setting (``max_turns``, ``run_config``, ``session``,
+    ``hooks``, extractors...) unchanged. None when the body is not shaped as expected.
+    """
+    impl = getattr(tool.on_invoke_tool, "_invoke_tool_impl", None)
+    code = getattr(impl, "__code__", None)
+    closure = getattr(impl, "__closure__", None)
+    if not isinstance(impl, types.FunctionType) or code is None or closure is None:
+        return None
+    if "self" not in code.co_freevars:
+        return None
+    index = code.co_freevars.index("self")
+    if closure[index].cell_contents is not getattr(tool, "_agent_instance", None):
+        return None
+    cells = tuple(types.CellType(nested) if i == index else cell for i, cell in enumerate(closure))
+    body = types.FunctionType(code, impl.__globals__, impl.__name__, impl.__defaults__, cells)
+    body.__kwdefaults__ = impl.__kwdefaults__
+    return cast("Callable[[ToolContext[Any], str], Awaitable[Any]]", body)
+
+
+@final
+class _GraphGuard:
+    """Clones one agent graph with guarded tools; each agent is cloned once (cycles)."""
+
+    __slots__ = ("clones", "guard")
+
+    def __init__(self, guard: ToolGuard) -> None:
+        self.guard = guard
+        self.clones: dict[int, Agent[Any]] = {}
+
+    def agent(self, original: Agent[Any]) -> Agent[Any]:
+        if is_guarded(original):
+            return original
+        done = self.clones.get(id(original))
+        if done is not None:
+            return done
+        tools = [self.tool(original, t) for t in original.tools]
+        clone = original.clone(tools=tools)
+        self.clones[id(original)] = clone
+        remember(clone)
+        if clone.mcp_servers:
+            self.mcp(clone)
+        clone.handoffs = [
+            self.agent(h) if isinstance(h, Agent) else self.handoff(h) for h in original.handoffs
+        ]
+        return clone
+
+    def tool(self, agent: Agent[Any], tool: Any) -> Any:
+        if not isinstance(tool, FunctionTool):
+            self.guard.check_hosted(agent, tool)
+            return tool
+        nested = getattr(tool, "_agent_instance", None)
+        if not getattr(tool, "_is_agent_tool", False) or not isinstance(nested, Agent):
+            return guarded_function_tool(tool, self.guard)
+        if is_guarded(nested):
+            return guarded_function_tool(tool, self.guard)
+        clone = self.agent(nested)
+        body = _rebind_agent_tool(tool, clone)
+        if body is None:
+            raise TypeError(
+                f"cannot guard the tool {tool.name!r} of agent {agent.name!r}: it runs agent "
+                f"{nested.name!r}, whose tools would run unguarded. Build it from the "
+                "guarded agent instead: bridge.guard(agent).as_tool(...)"
+            )
+        guarded = guarded_function_tool(tool, self.guard, body)
+        guarded._agent_instance = clone
+        return guarded
+
+    def mcp(self, clone: Agent[Any]) -> None:
+        """Guard the tools of the clone's MCP servers, which the SDK lists at each turn.
+
+        ``Agent.get_all_tools`` asks ``get_mcp_tools`` for them, as ``FunctionTool``
+        objects built afresh each time; the clone's own ``get_mcp_tools`` guards each.
+        """
+        fetch = clone.get_mcp_tools
+        guard = self.guard
+
+        async def get_mcp_tools(run_context: RunContextWrapper[Any]) -> list[Any]:
+            return [
+                guarded_function_tool(tool, guard) if isinstance(tool, FunctionTool) else tool
+                for tool in await fetch(run_context)
+            ]
+
+        clone.get_mcp_tools = get_mcp_tools  # type: ignore[method-assign]
+
+    def handoff(self, original: Handoff[Any, Any]) -> Handoff[Any, Any]:
+        """A copy of a ``Handoff`` object whose target agent is the guarded clone."""
+        invoke = original.on_invoke_handoff
+        graph = self
+
+        async def on_invoke_handoff(context: RunContextWrapper[Any], input_json: str) -> Any:
+            target = await invoke(context, input_json)
+            return graph.agent(target) if isinstance(target, Agent) else target
+
+        guarded = copy.copy(original)
+        guarded.on_invoke_handoff = on_invoke_handoff
+        ref = getattr(original, "_agent_ref", None)
+        target = ref() if callable(ref) else None
+        if isinstance(target, Agent):
+            guarded._agent_ref = weakref.ref(self.agent(target))
+        return guarded
+
+
+def guard_agent(
+    agent: _TAgent,
+    registry: HookRegistry | None = None,
+    *,
+    hooks: Any = (),
+    ask: AskCallback | None = None,
+    on_deny: OnDeny = "reject",
+    hosted_tools: HostedTools = "refuse",
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+) -> _TAgent:
+    """A clone of ``agent`` and of every agent it can reach, with guarded tools.
+
+    Every ``FunctionTool`` becomes ``guard_tool(tool, registry, ...)``, in the agent and
+    in each agent reachable through its ``handoffs`` (plain agents and ``handoff()``
+    objects alike; cycles are followed once) and through agents used as tools
+    (``other.as_tool()``: the tool then runs the guarded clone of ``other``). A hosted
+    tool that ``PreToolUse`` hooks match is refused (see ``hosted_tools``). The agents and
+    tools passed in are not changed.
+
+    Raises:
+        ValueError: for a hosted tool the hooks match, under ``hosted_tools="refuse"``.
+        TypeError: for an agent tool whose agent cannot be swapped for its guarded clone.
+    """
+    tasks, _ = split_hooks(hooks)
+    guard = ToolGuard(
+        registry,
+        tasks,
+        ask=ask,
+        on_deny=on_deny,
+        hosted_tools=hosted_tools,
+        max_attempts=max_attempts,
+    )
+    return cast(_TAgent, _GraphGuard(guard).agent(agent))
+
+
+def guard_graph(agent: _TAgent, guard: ToolGuard) -> _TAgent:
+    """``guard_agent`` with a ready ``ToolGuard`` (the bridge's own)."""
+    return cast(_TAgent, _GraphGuard(guard).agent(agent))
+
+
+def guard_tool(
+    tool: FunctionTool,
+    registry: HookRegistry | None = None,
+    *,
+    hooks: Any = (),
+    ask: AskCallback | None = None,
+    on_deny: OnDeny = "reject",
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+) -> FunctionTool:
+    """A copy of ``tool`` whose calls go through the hooks; the original is left unchanged.
+
+    ``PreToolUse`` (payload ``tool_name``, ``tool_input``: the arguments the model sent,
+    ``tool_use_id``, ``agent_name``) runs before the tool: a deny stops the call (the
+    model is told why, or ``ToolDenied`` is raised with ``on_deny="raise"``); an ``ask``
+    goes to ``ask(tool_name, tool_input, reason)``, and pauses the run for approval (an
+    SDK interruption) when there is no callback or it answers None; a
+    ``modified_input`` is what the tool receives. Then the tool-call ``TaskHooks`` in
+    ``hooks`` run around each attempt (``before_execute``; ``on_failure`` with the tool's
+    own exception: ``Retry`` calls it again, ``Skip`` tells the model it was skipped),
+    ``PostToolUse`` with ``tool_response`` or ``PostToolUseFailure`` with ``error``; a
+    failure no hook recovers follows the tool's own ``failure_error_function``.
+
+    Args:
+        tool: the SDK ``FunctionTool`` (what ``@function_tool`` returns).
+        registry: the ``orchestra.skills.HookRegistry`` whose hooks fire, or None.
+        hooks: ``TaskHooks`` for the tool's calls.
+        ask: approves (True), refuses (False) or pauses (None) calls hooks ``ask`` about.
+        on_deny: ``"reject"`` (the model gets ``"Tool call denied: {reason}"`` and the run
+            goes on) or ``"raise"`` (``ToolDenied`` ends the run).
+        max_attempts: attempts per call at most, retries included.
+
+    Raises:
+        TypeError: ``tool`` is not a ``FunctionTool``, or a hook is not a ``TaskHooks``.
+        ValueError: for an unknown ``on_deny``.
+    """
+    if not isinstance(tool, FunctionTool):
+        raise TypeError(f"guard_tool takes a FunctionTool, got {tool!r}")
+    tasks, _ = split_hooks(hooks)
+    guard = ToolGuard(registry, tasks, ask=ask, on_deny=on_deny, max_attempts=max_attempts)
+    return guarded_function_tool(tool, guard)

@@ -1,0 +1,380 @@
+"""The guarded invoker: a ``FunctionTool``'s calls through ``PreToolUse`` and the hooks (internal).
+
+The SDK's tool guardrails can reject a call but cannot rewrite its arguments, and its
+failure handling turns a tool's exception into a string before any hook sees it. So
+each guarded ``FunctionTool`` (a copy) gets an invoker that fires ``PreToolUse``, runs the
+tool-call ``TaskHooks`` around each attempt (``on_failure`` sees the tool's own exception;
+``Retry`` calls the tool again), fires ``PostToolUse``/``PostToolUseFailure`` and only then
+applies the tool's own failure policy. A hook's ``ask`` becomes the SDK's approval
+interruption (``needs_approval``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+import uuid
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final, final
+
+import anyio
+from agents import (
+    Agent,
+    FunctionTool,
+)
+from agents.tool import maybe_invoke_function_tool_failure_error_function
+from opentelemetry import trace
+
+from orchestra import Fail, Retry, Skip, Task, TaskHookContext, ToolDenied
+from orchestra.tracing import get_tracer
+from orchestra.tracing.names import (
+    ATTR_DECISION,
+    ATTR_DECISION_BY,
+    ATTR_DECISION_DELAY,
+    ATTR_TOOL_DECISION,
+    EVENT_DECISION,
+    GEN_AI_OPERATION_NAME,
+    GEN_AI_TOOL_NAME,
+    OP_EXECUTE_TOOL,
+    SPAN_EXECUTE_TOOL,
+)
+from orchestra_openai_agents._guard import ApprovalPolicy, ToolGuard, tool_payload_input
+from orchestra_openai_agents._state import RunState, end_span, state_for, tool_parent_var
+
+if TYPE_CHECKING:
+    from agents.tool_context import ToolContext
+    from opentelemetry.trace import Span
+
+
+__all__ = ["guarded_function_tool", "is_guarded", "remember"]
+
+_GUARDED_AGENTS: Final[dict[int, weakref.ReferenceType[Agent[Any]]]] = {}
+
+
+def remember(agent: Agent[Any]) -> None:
+    """Mark ``agent`` as a guarded clone (``is_guarded``)."""
+    key = id(agent)
+    _GUARDED_AGENTS[key] = weakref.ref(agent)
+    weakref.finalize(agent, _GUARDED_AGENTS.pop, key, None)
+
+
+def _raw_invoker(tool: FunctionTool) -> Callable[[ToolContext[Any], str], Awaitable[Any]]:
+    """The tool's body without the SDK's failure handling, which hides its exceptions.
+
+    ``@function_tool`` and ``Agent.as_tool`` wrap their body in an invoker that turns an
+    exception into a string for the model; the guard calls the body itself so the hooks
+    see the exception, then applies the same failure policy. Other invokers raise as is.
+    """
+    impl = getattr(tool.on_invoke_tool, "_invoke_tool_impl", None)
+    return impl if callable(impl) else tool.on_invoke_tool
+
+
+@final
+class _GuardedInvoker:
+    """The ``on_invoke_tool`` of a guarded ``FunctionTool``."""
+
+    __slots__ = ("guard", "inner", "tool")
+
+    def __init__(
+        self,
+        inner: Callable[[ToolContext[Any], str], Awaitable[Any]],
+        guard: ToolGuard,
+        tool: FunctionTool | None = None,
+    ) -> None:
+        self.inner = inner
+        self.guard = guard
+        self.tool = tool
+
+    def __agents_bind_function_tool__(self, function_tool: FunctionTool) -> _GuardedInvoker:
+        # The SDK rebinds invokers when it copies a tool: the copy's failure policy is its own.
+        if function_tool is self.tool:
+            return self
+        return _GuardedInvoker(self.inner, self.guard, function_tool)
+
+    async def __call__(self, ctx: ToolContext[Any], input: str) -> Any:  # the SDK's name
+        name = str(getattr(ctx, "tool_name", "") or (self.tool.name if self.tool else "tool"))
+        state = state_for(ctx)
+        tracer = get_tracer()
+        if tracer is None:
+            return await self._invoke(ctx, name, input, state, None)
+        parent = tool_parent_var.get()
+        if parent is None and state is not None:
+            parent = state.span or state.run_span
+        attributes: dict[str, Any] = {
+            GEN_AI_OPERATION_NAME: OP_EXECUTE_TOOL,
+            GEN_AI_TOOL_NAME: name,
+        }
+        call_id = getattr(ctx, "tool_call_id", None)
+        if call_id:
+            attributes["gen_ai.tool.call.id"] = str(call_id)
+        span = tracer.start_span(
+            SPAN_EXECUTE_TOOL.format(tool=name),
+            context=trace.set_span_in_context(parent) if parent is not None else None,
+            attributes=attributes,
+        )
+        token = tool_parent_var.set(span)  # an agent used as a tool runs under this span
+        try:
+            with trace.use_span(span, end_on_exit=False, record_exception=False):
+                result = await self._invoke(ctx, name, input, state, span)
+        except BaseException as exc:
+            end_span(span, exc)
+            raise
+        finally:
+            tool_parent_var.reset(token)
+        span.end()
+        return result
+
+    async def _invoke(
+        self,
+        ctx: ToolContext[Any],
+        name: str,
+        input: str,
+        state: RunState | None,
+        span: Span | None,
+    ) -> Any:
+        guard = self.guard
+        if not guard.watching:
+            return await self._once(ctx, name, input, state)
+        registry = guard.registry
+        tool_input: Any = tool_payload_input(input)
+        call_id = str(getattr(ctx, "tool_call_id", "") or f"call_{uuid.uuid4().hex}")
+        agent = getattr(ctx, "agent", None)
+        fields: dict[str, Any] = {"tool_name": name, "tool_use_id": call_id}
+        if agent is not None:
+            fields["agent_name"] = agent.name
+        if guard.pre():
+            verdict = state.verdicts.pop(call_id, None) if state is not None else None
+            if verdict is None:
+                approved = _approved(ctx, name, call_id)
+                payload = {**fields, "tool_input": tool_input}
+                verdict = await guard.pre_tool_use(payload, approved=approved, interruptible=False)
+            refusal = verdict.refusal
+            if span is not None:
+                span.set_attribute(ATTR_TOOL_DECISION, "deny" if refusal else "allow")
+            if refusal is not None:
+                payload = {**fields, "tool_input": tool_input}
+                retry = await guard.permission_denied(payload, refusal)
+                return guard.deny(name, refusal, retry=retry)
+            if verdict.output is not None:  # a mock: the tool is not called
+                return verdict.output
+            if verdict.modified is not None:
+                tool_input = verdict.modified
+                input = json.dumps(verdict.modified)
+                # Arguments the SDK prepared for an approval check match the old input.
+                if getattr(ctx, "_function_tool_arguments", None) is not None:
+                    ctx._function_tool_arguments = None
+        result = await self._attempts(ctx, name, input, tool_input, fields, state, span)
+        if registry is not None and registry.has_hooks("PostToolUse"):
+            payload = {**fields, "tool_input": tool_input, "tool_response": result}
+            post = await registry.fire("PostToolUse", payload)
+            if post.output is not None:  # a rewrite of what the model gets
+                return post.output
+        return result
+
+    async def _attempts(
+        self,
+        ctx: ToolContext[Any],
+        name: str,
+        input: str,
+        tool_input: Any,
+        fields: dict[str, Any],
+        state: RunState | None,
+        span: Span | None,
+    ) -> Any:
+        """Call the tool, with the tool-call ``TaskHooks`` around each attempt."""
+        tasks = self.guard.tasks
+        if not any(tasks.has(m) for m in ("before_execute", "on_failure", "after_execute")):
+            return await self._once(ctx, name, input, state, fields, tool_input)
+        call = _Call(
+            Task(id=name, fn=self, metadata={**fields, "tool_input": tool_input}),
+            fields.get("agent_name"),
+            state,
+        )
+        while True:
+            done, answer = await self._attempt(ctx, name, input, tool_input, call, span)
+            if done:
+                return answer
+            call.attempt += 1
+
+    async def _attempt(
+        self,
+        ctx: ToolContext[Any],
+        name: str,
+        input: str,
+        tool_input: Any,
+        call: _Call,
+        span: Span | None,
+    ) -> tuple[bool, Any]:
+        """One attempt: ``(True, what the model gets)``, or ``(False, None)`` to retry."""
+        guard, tasks = self.guard, self.guard.tasks
+        if tasks.has("before_execute"):
+            decision, by = await tasks.call(
+                "before_execute", call.context(), subject=name, record=call.record
+            )
+            if isinstance(decision, Skip):
+                return True, f"Tool call skipped: {decision.reason or f'skipped by {by}'}"
+            if isinstance(decision, Fail):
+                return True, guard.deny(name, decision.reason or f"failed by {by}")
+        try:
+            result = await self.inner(ctx, input)
+        except ToolDenied as exc:
+            return True, guard.deny(name, exc.reason or str(exc), retry=exc.retry)
+        except Exception as exc:
+            return await self._after_failure(ctx, name, tool_input, call, span, exc)
+        if call.state is not None:
+            call.state.tool_calls += 1
+        if tasks.has("after_execute"):
+            tctx = call.context()
+            await tasks.call("after_execute", tctx, result, subject=name, record=call.record)
+        return True, result
+
+    async def _after_failure(
+        self,
+        ctx: ToolContext[Any],
+        name: str,
+        tool_input: Any,
+        call: _Call,
+        span: Span | None,
+        exc: Exception,
+    ) -> tuple[bool, Any]:
+        """A failed attempt: ``on_failure`` decides between a retry, a skip and the failure."""
+        call.errors = (*call.errors, exc)
+        await self._report_failure(call.fields, tool_input, exc)
+        decision, by = None, None
+        tasks = self.guard.tasks
+        if tasks.has("on_failure"):
+            decision, by = await tasks.call(
+                "on_failure", call.context(), exc, subject=name, record=call.record
+            )
+        if decision is not None and span is not None:
+            _record_decision(span, decision, by)
+        if isinstance(decision, Retry) and call.attempt < self.guard.max_attempts:
+            if decision.delay:
+                await anyio.sleep(decision.delay)
+            return False, None
+        if isinstance(decision, Skip):
+            return True, f"Tool call skipped: {decision.reason or f'skipped by {by}'}"
+        return True, await self._failed(ctx, exc)
+
+    async def _once(
+        self,
+        ctx: ToolContext[Any],
+        name: str,
+        input: str,
+        state: RunState | None,
+        fields: dict[str, Any] | None = None,
+        tool_input: Any = None,
+    ) -> Any:
+        """One call with no tool-call hooks: the result, or the tool's failure policy's."""
+        try:
+            result = await self.inner(ctx, input)
+        except ToolDenied as exc:  # a @registry.guard inside the tool said no
+            return self.guard.deny(name, exc.reason or str(exc), retry=exc.retry)
+        except Exception as exc:
+            if fields is not None:
+                await self._report_failure(fields, tool_input, exc)
+            return await self._failed(ctx, exc)
+        if state is not None:
+            state.tool_calls += 1
+        return result
+
+    async def _report_failure(
+        self, fields: dict[str, Any], tool_input: Any, error: BaseException
+    ) -> None:
+        registry = self.guard.registry
+        if registry is None or not registry.has_hooks("PostToolUseFailure"):
+            return
+        payload = {
+            **fields,
+            "tool_input": tool_input,
+            "error": str(error) or type(error).__name__,
+            "error_type": type(error).__qualname__,
+        }
+        await registry.fire("PostToolUseFailure", payload)
+
+    async def _failed(self, ctx: ToolContext[Any], error: Exception) -> Any:
+        """The tool's own failure policy: its ``failure_error_function``'s message, or raise."""
+        if self.tool is None:
+            raise error
+        message = await maybe_invoke_function_tool_failure_error_function(
+            function_tool=self.tool, context=ctx, error=error
+        )
+        if message is None:
+            raise error
+        return message
+
+
+@final
+class _Call:
+    """One guarded call's attempts: its task, attempt number and errors so far."""
+
+    __slots__ = ("attempt", "errors", "executor", "record", "started", "state", "task")
+
+    def __init__(self, task: Task, executor: str | None, state: RunState | None) -> None:
+        self.task = task
+        self.executor = executor
+        self.state = state
+        self.record = state.hook_errors.append if state is not None else None
+        self.started = time.monotonic()
+        self.attempt = 1
+        self.errors: tuple[BaseException, ...] = ()
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The call's event fields (``tool_name``, ``tool_use_id``, ``agent_name``)."""
+        return {k: v for k, v in self.task.metadata.items() if k != "tool_input"}
+
+    def context(self) -> TaskHookContext:
+        """The hook context of the current attempt."""
+        return TaskHookContext(
+            task=self.task,
+            attempt=self.attempt,
+            executor=self.executor,
+            run_id=self.state.run_id if self.state is not None else "",
+            errors=self.errors,
+            started_at=self.started,
+        )
+
+
+def _approved(ctx: Any, name: str, call_id: str) -> bool:
+    """Whether a person approved this call through the SDK (``RunState.approve``)."""
+    check = getattr(ctx, "is_tool_approved", None)
+    return bool(callable(check) and check(name, call_id) is True)
+
+
+def _record_decision(span: Span, decision: object, by: str | None) -> None:
+    attributes: dict[str, Any] = {ATTR_DECISION: type(decision).__name__.lower()}
+    if by is not None:
+        attributes[ATTR_DECISION_BY] = by
+    if isinstance(decision, Retry):
+        attributes[ATTR_DECISION_DELAY] = decision.delay
+    span.add_event(EVENT_DECISION, attributes)
+
+
+def is_guarded(tool_or_agent: object) -> bool:
+    """Whether a ``FunctionTool`` (or an ``Agent``) was guarded by this bridge."""
+    if isinstance(tool_or_agent, FunctionTool):
+        return isinstance(tool_or_agent.on_invoke_tool, _GuardedInvoker)
+    ref = _GUARDED_AGENTS.get(id(tool_or_agent))
+    return ref is not None and ref() is tool_or_agent
+
+
+def guarded_function_tool(
+    tool: FunctionTool,
+    guard: ToolGuard,
+    inner: Callable[[ToolContext[Any], str], Awaitable[Any]] | None = None,
+) -> FunctionTool:
+    guarded = copy.copy(tool)
+    if inner is None:
+        current = guarded.on_invoke_tool
+        inner = current.inner if isinstance(current, _GuardedInvoker) else _raw_invoker(guarded)
+    guarded.on_invoke_tool = _GuardedInvoker(inner, guard, guarded)
+    original = tool.needs_approval
+    if isinstance(original, ApprovalPolicy):
+        original = original.original
+    # Only with PreToolUse hooks: the SDK asks a person about any call whose arguments a
+    # needs_approval callable cannot read, so the tool's own setting stays otherwise.
+    guarded.needs_approval = ApprovalPolicy(original, guard, tool.name) if guard.pre() else original
+    return guarded
