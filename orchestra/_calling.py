@@ -23,6 +23,7 @@ import anyio
 from orchestra._decisions import Decision, Fail, Replace, pick
 from orchestra._errors import HookError
 from orchestra._moments import BadReplace, Moment
+from orchestra._offload import call_in_thread
 from orchestra.tracing._engine import hook_span, record_decision, record_error, record_hook_error
 
 if TYPE_CHECKING:
@@ -97,14 +98,25 @@ def _hook_timeout(hook: object, default: float | None) -> float | None:
 
 
 async def call_all(
-    impls: Sequence[HookImpl], args: tuple[Any, ...], subject: str | None, on_error: OnError
+    impls: Sequence[HookImpl],
+    args: tuple[Any, ...],
+    subject: str | None,
+    on_error: OnError,
+    offload: bool = False,
 ) -> tuple[Decision | None, str | None]:
-    """Call ``impls`` in order (errors isolated), merge the answers, name the winner."""
+    """Call ``impls`` in order (errors isolated), merge the answers, name the winner.
+
+    With ``offload``, each ``def`` hook is called in a daemon thread under its timeout
+    (``orchestra._offload``), so that a hung one is a hook error, not a hung run.
+    """
     answers: list[Decision | None] | None = None  # made when a hook has an opinion
     steps: bool | None = None  # whether coroutines may be stepped here: asked once, if needed
     for impl in impls:
         try:
-            answer = impl.fn(*args)
+            if offload and not impl.is_async:
+                answer = await _offloaded(impl, args)
+            else:
+                answer = impl.fn(*args)
             if impl.is_async or _awaitable(impl, answer):
                 if steps is None:
                     steps = _on_asyncio()
@@ -291,12 +303,21 @@ def _resumed(coro: Coroutine[Any, Any, Any], waits_on: Any) -> Generator[Any, An
             return done.value
 
 
+async def _offloaded(impl: HookImpl, args: tuple[Any, ...]) -> Any:
+    if impl.timeout is None:
+        return await call_in_thread(impl.fn, *args)
+    with anyio.move_on_after(impl.timeout):
+        return await call_in_thread(impl.fn, *args)
+    raise _HookTimeout  # only reached when the timeout cancelled the call
+
+
 async def call_traced(
     impls: Sequence[HookImpl],
     args: tuple[Any, ...],
     subject: str | None,
     on_error: OnError,
     tracer: Tracer,
+    offload: bool = False,
 ) -> tuple[Decision | None, str | None]:
     """``_call_all`` with a ``hook {moment}`` span around each call."""
     answers: list[Decision | None] = []
@@ -305,7 +326,7 @@ async def call_traced(
             tracer, impl.moment, hook_type="python", name=impl.name, subject=subject
         ) as span:
             errors: list[HookError] = []
-            answer, _ = await call_all((impl,), args, subject, errors.append)
+            answer, _ = await call_all((impl,), args, subject, errors.append, offload)
             _spanned(span, impl, errors, answer, on_error)
         if impl.chain is not None and type(answer) is Replace:
             args = impl.chain(args, answer.value)  # checked by _call_all already

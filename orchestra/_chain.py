@@ -60,7 +60,7 @@ class HookChain:
         timeout: seconds an ``async`` hook call may take (None = no limit), unless the
             hook object has a ``timeout`` attribute of its own. A call past it is
             cancelled and counts as a hook error. A ``def`` hook runs on the event loop
-            and cannot be interrupted.
+            and cannot be interrupted, unless ``call`` is asked to offload it.
 
     Raises:
         TypeError: ``trait`` is not a hook trait; or an object is refused, naming it, the
@@ -153,6 +153,7 @@ class HookChain:
         subject: str | None = None,
         on_error: OnError = None,
         tracer: Tracer | None = None,
+        offload: bool = False,
     ) -> Awaitable[tuple[Decision | None, str | None]]:
         """Call every implementation of ``moment`` in order and merge their answers.
 
@@ -168,6 +169,10 @@ class HookChain:
             on_error: called with each ``HookError``, e.g. a list's ``append``.
             tracer: an OpenTelemetry tracer (``orchestra.tracing.get_tracer()``) to put
                 each call in a ``hook {moment}`` span; None for no spans.
+            offload: call each ``def`` hook in a daemon thread, under its timeout, so
+                that one that hangs is a hook error and never hangs the engine (its
+                thread is abandoned); the DAG scheduler does. Else a ``def`` hook runs
+                on the event loop and cannot be interrupted.
 
         Returns:
             An awaitable of the merged decision and the label (``Class.moment``) of the hook whose
@@ -178,8 +183,8 @@ class HookChain:
         except KeyError:
             raise ValueError(self._unknown(moment)) from None
         if tracer is None:
-            return call_all(impls, args, subject, on_error)
-        return call_traced(impls, args, subject, on_error, tracer)
+            return call_all(impls, args, subject, on_error, offload)
+        return call_traced(impls, args, subject, on_error, tracer, offload)
 
     def call_now(
         self,

@@ -143,7 +143,15 @@ async def test_cancelled_from_outside_still_ends_everything_once() -> None:
     rec = Recorder()
     started = anyio.Event()
 
+    quick_ended = anyio.Event()
+
+    class QuickEnded(TaskHooks):
+        async def on_end(self, ctx: TaskHookContext, state: TaskState) -> None:
+            if ctx.task.id == "quick":
+                quick_ended.set()
+
     async def forever() -> None:
+        await quick_ended.wait()  # quick ends first (the def hooks run in threads)
         started.set()
         await anyio.sleep_forever()
 
@@ -153,7 +161,7 @@ async def test_cancelled_from_outside_still_ends_everything_once() -> None:
     dag.add(Task(id="never", fn=lambda: 1, deps=["forever"]))
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: orchestra.run(dag, hooks=[rec]))
+            tg.start_soon(lambda: orchestra.run(dag, hooks=[rec, QuickEnded()]))
             await started.wait()
             tg.cancel_scope.cancel()
     assert rec.ends() == {

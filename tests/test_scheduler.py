@@ -248,8 +248,8 @@ async def test_longest_retry_delay_wins() -> None:
             return Retry(0.02)
 
     class Clock(TaskHooks):
-        def before_execute(self, ctx: TaskHookContext) -> None:
-            delays.append(anyio.current_time())
+        async def before_execute(self, ctx: TaskHookContext) -> None:
+            delays.append(anyio.current_time())  # the loop's clock: an async hook's
 
     dag = DAG("delay")
     dag.add(Task(id="a", fn=Flaky(1)))
@@ -602,7 +602,7 @@ async def test_cancelling_run_cancels_tasks_and_retry_sleeps() -> None:
         return "x"
 
     class SeeRetry(AfterRun):
-        def on_failure(self, ctx: TaskHookContext, error: BaseException) -> None:
+        async def on_failure(self, ctx: TaskHookContext, error: BaseException) -> None:
             retrying.set()  # the task's own retries decide: Retry(3600)
 
     dag = DAG("cancel")

@@ -78,13 +78,14 @@ class Recorder(TaskHooks):
         self.upstream_states: dict[str, dict[str, TaskState]] = {}
         self.runs = 0
 
-    def before_execute(self, ctx: TaskHookContext) -> Skip | None:
+    async def before_execute(self, ctx: TaskHookContext) -> Skip | None:
+        # async, as on_end: on the loop, so "all tasks blocked" means these ran
         self.events.append(("start", ctx.task.id))
         self.upstream_states[ctx.task.id] = dict(ctx.upstream_states)
         return Skip("marked") if ctx.task.metadata.get("skip") else None
 
-    def on_end(self, ctx: TaskHookContext, state: TaskState) -> None:
-        self.events.append(("end", ctx.task.id))
+    async def on_end(self, ctx: TaskHookContext, state: TaskState) -> None:
+        self.events.append(("end", ctx.task.id))  # async: it sets an event of the loop
         self.ended.setdefault(ctx.task.id, anyio.Event()).set()
 
     def after_run(self, ctx: RunContext, result: RunResult) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import copy_context
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, final, runtime_checkable
@@ -12,9 +12,18 @@ import anyio.to_thread
 
 if TYPE_CHECKING:
     from orchestra.dag._model import Task
-    from orchestra.dag._threads import ThreadPool
 
-__all__ = ["AgentDispatcher", "Executor", "LocalExecutor"]
+__all__ = [
+    "AgentDispatcher",
+    "AppliesTimeouts",
+    "Capabilities",
+    "ChainsSubmissions",
+    "ChoosesKeptOutputs",
+    "Executor",
+    "KeepsOutputsRemote",
+    "LocalExecutor",
+    "ReleasesOutputs",
+]
 
 
 @runtime_checkable
@@ -27,7 +36,8 @@ class Executor(Protocol):
     scheduler are current while it runs; an executor that ships work elsewhere carries
     what it needs from that context. Cancelling ``execute`` must cancel the work.
 
-    Two optional extensions, for executors that ship work elsewhere (a cluster):
+    Optional capabilities, for executors that ship work elsewhere (a cluster), each a
+    ``Protocol`` in ``orchestra.dag._executor`` that the scheduler checks once per run:
 
     - **Outputs that stay remote.** ``execute`` may return a handle to where the output
       was computed instead of the value, when the executor also implements
@@ -63,36 +73,137 @@ class Executor(Protocol):
         ...
 
 
+@runtime_checkable
+class KeepsOutputsRemote(Protocol):
+    """Capability: ``execute`` returns handles, and ``fetch`` brings a value to the driver."""
+
+    def fetch(self, task: Task, output: Any) -> Awaitable[Any]:
+        """The value behind ``output``, a handle ``execute`` returned."""
+        ...
+
+
+@runtime_checkable
+class ReleasesOutputs(Protocol):
+    """Capability, with ``KeepsOutputsRemote``: handles the run no longer needs are released."""
+
+    def release(self, task: Task, output: Any) -> object:
+        """The run no longer needs the handle ``output``."""
+        ...
+
+
+@runtime_checkable
+class ChoosesKeptOutputs(Protocol):
+    """Capability, with ``KeepsOutputsRemote``: which outputs ``RunResult.outputs`` holds."""
+
+    def keeps_output(self, task: Task, *, leaf: bool) -> bool:
+        """Whether ``RunResult.outputs`` holds ``task``'s output (default: every one)."""
+        ...
+
+
+@runtime_checkable
+class AppliesTimeouts(Protocol):
+    """Capability: the executor applies ``task.timeout`` itself (when this is True)."""
+
+    @property
+    def applies_timeouts(self) -> bool:
+        """Whether ``execute`` raises ``TimeoutError`` past ``task.timeout``."""
+        ...
+
+
+@runtime_checkable
+class ChainsSubmissions(Protocol):
+    """Capability: tasks may be submitted ahead of their upstreams' end (see ``Executor``)."""
+
+    def chain(self, links: Sequence[tuple[Task, tuple[str, ...]]]) -> Executor:
+        """The executor a run that can chain these links uses."""
+        ...
+
+
+@final
+class Capabilities:
+    """What a run's executor can do beyond ``execute``: asked once per run (internal).
+
+    Each capability is a ``Protocol`` above, checked with ``isinstance`` here and nowhere
+    else; the scheduler reads the answers.
+    """
+
+    __slots__ = ("chains", "keeps", "releases", "remote", "times")
+
+    def __init__(self, executor: object) -> None:
+        self.remote: KeepsOutputsRemote | None = (
+            executor if isinstance(executor, KeepsOutputsRemote) else None
+        )
+        self.releases: ReleasesOutputs | None = (
+            executor if isinstance(executor, ReleasesOutputs) else None
+        )
+        self.keeps: ChoosesKeptOutputs | None = (
+            executor if isinstance(executor, ChoosesKeptOutputs) else None
+        )
+        self.times = isinstance(executor, AppliesTimeouts) and bool(executor.applies_timeouts)
+        self.chains: ChainsSubmissions | None = (
+            executor if isinstance(executor, ChainsSubmissions) else None
+        )
+
+
 @final
 class LocalExecutor:
     """The default executor: async bodies on the event loop, sync bodies in threads.
 
-    A sync body runs in a worker thread, in a copy of the caller's context, unless the
-    task says ``inline=True``: then it runs on the event loop (in a copy of the context
-    too), which is the fastest choice for cheap bodies. A thread cannot be interrupted:
-    on a timeout or a cancellation the task ends at once and its thread is abandoned, to
-    finish on its own. In a run, sync bodies go to the run's own thread pool (at most
-    ``max_concurrency`` threads); elsewhere, or with a ``limiter``, to anyio's threads.
+    A sync body runs in a worker thread (``anyio.to_thread.run_sync``, in a copy of the
+    caller's context, where ``anyio.from_thread`` reaches the loop), unless the task says
+    ``inline=True``: then it runs on the event loop (in a copy of the context too),
+    which is the fastest choice for cheap bodies. A thread cannot be interrupted: on a
+    timeout or a cancellation the task ends at once and its thread is abandoned, to
+    finish on its own.
 
     Args:
-        limiter: the thread limiter for sync bodies (anyio's default if None).
+        limiter: the thread limiter for sync bodies (anyio's default if None; a run
+            makes one of ``max_concurrency`` threads for its own ``LocalExecutor``).
     """
 
     def __init__(self, limiter: anyio.CapacityLimiter | None = None) -> None:
         self.limiter = limiter
-        self._threads: ThreadPool | None = None  # the run's pool, set by the scheduler
 
     async def execute(self, task: Task, kwargs: dict[str, Any]) -> Any:
-        """Run one task body."""
+        """Run one task body.
+
+        A sync body's thread that raised a ``BaseException`` other than a cancellation
+        (``KeyboardInterrupt``, say) by the time its caller is cancelled (another body's
+        ``BaseException`` stopping the run) raises it here, so that it is not lost.
+        """
         if task.is_async:
             return await task.fn(**kwargs)
         if task.inline:
             return copy_context().run(task.fn, **kwargs)
-        if self._threads is not None:
-            return await self._threads.run(task.fn, kwargs)
-        return await anyio.to_thread.run_sync(
-            partial(task.fn, **kwargs), limiter=self.limiter, abandon_on_cancel=True
-        )
+        body = _ThreadBody(partial(task.fn, **kwargs))
+        try:
+            return await anyio.to_thread.run_sync(
+                body.run, limiter=self.limiter, abandon_on_cancel=True
+            )
+        except anyio.get_cancelled_exc_class():
+            if body.fatal is not None:
+                raise body.fatal from None
+            raise
+
+
+@final
+class _ThreadBody:
+    """A sync body run in a thread, which keeps a ``BaseException`` it raised."""
+
+    __slots__ = ("fatal", "fn")
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+        self.fatal: BaseException | None = None
+
+    def run(self) -> Any:
+        try:
+            return self.fn()
+        except Exception:
+            raise
+        except BaseException as exc:
+            self.fatal = exc
+            raise
 
 
 class _DispatchResult(Protocol):

@@ -1,21 +1,22 @@
 """Outputs that stay where the executor computed them (internal).
 
 An executor whose ``execute`` returns a handle instead of the value implements
-``fetch(task, output)`` (see ``Executor``). The scheduler then keeps one ``RemoteOutputs``
+``KeepsOutputsRemote`` (``fetch``; and, optionally, ``ReleasesOutputs`` and
+``ChoosesKeptOutputs``: see ``Executor``). The scheduler then keeps one ``RemoteOutputs``
 per run, which decides when the driver needs a value and when nobody needs a handle any
-more; the handles themselves are the executor's business. With an executor that has no
-``fetch`` the scheduler makes none, and pays one ``is None`` check per task.
+more; the handles themselves are the executor's business. With any other executor
+the scheduler makes none, and pays one ``is None`` check per task.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, cast, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 import anyio
 
 if TYPE_CHECKING:
-    from orchestra.dag._executor import Executor
+    from orchestra.dag._executor import Capabilities, Executor
     from orchestra.dag._model import Task
     from orchestra.dag._plan import Plan
     from orchestra.dag._scheduler import _Run
@@ -74,22 +75,21 @@ class RemoteOutputs:
 
     @classmethod
     def for_run(
-        cls, executor: object, plan: Plan, after_hooks: Sequence[object]
+        cls, capabilities: Capabilities, plan: Plan, after_hooks: Sequence[object]
     ) -> RemoteOutputs | None:
-        """The bookkeeping for ``executor``, or None when its outputs are plain values.
+        """The bookkeeping for the run's executor, or None when its outputs are values.
 
         Args:
-            executor: the run's executor.
+            capabilities: what the run's executor can do.
             plan: the run's plan (its tasks, their upstreams and dependents).
             after_hooks: the hook objects that implement ``after_execute``.
         """
-        fetch = getattr(executor, "fetch", None)
-        if not callable(fetch):
+        if capabilities.remote is None:
             return None
         return cls(
-            fetch,
-            getattr(executor, "release", None),
-            getattr(executor, "keeps_output", None),
+            capabilities.remote.fetch,
+            capabilities.releases.release if capabilities.releases is not None else None,
+            capabilities.keeps.keeps_output if capabilities.keeps is not None else None,
             plan.order,
             plan.upstreams,
             plan.dependents,
@@ -161,9 +161,9 @@ def chained(run: _Run, executor: Executor) -> Executor:
 
     See ``Executor`` (chained submissions). The caller checks that the run is not traced.
     """
-    chain = getattr(executor, "chain", None)
+    chains = run.capabilities.chains
     if (
-        chain is None
+        chains is None
         or run.remote is None
         or run.has_before
         or run.has_after
@@ -173,22 +173,22 @@ def chained(run: _Run, executor: Executor) -> Executor:
     ):
         return executor
     plan = run.plan
-    order = run.order
-    upstreams = run.upstreams
-    always = set(plan.always)
+    order = plan.order
+    upstreams = plan.upstreams
     links: list[tuple[Task, tuple[str, ...]]] = []
     for d, task in enumerate(order):
         ups = upstreams[d]
-        wants = run.wants[d]
+        wants = plan.wants[d]
         if (
             ups
             and len(wants) == len(ups)
             and task.agent is None
+            and not task.branch
             and plan.on_success[d]
             and not plan.early[d]
-            and d not in always
-            and (task.timeout is None or run.executor_times)
-            and all(order[u].agent is None for u in ups)
+            and plan.rules[d].waits
+            and (task.timeout is None or run.capabilities.times)
+            and all(order[u].agent is None and not order[u].branch for u in ups)
         ):
             links.append((task, wants))
-    return cast("Executor", chain(links)) if links else executor
+    return chains.chain(links) if links else executor

@@ -90,6 +90,8 @@ class RunResult:
             since: it is never deserialized) or could not be loaded.
         messages: what hooks added with ``ctx.add_message`` for a task (its last
             attempt and its ``on_end``), by id, for the tasks that have some.
+        branches: for each branch task (``branch=True``) that SUCCEEDED, the ids of the
+            direct downstream tasks it chose to follow, by id (the others ended SKIPPED).
     """
 
     ok: bool
@@ -106,6 +108,7 @@ class RunResult:
     resumed_from: str | None = None
     resume_notes: Mapping[str, str] = attrs.field(factory=dict)
     messages: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    branches: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
 
     @property
     def tracebacks(self) -> dict[str, str]:

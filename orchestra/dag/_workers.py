@@ -1,4 +1,4 @@
-"""The run's workers: long-lived tasks that take task indexes from the ready deque (internal).
+"""The run's workers: long-lived tasks that take task indexes from the ready queue (internal).
 
 A worker that finds work waiting takes it without a checkpoint, so bodies that never
 suspend run back to back with no task creation, no stream and no limiter per node. The
@@ -7,23 +7,19 @@ worker: the first worker past the deadline leads a pass and the others that were
 running tasks follow it until it resumes, so one loop pass runs at most about ``SLICE``
 of bodies (timers, I/O and other tasks are served). The slice is the loop thread's CPU
 time, read only once ``SLICE`` seconds of wall time passed: time the thread waited for
-the GIL (another thread of the process busy, say a dask client's) or for the OS is not
-the loop's work, and counting it would end a pass after every task.
+the GIL or for the OS is not the loop's work.
 
 Idle workers wait until a worker wakes one, and a worker wakes one only when it starts
 a task while more are ready and no woken worker is on its way: should that task's body
 wait, the woken one takes the next. Bodies that never wait so keep one worker busy and
-the others asleep (waking a worker per ready task would have them all wake and sleep
-again at every loop pass); bodies that do wait wake a worker each, up to the cap.
+the others asleep; bodies that do wait wake a worker each, up to the cap.
 
 Each body runs in its own copy of the run's context, as a task would: a worker compares
 its context with a snapshot after each task and, if a body (or a hook) changed it,
 hands over to a new worker spawned from the run's base context.
 
-A task with nothing around its body (no hooks, timeout, retries, agent, tracing or
-custom executor: ``Task._kind``) runs in place: the worker awaits (or calls, inline) the
-body itself, and hands what it ended with to the run's journal, if any; every other task
-goes through ``run_task``'s attempt loop.
+A task with nothing around its body (``_plan.kind``, in a run with no hooks, tracing or
+executor of its own) runs ``in_place``; every other goes through ``run_task``.
 """
 
 from __future__ import annotations
@@ -34,11 +30,10 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from orchestra.dag._model import TaskState
-from orchestra.dag._plan import KIND_ASYNC
+from orchestra.dag._attempt import run_task
+from orchestra.dag._plan import KIND_ASYNC, KIND_FULL
 from orchestra.dag._run_hooks import end_tasks
-from orchestra.dag._settle import release_rest
-from orchestra.dag._task_run import end_cancelled, end_failed, end_fatal, run_task
+from orchestra.dag._settle import end_cancelled, end_failed, end_fatal, recorded
 
 if TYPE_CHECKING:
     from orchestra.dag._scheduler import _Run
@@ -46,150 +41,87 @@ if TYPE_CHECKING:
 __all__ = ["SLICE", "worker"]
 
 SLICE: Final = 0.005  # seconds of work the workers do, all together, between loop passes
-_SUCCEEDED: Final = TaskState.SUCCEEDED
 _AT_ONCE: Final = 1e-9  # seconds: a timer due at the loop's next pass
 
 
-async def worker(run: _Run, cancelled: type[BaseException]) -> None:
+async def worker(run: _Run) -> None:
     """Run ready tasks until every task ended, the run stops, or this context changed."""
-    ready = run.ready
-    reuse = run.reuse
-    kinds = run.kinds
-    order = run.order
-    wants = run.wants
-    outputs = run.outputs
-    attempts = run.attempts
-    durations = run.durations
-    states = run.states
-    remaining = run.remaining
-    dependents = run.dependents
-    early = run.early_on_success
-    plain = run.runs_on_success
-    idle = run.idle
-    journal = run.journal
-    journal_none = journal.none if journal is not None else _unjournaled
-    journal_atom = journal.atom if journal is not None else _unjournaled
-    journal_atoms = journal.atoms if journal is not None else frozenset()
-    clock = time.perf_counter  # one reading per task: its end, and the slice's check
-    cpu = time.thread_time  # read when the slice's wall time is over
-    snapshot = contextvars.copy_context
-    fresh = snapshot()  # this worker's context as it started: the run's base
-    run.woken -= 1  # started: this worker looks at the ready deque now
-    now = clock()
-    ran = False  # whether this worker ran a task since it last waited idle
+    state = run.state
+    ready = state.ready
+    fresh = contextvars.copy_context()  # this worker's context as it started: the run's base
+    run.woken -= 1  # started: this worker looks at the ready queue now
     while True:
         if ready:
-            if now >= run.slice_end:  # past too while a worker leads a pass, or stopped
+            if time.perf_counter() >= run.slice_end and await _slice_over(run):
                 if run.stopping:
                     return
-                if run.passing or cpu() >= run.slice_cpu:
-                    if ran or not run.passing:
-                        await loop_pass(run)
-                    else:  # woken for work the worker leading the pass will take
-                        await park(run)
-                    now = clock()
-                    continue
-                run.slice_end = now + SLICE  # the thread mostly waited: the slice goes on
+                continue
             i = ready.popleft()
-            ran = True
-            if ready and not run.woken and idle:  # should this body wait, one takes the next
+            if ready and not run.woken and run.idle:  # should this body wait, one takes the next
                 wake_one(run)
-            kind = kinds[i]
-            if kind:  # the body in place (no hook sees it RUNNING): see the docstring
-                task = order[i]
-                tid = task.id
-                attempts[i] = 1
-                started = now
-                try:
-                    want = wants[i]
-                    if kind == KIND_ASYNC:
-                        if want:
-                            result = await task.fn(**{w: outputs.get(w) for w in want})
-                        else:
-                            result = await task.fn()
-                    elif want:
-                        result = snapshot().run(task.fn, **{w: outputs.get(w) for w in want})
-                    else:
-                        result = snapshot().run(task.fn)
-                except Exception as exc:
-                    now = clock()
-                    durations[tid] = now - started
-                    end_failed(run, i, exc)
-                    if journal is not None:
-                        journal.settled(
-                            i, run.states[i], 1, durations[tid], None, run.errors.get(tid)
-                        )
-                except cancelled:
-                    durations[tid] = clock() - started
-                    end_cancelled(run, i, None)
-                    if journal is not None:
-                        journal.settled(i, run.states[i], 1, durations[tid], None, None)
-                    raise
-                except BaseException as exc:
-                    now = clock()
-                    durations[tid] = now - started
-                    end_fatal(run, i, exc)
-                    if journal is not None:
-                        journal.settled(
-                            i, run.states[i], 1, durations[tid], None, run.errors.get(tid)
-                        )
-                else:
-                    outputs[tid] = result
-                    now = clock()
-                    durations[tid] = now - started
-                    # settle(i, SUCCEEDED), its common case in line: no on_end hook or
-                    # remote output comes here; a dependent whose rule must decide, and
-                    # the ones after it, are release_rest's
-                    states[i] = _SUCCEEDED
-                    run.done += 1
-                    remaining[i] = -1
-                    for d in dependents[i]:
-                        left = remaining[d] - 1
-                        if left < 0:  # queued or ended already
-                            continue
-                        remaining[d] = left
-                        if left:
-                            if not early[d]:
-                                continue
-                        elif plain[d]:  # every upstream succeeded
-                            ready.append(d)
-                            continue
-                        release_rest(run, i, d, left)
-                        break
-                    if journal is not None:
-                        if result is None:  # the common case: see RunJournal.none
-                            journal_none(i)
-                        elif type(result) in journal_atoms:
-                            journal_atom(i)
-                        else:
-                            journal.settled(i, _SUCCEEDED, 1, now - started, result, None)
+            kind = run.kinds[i]
+            if kind != KIND_FULL:
+                await in_place(run, i, kind)
+            elif i in run.reuse:
+                run.reuse_task(i)
             else:
-                if i in reuse:
-                    run.reuse_task(i)
-                else:
-                    await run_task(run, i, cancelled)
-                if run.ending:  # on_end hooks may wait: one takes the next ready task
-                    if ready and not run.woken and idle:
-                        wake_one(run)
-                    await end_tasks(run)
-                now = clock()
-            if snapshot() != fresh:  # the body (or a hook) changed this context
-                if run.done < run.total and not run.stopping:
-                    respawn(run, cancelled)
+                await run_task(run, i)
+            if run.ending:  # on_end hooks may wait: one takes the next ready task
+                if ready and not run.woken and run.idle:
+                    wake_one(run)
+                await end_tasks(run)
+            if contextvars.copy_context() != fresh:  # the body (or a hook) changed it
+                if not state.finished and not run.stopping:
+                    respawn(run)
                 else:
                     wake_all(run)
                 return
-        elif run.done >= run.total or run.stopping:
+        elif state.finished or run.stopping:
             wake_all(run)
             return
         else:
             await park(run)
-            ran = False
-            now = clock()
 
 
-def _unjournaled(i: int) -> None:
-    """``RunJournal.none`` (``atom``) of a run without a journal: never called."""
+async def in_place(run: _Run, i: int, kind: int) -> None:
+    """Task ``i``'s body with nothing around it: awaited (async) or called (inline)."""
+    state = run.state
+    task = state.order[i]
+    want = run.plan.wants[i]
+    kwargs = {w: state.outputs.get(w) for w in want} if want else {}
+    state.start(i)
+    started = time.perf_counter()
+    try:
+        if kind == KIND_ASYNC:
+            result = await task.fn(**kwargs)
+        else:
+            result = contextvars.copy_context().run(task.fn, **kwargs)
+    except Exception as exc:
+        end_failed(run, i, exc)
+    except run.cancelled:
+        end_cancelled(run, i, None)
+        raise
+    except BaseException as exc:
+        end_fatal(run, i, exc)
+    else:
+        state.succeed(i, result)
+    finally:
+        recorded(run, i, time.perf_counter() - started)
+
+
+async def _slice_over(run: _Run) -> bool:
+    """Past the slice's wall time: True when the workers let the loop run (or stopped).
+
+    A slice is over once the loop thread's CPU time says so too (time spent waiting for
+    the GIL or the OS is not the loop's work); else it goes on.
+    """
+    if run.stopping:
+        return True
+    if not run.passing and time.thread_time() < run.slice_cpu:
+        run.slice_end = time.perf_counter() + SLICE  # the thread mostly waited
+        return False
+    await loop_pass(run)
+    return True
 
 
 async def park(run: _Run) -> None:
@@ -217,10 +149,8 @@ async def loop_pass(run: _Run) -> None:
 
     The leader waits on a timer that is due at once rather than a plain checkpoint: an
     event loop queues the callbacks it runs next in order, and a timer's come after
-    those already queued, so what a timer or I/O woke meanwhile (say, a task sleeping
-    10 ms) runs before the workers' next slice, not one slice later (measured with
-    asyncio: the largest gap of a 10 ms heartbeat beside CPU-bound bodies falls from
-    about 20 ms of CPU time to about 11).
+    those already queued, so what a timer or I/O woke meanwhile runs before the
+    workers' next slice, not one slice later.
     """
     if run.passing:  # follow: once the leader resumes (one step per pass, not per loop turn)
         await run.passed.wait()
@@ -237,9 +167,9 @@ async def loop_pass(run: _Run) -> None:
         passed.set()
 
 
-def respawn(run: _Run, cancelled: type[BaseException]) -> None:
+def respawn(run: _Run) -> None:
     """Start a worker in the run's base context, to replace one whose context changed."""
     assert run.tg is not None
     assert run.base is not None
     run.woken += 1
-    run.base.run(run.tg.start_soon, worker, run, cancelled)
+    run.base.run(run.tg.start_soon, worker, run)

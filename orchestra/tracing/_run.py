@@ -81,6 +81,10 @@ class AttemptSpan:
         """Put an agent's output on the span (only when content capture is on)."""
         set_agent_output(self.span, output)
 
+    def branch(self, chosen: tuple[str, ...]) -> None:
+        """Record the downstream tasks a branch task chose to follow."""
+        self.span.set_attribute(n.ATTR_BRANCH_CHOSEN, chosen)
+
     def end(self, state: str) -> None:
         """End a task attempt's span (task attempts only)."""
 
@@ -125,6 +129,9 @@ class _NoAttempt(AttemptSpan):
         pass
 
     def output(self, output: Any) -> None:
+        pass
+
+    def branch(self, chosen: tuple[str, ...]) -> None:
         pass
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "ATTR_AGENT_DELEGATED_FROM",
     "ATTR_AGENT_MODE",
     "ATTR_AGENT_PARENT",
+    "ATTR_BRANCH_CHOSEN",
     "ATTR_DAG_DEPS",
     "ATTR_DAG_NAME",
     "ATTR_DECISION",
@@ -142,6 +143,8 @@ ATTR_TASK_RETRIES: _Final = "orchestra.task.retries"
 """The task's own ``retries`` setting."""
 ATTR_TASK_EXECUTOR: _Final = "orchestra.task.executor"
 """The agent that executes the task, for tasks with ``agent=``."""
+ATTR_BRANCH_CHOSEN: _Final = "orchestra.branch.chosen"
+"""On a branch task's attempt: the ids of the direct downstream tasks it chose to follow."""
 STATE_RETRYING: _Final = "retrying"
 """The ``orchestra.task.state`` of an attempt that failed and is retried."""
 ATTR_LINK_TYPE: _Final = "orchestra.link.type"

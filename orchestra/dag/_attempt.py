@@ -1,0 +1,286 @@
+"""One task of a run, all its attempts, in layers as ``agents/_dispatch.py`` reads (internal).
+
+``run_task`` loops over attempts; ``attempt`` is one of them, under the task's deadline
+(its ``timeout`` bounds the whole attempt, hooks included):
+
+- ``before``: the ``before_execute`` hooks (they may replace the inputs, skip or fail);
+- ``body``: the executor runs the body (and, for an agent task, the dispatch);
+- ``after``: the ``after_execute`` hooks (they may replace the output), then, for a
+  branch task, its choice;
+
+and, outside the deadline, ``failed``: what follows a failed attempt (``on_failure``
+hooks, else the task's ``retries``: the rule ``_attempts.after_failure`` shares with the
+dispatcher). ``_settle`` ends the task.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, final
+
+import anyio
+
+from orchestra._attempts import Verdict
+from orchestra._attempts import after_failure as _after_failure
+from orchestra._decisions import GivenOutput, Replace, Retry
+from orchestra._hooks import NO_INPUTS
+from orchestra.dag._contexts import attempt_context
+from orchestra.dag._settle import decided, end_cancelled, end_fatal, recorded
+from orchestra.tracing._engine import NO_ATTEMPT, STATE_RETRYING
+
+if TYPE_CHECKING:
+    from orchestra.dag._model import Task
+    from orchestra.dag._scheduler import _Run
+
+__all__ = ["run_task"]
+
+_NO_NOTES: Final[list[str]] = []  # the messages of an attempt no hook sees (never appended)
+_TASK_RETRIES: Final = "task.retries"  # who decided a retry, for traces, when no hook did
+_NO_DEADLINE: Final = contextlib.nullcontext()
+
+
+@final
+class _Task:
+    """What the attempts of one task share: its inputs, errors so far and messages."""
+
+    __slots__ = ("at", "errors", "failure", "i", "inputs", "kwargs", "notes", "started", "task")
+
+    def __init__(self, run: _Run, i: int) -> None:
+        self.i = i
+        self.task: Task = run.state.order[i]
+        outputs = run.state.outputs
+        self.inputs = {w: outputs.get(w) for w in run.plan.wants[i]}
+        self.kwargs = self.inputs  # this attempt's, as the before hooks replaced them
+        self.errors: list[BaseException] = []
+        self.notes = _NO_NOTES
+        # The body's error while its on_failure hooks run: a cancellation meanwhile (say,
+        # fail_fast stopping the run for another task) still ends the task FAILED.
+        self.failure: BaseException | None = None
+        self.started = time.monotonic()
+        self.at = NO_ATTEMPT
+
+
+async def run_task(run: _Run, i: int) -> None:
+    """Run task ``i`` to its terminal state; a ``BaseException`` stops the run."""
+    t = _Task(run, i)
+    try:
+        while not await attempt(run, t):
+            pass
+    except run.cancelled:
+        end_cancelled(run, i, t.failure)
+        raise
+    except BaseException as exc:
+        end_fatal(run, i, exc)
+    finally:
+        duration = time.monotonic() - t.started
+        recorded(run, i, duration)
+        run.tel.task_done(t.at, run.state.states[i], duration)
+        if run.has_on_end:
+            inputs = MappingProxyType(t.kwargs) if t.kwargs else NO_INPUTS
+            run.ends[i] = (tuple(t.errors), t.started, inputs, t.notes)
+        elif t.notes:
+            run.messages[t.task.id] = tuple(t.notes)
+
+
+async def attempt(run: _Run, t: _Task) -> bool:
+    """One attempt of ``t``; True when it ended the task, False to try again."""
+    t.at = run.tel.attempt(t.task, run.state.start(t.i), t.at)
+    t.kwargs = t.inputs
+    t.notes = [] if run.hooked else _NO_NOTES
+    t.failure = None
+    try:
+        with deadline(run, t.task):
+            if run.has_before and await before(run, t):
+                return True
+            output = await body(run, t)
+            if await after(run, t, output):
+                return True
+    except Exception as exc:
+        return await failed(run, t, exc)
+    except run.cancelled:
+        raise
+    except BaseException as exc:
+        # KeyboardInterrupt, SystemExit...: never retried; the hooks see it, then
+        # run_task records it and stops the run.
+        t.failure = exc
+        t.errors.append(exc)
+        t.at.error(exc)
+        if run.has_on_failure:
+            await on_failure(run, t, exc)
+        raise
+    return True
+
+
+def deadline(run: _Run, task: Task) -> contextlib.AbstractContextManager[Any]:
+    """The scope that bounds an attempt: ``task.timeout``, unless the executor applies it.
+
+    An executor that applies timeouts (``AppliesTimeouts``) times the body itself; for
+    a task run by an agent the scheduler still times the body and the dispatch together.
+    """
+    if task.timeout is None or (run.capabilities.times and task.agent is None):
+        return _NO_DEADLINE
+    return anyio.fail_after(task.timeout)
+
+
+async def before(run: _Run, t: _Task) -> bool:
+    """The ``before_execute`` hooks; True when their ``Skip`` or ``Fail`` ended the task."""
+    ctx = attempt_context(run, t.i, t.errors, t.started, t.kwargs, t.notes)
+    decision, by = await run.chain.call(
+        "before_execute",
+        ctx,
+        subject=t.task.id,
+        on_error=run.record,
+        tracer=run.tracer,
+        offload=True,
+    )
+    if type(decision) is Replace:  # the inputs, as the hooks replaced them
+        t.at.decision(decision, by)
+        if type(decision.value) is GivenOutput:  # the output: no body runs
+            if run.remote is not None:
+                run.remote.replaced(t.i, None)
+            reason = f"output given by {by}" if by is not None else "output given"
+            return settled(run, t, decision.value.value, reason)
+        t.kwargs = dict(decision.value)
+        return False
+    if decision is None:
+        return False
+    decided(run, t.i, Verdict(decision=decision, hook=by), None, t.at)
+    return True
+
+
+async def body(run: _Run, t: _Task) -> Any:
+    """The body, run by the executor; for a task run by an agent, the dispatch too."""
+    task = t.task
+    result = await run.executor.execute(task, t.kwargs)
+    if task.agent is None:
+        return result
+    assert run.dispatcher is not None
+    text = str(result)
+    if t.notes:  # what hooks added for the agent
+        text = "\n\n".join((text, "\n".join(t.notes)))
+    answer = await run.dispatcher.dispatch(task.agent, text, parent=run.dag.name)
+    return answer.output
+
+
+async def after(run: _Run, t: _Task, result: Any) -> bool:
+    """The ``after_execute`` hooks and a branch's choice; then the task SUCCEEDED.
+
+    A ``Replace`` changes the output; any other answer is a fail-closed hook's error,
+    which fails the task. Returns True when the task ended.
+    """
+    output = result
+    if run.has_after:
+        seen = await run.remote.value(t.i, result) if run.remote is not None else result
+        ctx = attempt_context(run, t.i, t.errors, t.started, t.kwargs, t.notes)
+        decision, by = await run.chain.call(
+            "after_execute",
+            ctx,
+            seen,
+            subject=t.task.id,
+            on_error=run.record,
+            tracer=run.tracer,
+            offload=True,
+        )
+        if type(decision) is Replace:
+            t.at.decision(decision, by)
+            output = decision.value
+            if run.remote is not None:
+                run.remote.replaced(t.i, result)
+        elif decision is not None:
+            decided(run, t.i, Verdict(decision=decision, hook=by), None, t.at)
+            return True
+    return settled(run, t, output)
+
+
+def settled(run: _Run, t: _Task, output: Any, reason: str | None = None) -> bool:
+    """The task SUCCEEDED with ``output``; a branch task follows what it names. True."""
+    chosen = None
+    if t.task.branch:
+        try:
+            chosen = branch_choice(run, t.i, output)
+        except ValueError as exc:  # not a choice among its direct downstream tasks
+            decided(run, t.i, Verdict(decision=None, hook=None), exc, t.at)
+            return True
+        t.at.branch(tuple(run.state.order[d].id for d in chosen))
+    run.state.succeed(t.i, output, reason=reason, chosen=chosen)
+    return True
+
+
+async def failed(run: _Run, t: _Task, error: Exception) -> bool:
+    """What follows a failed attempt; True when it ended the task, False to retry."""
+    t.failure = error
+    t.errors.append(error)
+    t.at.error(error)
+    decision = by = None
+    if run.has_on_failure:
+        decision, by = await on_failure(run, t, error)
+    verdict = _after_failure(
+        decision,
+        by,
+        attempt=run.state.attempts[t.i],
+        max_attempts=run.max_attempts,
+        fallback=Retry(t.task.retry_delay) if run.state.attempts[t.i] <= t.task.retries else None,
+        budget=run.budget,
+    )
+    if type(verdict.decision) is Retry and verdict.overruled is None:
+        t.failure = None  # a retry's wait, cancelled, ends it CANCELLED
+        t.at.decision(verdict.decision, verdict.hook or _TASK_RETRIES)
+        t.at.end(STATE_RETRYING)
+        if verdict.decision.delay:
+            await anyio.sleep(verdict.decision.delay)
+        return False
+    decided(run, t.i, verdict, error, t.at)
+    return True
+
+
+async def on_failure(run: _Run, t: _Task, error: BaseException) -> tuple[Any, str | None]:
+    """Call the ``on_failure`` hooks about ``error``."""
+    ctx = attempt_context(run, t.i, t.errors, t.started, t.kwargs, t.notes)
+    return await run.chain.call(
+        "on_failure",
+        ctx,
+        error,
+        subject=t.task.id,
+        on_error=run.record,
+        tracer=run.tracer,
+        offload=True,
+    )
+
+
+def branch_choice(run: _Run, i: int, output: object) -> list[int]:
+    """The direct downstream tasks branch task ``i`` follows, from its final output.
+
+    Raises:
+        ValueError: the output does not name direct downstream tasks (``chosen_ids``).
+    """
+    order = run.state.order
+    dependents = run.plan.dependents[i]
+    chosen = chosen_ids(order[i], output, [order[d].id for d in dependents])
+    return [d for d in dependents if order[d].id in chosen]
+
+
+def chosen_ids(task: Task, answer: object, dependents: Sequence[str]) -> tuple[str, ...]:
+    """The ids a branch task's output names: one id, or a list (or tuple, set) of ids.
+
+    Raises:
+        ValueError: the output is not an id or a collection of ids, or names a task that
+            is not one of the branch's direct downstream tasks.
+    """
+    ids = (answer,) if isinstance(answer, str) else answer
+    if not isinstance(ids, list | tuple | set | frozenset) or not all(
+        isinstance(x, str) for x in ids
+    ):
+        raise ValueError(
+            f"branch task {task.id!r} must return the id (or a list of ids) of direct "
+            f"downstream tasks to follow, got {answer!r}"
+        )
+    strangers = [x for x in ids if x not in dependents]
+    if strangers:
+        raise ValueError(
+            f"branch task {task.id!r} chose {', '.join(map(repr, strangers))}, which is not "
+            f"one of its direct downstream tasks ({', '.join(map(repr, dependents)) or 'none'})"
+        )
+    return tuple(dict.fromkeys(ids))
