@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 import anyio
 import attrs
-import attrs
 
 from orchestra._hooks import RunContext
 from orchestra.dag._contexts import end_context
