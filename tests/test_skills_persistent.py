@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import signal
 import sys
 import textwrap
 from pathlib import Path
@@ -88,6 +87,17 @@ WORKER = textwrap.dedent(
             sys.stderr.write("x" * 300_000 + "END")
             sys.stderr.flush()
             answer(event, message="flooded")
+        elif what == "deny":
+            answer(event, decision="deny", reason="denied")
+        elif what == "allow then a stray":  # an extra id-less line, after a while
+            answer(event, decision="allow")
+            time.sleep(float(event["tool_input"].get("after", 0)))
+            print('{"decision": "allow"}', flush=True)
+        elif what == "setsid daemon":  # a grandchild that leaves the group for good
+            daemon = subprocess.Popen(
+                ["setsid", "sleep", "60"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            answer(event, message=str(daemon.pid))
         elif what == "grandchild":  # something left in its group, and a deaf ear to EOF
             child = subprocess.Popen(["sleep", "60"])
             answer(event, message=str(child.pid))
@@ -229,14 +239,82 @@ async def test_without_ids_when_pipelining_kills(
     await leaks.check()
 
 
-async def test_an_answer_without_id_is_fine_one_at_a_time(
+ID_LESS = (
+    "import sys\n"
+    "for line in sys.stdin:\n"
+    "    print('{\"decision\": \"deny\"}' if 'rm' in line else '{}', flush=True)\n"
+)
+
+
+async def test_an_answer_without_id_is_fine_one_at_a_time(tmp_path: Path, leaks: LeakCheck) -> None:
+    # A hook that never echoes ids is answered in order, one event at a time.
+    (tmp_path / "id_less.py").write_text(ID_LESS)
+    id_less = CommandHook(
+        event="PreToolUse",
+        args=(sys.executable, str(tmp_path / "id_less.py")),
+        persistent=True,
+        pass_env=(MARK_VAR,),
+    )
+    async with HookRegistry([id_less], project_dir=tmp_path) as reg:
+        outcomes = [await fire(reg, command) for command in ("ls", "rm x", "ls")]
+    assert [(o.decision, o.errors) for o in outcomes] == [(None, ()), ("deny", ()), (None, ())]
+    await leaks.check()
+
+
+async def test_after_answers_with_ids_one_without_is_a_protocol_error(
     worker: Path, tmp_path: Path, leaks: LeakCheck
 ) -> None:
+    # It echoed ids before: a line without one cannot be matched to an event.
     async with registry(worker, tmp_path) as reg:
         pid = pid_of(await fire(reg))
-        outcome = await fire(reg, "no id")
-        assert (outcome.decision, outcome.records[0].error) == (None, None)
-        assert pid_of(await fire(reg)) == pid
+        assert error_of(await fire(reg, "no id")) == "answered without an id: {}"
+        assert await group_gone(pid)
+        assert pid_of(await fire(reg)) != pid  # restarted
+    await leaks.check()
+
+
+@pytest.mark.parametrize("after", [0, 0.3])
+async def test_a_stray_line_never_answers_the_next_event(
+    worker: Path, tmp_path: Path, leaks: LeakCheck, after: float
+) -> None:
+    # The issue's case: with max_in_flight 1, an id-less line written after event 1's
+    # answer was taken as event 2's answer, so event 2 was allowed though the hook
+    # denied it. Now the stray line is a protocol error and event 2 gets a new process.
+    async with registry(worker, tmp_path, on_error="block") as reg:
+        pid = pid_of(await fire(reg))
+        assert (await fire(reg, "allow then a stray", after=after)).decision == "allow"
+        await anyio.sleep(after + 0.3)  # the stray line is in the pipe: nothing in flight
+        second = await fire(reg, "deny")
+        assert (second.decision, second.reason, second.errors) == ("deny", "denied", ())
+        assert await group_gone(pid)
+        assert (await fire(reg)).decision == "allow"
+    await leaks.check()
+
+
+async def test_a_line_while_nothing_is_in_flight_is_a_protocol_error_for_an_id_less_hook(
+    tmp_path: Path, leaks: LeakCheck
+) -> None:
+    # Even a hook that never echoes ids cannot answer before it is asked.
+    script = tmp_path / "chatty.py"
+    script.write_text(
+        "import sys, time\n"
+        "for line in sys.stdin:\n"
+        "    print('{\"decision\": \"deny\"}' if 'rm' in line else '{}', flush=True)\n"
+        "    if 'chatty' in line:\n"
+        "        time.sleep(0.2)\n"
+        '        print(\'{"decision": "allow"}\', flush=True)\n'
+    )
+    hook = CommandHook(
+        event="PreToolUse",
+        args=(sys.executable, str(script)),
+        persistent=True,
+        pass_env=(MARK_VAR,),
+    )
+    async with HookRegistry([hook], project_dir=tmp_path) as reg:
+        assert (await fire(reg, "chatty")).errors == ()
+        await anyio.sleep(0.5)
+        denied = await fire(reg, "rm -rf /")
+    assert (denied.decision, denied.errors) == ("deny", ())
     await leaks.check()
 
 
@@ -336,17 +414,35 @@ async def test_a_timeout_kills_the_group_and_restarts(
 async def test_a_timeout_is_seen_to_even_without_the_end_of_output(
     worker: Path, tmp_path: Path, leaks: LeakCheck
 ) -> None:
-    # Killing the group does not end stdout here: a grandchild in a session of its own
-    # holds it. The deadline still wakes the reader, which fails the event.
+    # A grandchild in a session of its own holds stdout: a group kill alone would not
+    # end it. The deadline still wakes the reader, which fails the event, and the
+    # reaper kills the grandchild with the hook (it used to outlive it).
     async with registry(worker, tmp_path, timeout=2) as reg:
         await fire(reg)  # started: the timeout is this event's only
         (record,) = (await fire(reg, "hang holding stdout")).records
         assert record.error == "timed out after 2 s"
         grandchild = int(record.stderr.split()[1])
-        # the documented limit of a group kill
-        assert await marked_as(leaks.mark, {grandchild}) == {grandchild}
-        os.kill(grandchild, signal.SIGKILL)
+        assert await marked_as(leaks.mark, set()) == set(), f"{grandchild} outlived it"
         assert (await fire(reg)).decision == "allow"  # restarted
+    await leaks.check()
+
+
+@pytest.mark.parametrize("how", ["closed", "crashed", "killed on a garbage line"])
+async def test_a_setsid_grandchild_ends_with_the_hook(
+    worker: Path, tmp_path: Path, leaks: LeakCheck, how: str
+) -> None:
+    # Before: a child that left the hook's group with setsid outlived every way the
+    # hook ended. Now the reaper (a child subreaper) kills everything below the hook.
+    async with registry(worker, tmp_path) as reg:
+        pid = pid_of(await fire(reg))
+        daemon = int((await fire(reg, "setsid daemon")).messages[0])
+        assert await marked_as(leaks.mark, {pid, daemon}) == {pid, daemon}
+        assert os.getsid(daemon) == daemon  # really in a session of its own
+        if how == "crashed":
+            assert error_of(await fire(reg, "crash")) == "exited 3"
+        elif how == "killed on a garbage line":
+            assert error_of(await fire(reg, "garbage")).startswith("invalid JSON output")
+    assert await marked_as(leaks.mark, set()) == set()
     await leaks.check()
 
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 import orchestra.skills._hook as hook_module
 from orchestra.skills import HookResult
 from orchestra.skills._hook import HookCall, event_json
-from orchestra.skills._persistent_hook import _decode, _event_line
+from orchestra.skills._lines import decode as _decode
+from orchestra.skills._lines import event_line as _event_line
 from orchestra.skills._result import HookRunError, result_from_json
 
 ANSWERS = [

@@ -30,6 +30,8 @@ STDERR_KEPT: Final = 64 * 1024
 """How much of a persistent process's stderr is kept: its last 64 KiB."""
 
 _CHUNK: Final = 65536
+# How long a reaper gets to kill what is below it and exit, before it is killed itself.
+_REAPER_GRACE: Final = 2.0
 
 
 class _Selector(Protocol):
@@ -95,6 +97,7 @@ class HookProcess:
         self.woken = False  # a byte came on the wake-up pipe
         self.stdin_open = True
         self.killed = False
+        self.echoes_ids = False  # it answered with an ``id`` once: every answer must
 
     @classmethod
     def start(
@@ -103,13 +106,18 @@ class HookProcess:
         env: Mapping[str, str],
         cwd: str | None,
         wake: int = -1,
+        *,
+        reaped: bool = False,
     ) -> HookProcess:
         """Start ``argv`` in a process group of its own, with pipes for all three.
+
+        ``reaped``: under the reaper (see ``_reaper``), so that whatever it starts ends
+        with it, ``setsid`` children included.
 
         Raises:
             HookRunError: it could not be started.
         """
-        child = spawn(argv, env=env, cwd=cwd)
+        child = spawn(argv, env=env, cwd=cwd, reaped=reaped)
         try:
             return cls(child, list(argv[:2]) == ["/bin/sh", "-c"], wake)
         except BaseException:
@@ -187,6 +195,14 @@ class HookProcess:
             return []
         return None
 
+    def stray(self) -> bytes | None:
+        """What is on stdout now, read while no event is in flight (None: nothing)."""
+        if self.killed:
+            return None
+        if not self.out:
+            self.drain()
+        return bytes(self.out) if self.out else None
+
     def drain(self) -> None:
         """Read what the pipes have now (of stderr, only the last 64 KiB is kept)."""
         if self.killed:
@@ -248,12 +264,19 @@ class HookProcess:
         self.child.close_pipes()
 
     async def reap(self) -> None:
-        """Wait until the killed child is reaped; never cancelled."""
+        """Wait until the killed child is reaped; never cancelled.
+
+        A reaper that has not stopped within ``_REAPER_GRACE`` is killed outright.
+        """
         with anyio.CancelScope(shield=True):
+            if self.child.reaped and await self.child.exited(_REAPER_GRACE) is None:
+                self.child.kill_hard()
             await self.child.wait()
             self.child.close()
 
     def reap_now(self) -> None:
         """Reap the killed child, outside any event loop (waiting at most a second)."""
-        self.child.wait_now(1.0)
+        if self.child.wait_now(1.0) is None and self.child.reaped:
+            self.child.kill_hard()
+            self.child.wait_now(1.0)
         self.child.close()

@@ -28,6 +28,7 @@ from orchestra.skills._result import (
     parse_result,
     result_from_json,
 )
+from orchestra.skills._shield import shield_environment
 
 __all__ = ["McpServer", "call_mcp_tool"]
 
@@ -132,6 +133,7 @@ async def call_mcp_tool(
             "could not start: mcp_tool hooks need the mcp SDK: pip install 'orchestra-hooks[mcp]'"
         ) from exc
 
+    shield_environment()  # the server cannot read this process's environment either
     params = StdioServerParameters(
         command=server.command,
         args=list(server.args),

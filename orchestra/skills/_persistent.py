@@ -44,9 +44,10 @@ import anyio
 from opentelemetry import context as otel_context
 
 from orchestra.skills._command import command_argv
+from orchestra.skills._faults import FAULT_WINDOW, MAX_FAULTS
 from orchestra.skills._hook import HookCall
 from orchestra.skills._hook_process import HookProcess
-from orchestra.skills._persistent_hook import FAULT_WINDOW, MAX_FAULTS, PersistentHook
+from orchestra.skills._persistent_hook import PersistentHook
 from orchestra.skills._result import HookResult, HookRunError
 
 if TYPE_CHECKING:
@@ -127,7 +128,9 @@ def _spawner(hook: CommandHook, call: HookCall) -> Callable[[int], HookProcess]:
             env = hook.environment(where)
         finally:
             otel_context.detach(token)
-        return HookProcess.start(argv, env, where.project_dir, wake)
+        # Sandboxed, its PID namespace ends everything it started; else the reaper does.
+        reaped = hook.sandbox is None
+        return HookProcess.start(argv, env, where.project_dir, wake, reaped=reaped)
 
     return spawn
 

@@ -17,53 +17,37 @@ reader, which fails the events that ran out and kills the process. Waiting for a
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import itertools
 import json
-import json.scanner
 import math
 import os
-import re
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Final
 
 import anyio
-import attrs
-import tenacity
 
 from orchestra.skills._command import describe_exit
 from orchestra.skills._deadlines import DEADLINES
-from orchestra.skills._hook import HookCall, event_json
+from orchestra.skills._faults import Faults
 from orchestra.skills._hook_process import HookProcess, OutputEnded
-from orchestra.skills._result import NO_OPINION, HookResult, HookRunError, result_from_json
+from orchestra.skills._lines import answer_result, clip, event_line, parse_answer
+from orchestra.skills._result import HookResult, HookRunError
 from orchestra.skills._waiters import DONE, SENT, WRITING, Gate, Waiter, left
 
 if TYPE_CHECKING:
     from orchestra.skills._command_hook import CommandHook
+    from orchestra.skills._hook import HookCall
 
-__all__ = ["FAULT_WINDOW", "MAX_FAULTS", "PersistentHook"]
-
-MAX_FAULTS: Final = 5
-"""Failures within ``FAULT_WINDOW`` seconds after which a persistent hook is broken."""
-FAULT_WINDOW: Final = 60.0
-"""The window, in seconds, in which ``MAX_FAULTS`` failures break a persistent hook."""
+__all__ = ["PersistentHook"]
 
 # How long a process gets to exit by itself (after it closed its stdout, or after its
 # stdin was closed on aclose) before its group is killed.
 _GRACE: Final = 0.5
-# The wait before a restart, by the number of recent failures: 50 ms, 100 ms, ... 2 s.
-_BACKOFF: Final = tenacity.wait_exponential(multiplier=0.05, max=2.0)
-_RETRYING: Final = tenacity.Retrying(wait=_BACKOFF)
 _CLOSED: Final = "stopped: the registry was closed"
 _INF: Final = math.inf
-
-
-def _backoff(failures: int) -> float:
-    state = tenacity.RetryCallState(_RETRYING, None, (), {})
-    state.attempt_number = failures
-    return float(_BACKOFF(state))
+_ENDED: Final[list[bytes]] = []  # ``_lines``: the process's stdout ended (by identity)
 
 
 class PersistentHook:
@@ -96,8 +80,7 @@ class PersistentHook:
         self._ids = itertools.count(1)
         self._in_flight: dict[int, Waiter] = {}  # written, not answered; oldest first
         self._reading = False
-        self._failures: collections.deque[float] = collections.deque()
-        self._restart_at = 0.0
+        self._faults = Faults()
         self._dying: list[HookProcess] = []
         self._wake_read, self._wake_write = -1, -1
 
@@ -115,9 +98,9 @@ class PersistentHook:
     async def run(self, call: HookCall) -> HookResult:
         """Send one event and wait for its answer, under the hook's timeout.
 
-        One coroutine does it all (a coroutine more per step would cost more than
-        the steps): a turn, the line written, then the answers read and handed out
-        until this event has its own, or another caller's reading waited for.
+        The caller does it all: a turn, a process that is sound (started, and with
+        nothing unasked on its stdout), the line written, then the answers read and
+        handed out until this event has its own, or another caller's reading waited for.
 
         Raises:
             HookRunError: the process failed (see the module's table), or is broken.
@@ -132,53 +115,15 @@ class PersistentHook:
             await self._turn(slots, waiter)
         try:
             child = self._child
-            if child is None:
+            if child is None or (not self._in_flight and self._stray(child)):
                 child = await self._started(waiter)
             waiter.id = next(self._ids)
-            line = _event_line(call, waiter.id)
-            writer = self._writer
-            if writer is not None and not writer.take():
-                await self._turn(writer, waiter)
-            try:
-                rest = self._send(child, waiter, line)
-                if rest is not None:  # the pipe is full
-                    await self._send_rest(child, waiter, rest)
-            finally:
-                if writer is not None:
-                    writer.release()
+            await self._write(child, waiter, event_line(call, waiter.id))
             while waiter.stage is not DONE:
                 if self._reading:
                     await self._follow(child, waiter)
-                    continue
-                self._reading = True
-                try:  # read answers and hand them out, until this event has its own
-                    while waiter.stage is not DONE and child is self._child:
-                        try:
-                            # What was read holds no whole line (the reader before took
-                            # them all): wait for the pipes, unless it saw an end or a wake-up.
-                            if not (child.ended or child.woken):
-                                await anyio.wait_readable(child.ready_fd)
-                                if child.killed:
-                                    break  # killed meanwhile: the failure answered every event
-                                child.drain()
-                            lines = child.lines()
-                        except OutputEnded:
-                            await self._ended(child)
-                            break
-                        except HookRunError as exc:
-                            self._fail(child, str(exc))
-                            break
-                        except anyio.ClosedResourceError:
-                            break  # killed meanwhile: the failure answered every event
-                        if lines is not None:
-                            for answer in lines:
-                                self._deliver(child, answer)
-                            if self._in_flight and self.oldest_deadline <= time.monotonic():
-                                self._fail(child, str(self._timed_out()))
-                finally:
-                    self._reading = False
-                    if self._in_flight:
-                        self._pass_reading()
+                else:
+                    await self._read(child, waiter)
         finally:
             slots.release()
             if waiter.stage is not DONE:
@@ -189,6 +134,72 @@ class PersistentHook:
             raise waiter.error
         assert waiter.result is not None
         return waiter.result
+
+    def _stray(self, child: HookProcess) -> bool:
+        """Whether the process wrote while no event was in flight: then it is killed.
+
+        Such a line answers nothing (taken as the next event's answer, it would decide
+        an event the process never saw).
+        """
+        stray = child.stray()
+        if stray is not None:
+            self._fail(child, f"answered while no event was in flight: {clip(stray)}")
+        return stray is not None
+
+    async def _write(self, child: HookProcess, waiter: Waiter, line: bytes) -> None:
+        """Put the event in flight and write its line, one writer at a time."""
+        writer = self._writer
+        if writer is not None and not writer.take():
+            await self._turn(writer, waiter)
+        try:
+            rest = self._send(child, waiter, line)
+            if rest is not None:  # the pipe is full
+                await self._send_rest(child, waiter, rest)
+        finally:
+            if writer is not None:
+                writer.release()
+
+    async def _read(self, child: HookProcess, waiter: Waiter) -> None:
+        """Read answers and hand them out, until this event has its own (or it failed)."""
+        self._reading = True
+        try:
+            while waiter.stage is not DONE and child is self._child:
+                # What was read holds no whole line (the reader before took them all):
+                # wait for the pipes, unless it saw an end or a wake-up.
+                if not (child.ended or child.woken):
+                    try:
+                        await anyio.wait_readable(child.ready_fd)
+                    except anyio.ClosedResourceError:
+                        break  # killed meanwhile: the failure answered every event
+                    if child.killed:
+                        break
+                    child.drain()
+                lines = self._lines(child)
+                if lines is _ENDED:
+                    await self._ended(child)
+                    break
+                if lines is None:
+                    break
+                for answer in lines:
+                    self._deliver(child, answer)
+                if self._in_flight and self.oldest_deadline <= time.monotonic():
+                    self._fail(child, str(self._timed_out()))
+        finally:
+            self._reading = False
+            if self._in_flight:
+                self._pass_reading()
+
+    def _lines(self, child: HookProcess) -> list[bytes] | None:
+        """The whole lines read so far (``[]``: none yet), ``_ENDED``, or None: stop."""
+        try:
+            return child.lines() or []
+        except OutputEnded:
+            return _ENDED
+        except HookRunError as exc:
+            self._fail(child, str(exc))
+        except anyio.ClosedResourceError:
+            pass  # killed meanwhile: the failure answered every event
+        return None
 
     async def _turn(self, gate: Gate, waiter: Waiter) -> None:
         """Wait for a slot of ``gate`` until the event's deadline."""
@@ -272,12 +283,12 @@ class PersistentHook:
                 raise HookRunError(self.broken)
             if self.closed:  # a late event of a registry being closed
                 raise HookRunError(_CLOSED)
-            now = time.monotonic()
-            if self._restart_at > now:
-                if self._restart_at > waiter.deadline:
+            restart_at, now = self._faults.restart_at, time.monotonic()
+            if restart_at > now:
+                if restart_at > waiter.deadline:
                     await anyio.sleep(left(waiter))
                     raise self._timed_out(waiting=True)
-                await anyio.sleep(self._restart_at - now)
+                await anyio.sleep(restart_at - now)
                 continue
             if self._wake_read < 0:
                 self._wake_read, self._wake_write = os.pipe()
@@ -285,7 +296,7 @@ class PersistentHook:
             try:
                 self._child = self._spawn(self._wake_read)
             except HookRunError as exc:
-                self._count_failure(str(exc))
+                self.broken = self._faults.count(str(exc)) or self.broken
                 raise
         return self._child
 
@@ -294,20 +305,20 @@ class PersistentHook:
         if child is not self._child:
             return
         try:
-            data = _decode(line)
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            self._fail(child, f"invalid JSON output: {_why(exc)}: {_clip(line)}")
+            key, data = parse_answer(line)
+        except ValueError as exc:
+            self._fail(child, str(exc))
             return
-        if not isinstance(data, dict):
-            self._fail(child, f"invalid JSON output: expected an object: {_clip(line)}")
-            return
-        key = data.pop("id", None)
         in_flight = self._in_flight
         if key is None:
-            if self.hook.max_in_flight > 1 or not in_flight:
-                self._fail(child, f"answered without an id: {_clip(line)}")
+            # One at a time, an answer without an id is the event's in flight, unless the
+            # process echoed ids before: then it is a stray line, not an answer.
+            if self.hook.max_in_flight > 1 or not in_flight or child.echoes_ids:
+                self._fail(child, f"answered without an id: {clip(line)}")
                 return
-            key = next(iter(in_flight))  # one at a time: answers come in order
+            key = next(iter(in_flight))
+        else:
+            child.echoes_ids = True
         try:
             waiter = in_flight.pop(key, None)
         except TypeError:  # an id that cannot be one (a list, an object)
@@ -317,19 +328,8 @@ class PersistentHook:
             return
         self.oldest_deadline = next(iter(in_flight.values())).deadline if in_flight else _INF
         stderr = child.take_stderr() if child.err else ""
-        if waiter.abandoned:
-            return
-        error = data.pop("error", None)
-        if error is not None:
-            text = error if isinstance(error, str) else json.dumps(error)
-            waiter.answer(None, HookRunError(f"answered an error: {text}", stderr=stderr))
-            return
-        try:
-            result = result_from_json(data, strict=self.hook.strict_output) if data else NO_OPINION
-        except HookRunError as exc:
-            waiter.answer(None, HookRunError(str(exc), stderr=stderr))
-            return
-        waiter.answer(attrs.evolve(result, stderr=stderr) if stderr else result)
+        if not waiter.abandoned:
+            waiter.answer(*answer_result(data, strict=self.hook.strict_output, stderr=stderr))
 
     def _fail(
         self, child: HookProcess, reason: str, *, count: bool = True, exit_code: int | None = None
@@ -346,20 +346,7 @@ class PersistentHook:
         for waiter in in_flight.values():
             waiter.answer(None, HookRunError(reason, exit_code=exit_code, stderr=stderr))
         if count:
-            self._count_failure(reason)
-
-    def _count_failure(self, reason: str) -> None:
-        now = time.monotonic()
-        self._failures.append(now)
-        while self._failures[0] < now - FAULT_WINDOW:
-            self._failures.popleft()
-        count = len(self._failures)
-        if count >= MAX_FAULTS:
-            self.broken = (
-                f"broken: failed {count} times in {FAULT_WINDOW:g} s (last: {reason}); "
-                "not restarted until the registry is closed"
-            )
-        self._restart_at = now + _backoff(count)
+            self.broken = self._faults.count(reason) or self.broken
 
     async def _bury(self) -> None:
         """Reap the processes killed so far."""
@@ -407,52 +394,3 @@ class PersistentHook:
         self._dying.clear()
         self._close_wake_pipe()
         return child is not None
-
-
-def _event_line(call: HookCall, key: int) -> bytes:
-    """The event JSON with ``"id": key`` last, on one line (the encoded event reused)."""
-    data = call.data
-    if not data or "id" in data:  # the event's id replaces the payload's own
-        return event_json({**data, "id": key}) + b"\n"
-    return b'%s, "id": %d}\n' % (call.body()[:-1], key)
-
-
-_SCAN: Final = json.scanner.make_scanner(cast(Any, json.JSONDecoder()))  # as json.loads reads
-_JSON_SPACE: Final = re.compile(r"[ \t\n\r]*")  # what JSON calls whitespace
-
-
-def _decode(line: bytes) -> object:
-    """One answer line, decoded as ``json.loads`` does (an empty line: ``{}``).
-
-    A line that starts with ``{`` (nearly all) is UTF-8: it skips ``json.loads``'s
-    encoding detection and whitespace matching, which cost more than the decoding.
-
-    Raises:
-        UnicodeDecodeError, json.JSONDecodeError, RecursionError: as ``json.loads``.
-    """
-    if line[:1] != b"{":
-        return json.loads(line) if line.strip() else {}
-    text = line.decode()
-    try:  # as JSONDecoder.raw_decode, a layer less
-        data, end = _SCAN(text, 0)
-    except StopIteration as exc:
-        raise json.JSONDecodeError("Expecting value", text, exc.value) from None
-    if end != len(text):
-        space = _JSON_SPACE.match(text, end)  # always matches (maybe nothing)
-        end = space.end() if space else end
-        if end != len(text):
-            raise json.JSONDecodeError("Extra data", text, end)
-    return data
-
-
-def _why(exc: Exception) -> str:
-    if isinstance(exc, json.JSONDecodeError):
-        return f"{exc.msg} at column {exc.colno}"
-    if isinstance(exc, UnicodeDecodeError):
-        return "not UTF-8"
-    return "nested too deeply"
-
-
-def _clip(line: bytes, size: int = 200) -> str:
-    text = line.decode("utf-8", "replace")
-    return text if len(text) <= size else text[:size] + "..."

@@ -14,7 +14,9 @@ every fd before the error goes up. The command runner (a process per event) and
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -22,7 +24,9 @@ from typing import IO, Final, final
 
 import anyio
 
+from orchestra.skills._reaper import available, reaper_argv
 from orchestra.skills._result import HookRunError
+from orchestra.skills._shield import shield_environment
 
 __all__ = ["Child", "kill_group", "spawn"]
 
@@ -54,11 +58,12 @@ class Child:
         stderr: the read end of its stderr, non-blocking.
     """
 
-    __slots__ = ("_pidfd", "_popen", "pid", "stderr", "stdin", "stdout")
+    __slots__ = ("_pidfd", "_popen", "pid", "reaped", "stderr", "stdin", "stdout")
 
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+    def __init__(self, popen: subprocess.Popen[bytes], *, reaped: bool = False) -> None:
         self._popen = popen
         self.pid = popen.pid
+        self.reaped = reaped
         self._pidfd: int | None = None
         try:
             if _HAS_PIDFD:
@@ -101,7 +106,19 @@ class Child:
             return None
 
     def kill(self) -> None:
-        """Kill the child's process group at once (SIGKILL); the child is left to reap."""
+        """Kill the child's process group at once (SIGKILL); the child is left to reap.
+
+        A child run under the reaper is asked to stop (SIGTERM to the reaper, which
+        kills everything below it, then exits): see ``kill_hard`` if it does not.
+        """
+        if self.reaped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGTERM)
+        else:
+            kill_group(self.pid, signal.SIGKILL)
+
+    def kill_hard(self) -> None:
+        """SIGKILL to the child's group, the reaper's too (what it started dies with it)."""
         kill_group(self.pid, signal.SIGKILL)
 
     def close_stdin(self) -> None:
@@ -124,25 +141,73 @@ class Child:
             self._pidfd = None
 
 
-def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None) -> Child:
+def spawn(
+    argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None, reaped: bool = False
+) -> Child:
     """Start ``argv`` in a new session (its own process group) with three pipes.
+
+    Args:
+        argv: the program and its arguments.
+        env: its whole environment.
+        cwd: its working folder.
+        reaped: run it under the reaper (Linux; see ``_reaper``): whatever it starts,
+            ``setsid`` or not, ends with it, and its parent's environment is empty.
 
     Raises:
         HookRunError: it could not be started (``could not start: ...``); nothing is
             left behind (``Popen`` closes its pipes, and a child started before a later
             step failed is killed and reaped).
     """
+    shield_environment()
+    env_fd = -1
     try:
+        command = list(argv)
+        reaped = reaped and available()
+        if reaped:  # the reaper execs it: a program that is not there fails here, as Popen
+            _check_program(command[0], env, cwd)
+            env_fd = _environment_fd(env)
+            command = reaper_argv(os.getpid(), env_fd, command)
         popen = subprocess.Popen(
-            list(argv),
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
-            env=dict(env),
+            env={} if reaped else dict(env),
             start_new_session=True,
             bufsize=0,
+            pass_fds=(env_fd,) if reaped else (),
         )
-        return Child(popen)
+        return Child(popen, reaped=reaped)
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         raise HookRunError(f"could not start: {exc}") from exc
+    finally:
+        if env_fd >= 0:
+            os.close(env_fd)
+
+
+def _check_program(program: str, env: Mapping[str, str], cwd: str | None) -> None:
+    """Raise what ``Popen`` would for a program that is not there or not executable."""
+    if os.sep in program:
+        path: str | None = os.path.join(cwd or "", program)
+    else:
+        path = shutil.which(program, path=env.get("PATH", os.defpath))
+    if path is None or not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+
+
+def _environment_fd(env: Mapping[str, str]) -> int:
+    """A memory file holding ``env`` for the reaper (never its own environment)."""
+    fd = os.memfd_create("orchestra-hook-env")
+    try:
+        data = b"\0".join(os.fsencode(f"{name}={value}") for name, value in env.items())
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
