@@ -168,7 +168,7 @@ async def test_a_hook_process_itself_stays_dumpable(tmp_path: Path) -> None:
     hook = CommandHook(
         event="Stop",
         command="grep -q '^Pid' /proc/self/status && "
-        "printf '{\"message\": \"%s\"}' \"$(stat -c %u /proc/self/environ)\"",
+        'printf \'{"message": "%s"}\' "$(stat -c %u /proc/self/environ)"',
     )
     outcome = await HookRegistry([hook], project_dir=tmp_path).fire("Stop", {})
     assert outcome.messages == (str(os.geteuid()),)  # owned by its user, not root's
