@@ -78,8 +78,8 @@ class Frame:
 
 
 def _is_library(file: str) -> bool:
-    if file.startswith("<"):  # <frozen runpy>, <string>: not a file of the user's
-        return True
+    if file.startswith("<"):  # <frozen runpy> is Python's; <string>, <stdin> the user's
+        return file.startswith("<frozen")
     path = os.path.abspath(file)
     if path.startswith(_LIBRARY_ROOTS) or any(part in path for part in _LIBRARY_PARTS):
         return True

@@ -21,8 +21,9 @@ import orchestra
 from orchestra.cli._report import write_report
 from orchestra.cli._tracefile import Run, build_traces, find_runs, select_run
 from orchestra.tracing import read_jsonl
+from tests.helpers.system import require
 from tests.helpers.traces import trace_runs
-from tests.test_report_browser import Opened, needs
+from tests.test_report_browser import Opened
 from tests.test_report_browser import browser as browser  # the fixture, shared
 
 _NODE = re.compile(r'<g id="n(\d+)" class="node">.*?<text[^>]* x="([-\d.]+)" y="([-\d.]+)"', re.S)
@@ -39,7 +40,7 @@ def positions(page: str) -> dict[int, tuple[float, float]]:
 
 
 def test_tasks_that_stand_alone_draw_as_a_grid_in_order(tmp_path: Path) -> None:
-    needs("dot", "graphviz")
+    require("dot")
     dag = orchestra.DAG("twelve")
     for i in range(12):
         dag.task(lambda: None, id=f"report_{i:02d}")
@@ -55,7 +56,7 @@ def test_tasks_that_stand_alone_draw_as_a_grid_in_order(tmp_path: Path) -> None:
 
 
 def test_independent_branches_stack_in_the_dags_order(tmp_path: Path) -> None:
-    needs("dot", "graphviz")
+    require("dot")
     dag = orchestra.DAG("branches")
     for k in range(5):
         first = dag.task(lambda: 1, id=f"b{k}_load")
@@ -136,7 +137,7 @@ def thousand() -> orchestra.DAG:
 
 @pytest.fixture
 def failed_report(tmp_path: Path) -> Iterator[tuple[Path, orchestra.RunResult]]:
-    needs("dot", "graphviz")
+    require("dot")
     (result,) = trace_runs(tmp_path / "big.jsonl", thousand(), hooks=[])
     run = select_run(find_runs(build_traces(read_jsonl(tmp_path / "big.jsonl"))), None)
     assert write_report(run, tmp_path / "big.html", source="big.jsonl") is None

@@ -160,10 +160,11 @@
   const span = Math.max(run.duration, 1e-3);
   const pct = (value) => Math.min(100, Math.max(0, (value / span) * 100)) + "%";
   const axis = $("axis");
-  for (let k = 0; k <= 4; k++) {
-    const mark = el("span", "", ms((span * k) / 4));
-    mark.style.left = (k * 25) + "%";
-    if (k === 4) mark.style.transform = "translateX(-100%)";
+  const marks = Math.max(1, Math.min(4, Math.floor(axis.clientWidth / 90))); // none overlap
+  for (let k = 0; k <= marks; k++) {
+    const mark = el("span", "", ms((span * k) / marks));
+    mark.style.left = (k * 100) / marks + "%";
+    if (k === marks) mark.style.transform = "translateX(-100%)";
     axis.appendChild(mark);
   }
   const order = tasks
