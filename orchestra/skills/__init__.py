@@ -40,12 +40,15 @@ from orchestra.skills._judge import JudgeRequest as JudgeRequest
 from orchestra.skills._judge import OpenAICompatibleJudge as OpenAICompatibleJudge
 from orchestra.skills._mcp_hook import McpServerSpec as McpServerSpec
 from orchestra.skills._mcp_hook import McpToolHook as McpToolHook
+from orchestra.skills._open import load as load
+from orchestra.skills._outcome import AuditedDecision as AuditedDecision
 from orchestra.skills._outcome import HookDecision as HookDecision
 from orchestra.skills._outcome import HookOutcome as HookOutcome
 from orchestra.skills._outcome import HookRecord as HookRecord
 from orchestra.skills._python_hook import PythonHook as PythonHook
 from orchestra.skills._registry import HookRegistry as HookRegistry
-from orchestra.skills._registry import load as load
+from orchestra.skills._replay import ReplayChange as ReplayChange
+from orchestra.skills._replay import ReplayReport as ReplayReport
 from orchestra.skills._result import HookResult as HookResult
 from orchestra.skills._result import HookRunError as HookRunError
 from orchestra.skills._sandbox import Sandbox as Sandbox
@@ -63,6 +66,7 @@ __all__ = [
     "MAX_TIMEOUT",
     "AgentHook",
     "AskCallback",
+    "AuditedDecision",
     "CommandHook",
     "ConfigError",
     "EventSpec",
@@ -88,6 +92,8 @@ __all__ = [
     "PythonHook",
     "RegistrySubagentHooks",
     "RegistryTaskHooks",
+    "ReplayChange",
+    "ReplayReport",
     "Sandbox",
     "TlsMode",
     "ToolDenied",

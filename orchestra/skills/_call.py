@@ -30,7 +30,7 @@ from orchestra.skills._result import HookRunError
 from orchestra.skills._waiters import Gate
 from orchestra.tracing import capture_content, traceparent
 from orchestra.tracing._engine import hook_span, record_decision, record_error
-from orchestra.tracing.names import ATTR_HOOK_OUTPUT
+from orchestra.tracing.names import ATTR_HOOK_ENFORCED, ATTR_HOOK_OUTPUT
 
 __all__ = ["attempt", "background", "traced_attempt"]
 
@@ -77,6 +77,8 @@ async def traced_attempt(
             subject=subject,
             matcher=hook.matcher,
         ) as span:
+            if not hook.enforce:
+                span.set_attribute(ATTR_HOOK_ENFORCED, False)
             tp = traceparent()
             if tp is not None:  # the hook's own span, for hooks that read only stdin
                 data = {**data, "traceparent": tp}

@@ -166,6 +166,9 @@ class HookSpec:
             ``CLAUDE_PLUGIN_ROOT``; None otherwise.
         claude_code: it comes from a Claude Code file (whose timeouts may reach
             ``CLAUDE_MAX_TIMEOUT``).
+        enforce: False for a hook in audit mode (``enforce: false``): it runs as usual,
+            what it decided is kept on ``HookOutcome.audited`` and on its span, and the
+            outcome is as if it had not answered.
         pattern: the compiled matcher, None for every value.
     """
 
@@ -195,6 +198,7 @@ class HookSpec:
     once: bool = attrs.field(default=False, metadata=NOT_CONFIG)
     plugin_root: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
     claude_code: bool = attrs.field(default=False, metadata=NOT_CONFIG)
+    enforce: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     pattern: Matcher | None = attrs.field(
         init=False,
         eq=False,

@@ -295,6 +295,7 @@ class _Checker:
         problem = check_phase(cls, spec, phase, entry.get("on_error"))
         if problem is not None:
             entry.bad(*problem)
+        enforce = _enforce(entry)
         fields = cls.parse_fields(entry)
         if entry.count() > count:
             return None
@@ -304,6 +305,7 @@ class _Checker:
             timeout=timeout,
             phase=phase,
             on_error=on_error,
+            enforce=enforce,
             file=self.file,
             line=entry.line(),
             skill_dir=self.skill_dir,
@@ -320,6 +322,15 @@ def _timeout(entry: Entry) -> float:
         entry.bad("timeout", error)
         return DEFAULT_TIMEOUT
     return float(value)
+
+
+def _enforce(entry: Entry) -> bool:
+    """``enforce`` (true when absent): false keeps the hook's answers in the audit record."""
+    value = entry.get("enforce", True)
+    if not isinstance(value, bool):
+        entry.bad("enforce", f"expected true or false, got {kind(value)}")
+        return True
+    return value
 
 
 def _on_error(entry: Entry, phase: Phase | None) -> OnError:

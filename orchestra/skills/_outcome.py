@@ -12,6 +12,9 @@
   chain: a later block still wins, as in Arc (block > skip > proceed); the first skip
   gives the reason.
 
+A hook in audit mode (``enforce: false``) counts for nothing: what it answered (an error
+included, and whether it would have ended the chain) is kept on ``HookOutcome.audited``.
+
 An answer the event does not allow (a deny on ``PostToolUse``, a ``modified_input`` on
 ``SessionStart``) changes nothing but a deny's reason, which is added to the messages;
 the hook's record says so in its ``note``.
@@ -28,7 +31,15 @@ from orchestra.skills._catalog import EventSpec
 from orchestra.skills._hook import HookSpec
 from orchestra.skills._result import PLAIN_RESULTS, HookResult
 
-__all__ = ["EMPTY", "Combiner", "HookDecision", "HookOutcome", "HookRecord", "plain_outcome"]
+__all__ = [
+    "EMPTY",
+    "AuditedDecision",
+    "Combiner",
+    "HookDecision",
+    "HookOutcome",
+    "HookRecord",
+    "plain_outcome",
+]
 
 HookDecision: TypeAlias = Literal["allow", "deny", "ask"]
 """The decision of a fired event."""
@@ -67,6 +78,38 @@ class HookRecord:
 
 
 @final
+@attrs.frozen
+class AuditedDecision:
+    """What a hook in audit mode (``enforce: false``) decided, which changed nothing.
+
+    Attributes:
+        hook: the hook (``hook.source`` says where it was written).
+        decision: what it answered (``"allow"``, ``"deny"``, ``"ask"``, ``"block"``,
+            ``"skip"``), or None for no opinion or an error.
+        reason: the reason it gave, or its error's message.
+        blocked: had it been enforced, it would have ended the chain: a deny or block on
+            an event that can block, or a hook error under ``on_error: block`` (a guard
+            fails closed here, in the record only).
+        error: the hook error's message, or None if it answered.
+        modified_input: the input it would have given the tool, or None.
+    """
+
+    hook: HookSpec
+    decision: str | None
+    reason: str | None
+    blocked: bool
+    error: str | None = None
+    modified_input: Mapping[str, Any] | None = None
+
+    @property
+    def verdict(self) -> str:
+        """One word for what it would have done: ``deny``, ``ask``, ``allow``, ... or ``none``."""
+        if self.blocked:
+            return "deny"
+        return self.decision or "none"
+
+
+@final
 @attrs.frozen(slots=False)
 class HookOutcome:
     """The combined answer of the hooks of one fired event.
@@ -93,6 +136,8 @@ class HookOutcome:
         records: what each hook that ran did, in config order.
         skip: a hook answered ``decision: skip`` and none blocked (events that can skip:
             a DAG task's ``AttemptStart``); ``reason`` and ``decided_by`` are its.
+        audited: what the hooks in audit mode (``enforce: false``) decided, in config
+            order; none of it is in the fields above.
     """
 
     decision: HookDecision | None = None
@@ -108,6 +153,7 @@ class HookOutcome:
     output: Any = None
     retry: bool = False
     skip: bool = False
+    audited: tuple[AuditedDecision, ...] = ()
 
     @property
     def errors(self) -> tuple[HookRecord, ...]:
@@ -134,6 +180,7 @@ class Combiner:
     __slots__ = (
         "allowed",
         "asked",
+        "audited",
         "blocked_by",
         "input",
         "messages",
@@ -163,9 +210,13 @@ class Combiner:
         self.output: Any = None
         self.retry = False
         self.skipped: tuple[str | None, str] | None = None
+        self.audited: list[AuditedDecision] = []
 
     def ends(self, record: HookRecord) -> bool:
-        """Whether ``record`` would end the chain (a deny, a block, a blocking error)."""
+        """Whether ``record`` ends the chain (a deny, a block, a blocking error)."""
+        return record.hook.enforce and self._would_end(record)
+
+    def _would_end(self, record: HookRecord) -> bool:
         result = record.result
         if result is None:
             return record.hook.on_error == "block"
@@ -173,6 +224,9 @@ class Combiner:
 
     def add(self, record: HookRecord) -> bool:
         """Count one hook's record; return True when it ends the chain."""
+        if not record.hook.enforce:
+            self._audit(record)
+            return False
         result = record.result
         if result is None:
             return self._error(record)
@@ -190,6 +244,20 @@ class Combiner:
                 )
         self.records.append(attrs.evolve(record, note=note) if note else record)
         return False
+
+    def _audit(self, record: HookRecord) -> None:
+        """Keep what an unenforced hook decided, and count none of it."""
+        result, blocked = record.result, self._would_end(record)
+        if result is None:
+            audited = AuditedDecision(record.hook, None, record.error, blocked, record.error)
+        else:
+            reason = result.reason.strip() or None if result.reason else None
+            audited = AuditedDecision(
+                record.hook, result.decision, reason, blocked, None, result.modified_input
+            )
+        self.audited.append(audited)
+        would = "error" if result is None else audited.verdict
+        self.records.append(attrs.evolve(record, note=f"not enforced: would have been {would}"))
 
     def _error(self, record: HookRecord) -> bool:
         """Count a hook error as its ``on_error`` says; True when it blocks."""
@@ -268,6 +336,7 @@ class Combiner:
             None if blocked else self.output,
             self.retry,
             self.skipped is not None and not blocked,
+            tuple(self.audited) if self.audited else (),
         )
 
 
@@ -282,7 +351,7 @@ def plain_outcome(spec: EventSpec, record: HookRecord) -> HookOutcome | None:
         record: the only hook's record.
     """
     result = record.result
-    if result is None:
+    if result is None or not record.hook.enforce:
         return None
     if id(result) not in PLAIN_RESULTS and (
         result.messages

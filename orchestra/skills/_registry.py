@@ -31,11 +31,11 @@ import os
 import threading
 import uuid
 import warnings
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final
 
+import attrs
 from opentelemetry.trace import Tracer
 
 from orchestra._errors import ConfigError, did_you_mean
@@ -55,13 +55,14 @@ from orchestra.skills._fixed_hooks import AgentHook
 from orchestra.skills._guard import AskCallback, Guard, OutcomeCallback
 from orchestra.skills._hook import HookCall, HookSpec, event_data
 from orchestra.skills._judge import Judge, supports_agent
-from orchestra.skills._load import load_hooks
 from orchestra.skills._outcome import EMPTY, HookOutcome, HookRecord, plain_outcome
 from orchestra.skills._persistent import HookProcesses
+from orchestra.skills._record import DEFAULT_RECORD_BYTES, EventRecorder
+from orchestra.skills._replay import ReplayChange, ReplayReport, replay
 from orchestra.skills._waiters import Gate
 from orchestra.tracing._engine import last_tracer
 
-__all__ = ["DEFAULT_MAX_PARALLEL_HOOKS", "HookRegistry", "load"]
+__all__ = ["DEFAULT_MAX_PARALLEL_HOOKS", "HookRegistry"]
 
 DEFAULT_MAX_PARALLEL_HOOKS: Final = 32
 """How many hook processes or requests a registry runs at once by default."""
@@ -93,6 +94,13 @@ class HookRegistry:
         max_parallel_hooks: how many hook processes or requests (command, http and
             mcp_tool hooks) may run at once, over every ``fire`` of this registry; the
             rest wait for a slot (the hook's timeout starts once it has one).
+        enforce: False puts every hook in audit mode (as ``enforce: false`` on each):
+            they run, their decisions go to ``HookOutcome.audited``, and change nothing.
+        record: a file to append each fired event to, as one JSON line (see
+            ``replay``); None records nothing.
+        record_max_bytes: the size at which the record file is rotated to ``PATH.1``.
+        record_payload: keep each event's payload in the record (needed to replay it;
+            it holds the tools' inputs: commands, file contents, prompts).
 
     Attributes:
         hooks: every hook, in the order they run.
@@ -115,11 +123,20 @@ class HookRegistry:
         judge: Judge | None = None,
         notes: Sequence[str] = (),
         max_parallel_hooks: int = DEFAULT_MAX_PARALLEL_HOOKS,
+        enforce: bool = True,
+        record: str | os.PathLike[str] | None = None,
+        record_max_bytes: int = DEFAULT_RECORD_BYTES,
+        record_payload: bool = True,
     ) -> None:
         if max_parallel_hooks < 1:
             raise ValueError(f"max_parallel_hooks must be at least 1, got {max_parallel_hooks}")
         self.max_parallel_hooks = max_parallel_hooks
-        self.hooks: tuple[HookSpec, ...] = tuple(hooks)
+        self.hooks: tuple[HookSpec, ...] = tuple(
+            hooks if enforce else (attrs.evolve(h, enforce=False) for h in hooks)
+        )
+        self._recorder = (
+            EventRecorder(record, record_max_bytes, record_payload) if record is not None else None
+        )
         self.judge = judge
         self.notes: tuple[str, ...] = tuple(notes)
         self._ran_once: set[int] = set()  # ids of the `once` hooks that ran
@@ -177,6 +194,8 @@ class HookRegistry:
         cancelled part-way; closing a registry with nothing running does nothing.
         """
         await self._processes.aclose()
+        if self._recorder is not None:
+            self._recorder.close()
 
     def __del__(self) -> None:
         processes = getattr(self, "_processes", None)  # __init__ may not have run
@@ -268,6 +287,9 @@ class HookRegistry:
     async def fire(self, event: str, payload: Mapping[str, Any] | None = None) -> HookOutcome:
         """Run the hooks of ``event`` that match ``payload`` and combine their answers.
 
+        With ``record=``, the event and its outcome are then appended to the record
+        file (also when no hook matched).
+
         Args:
             event: one of the events of the catalog, e.g. ``"PreToolUse"``.
             payload: the event's fields (``tool_name``, ``tool_input``, ...); they go to
@@ -280,6 +302,33 @@ class HookRegistry:
         Raises:
             ValueError: for an event the catalog does not know.
         """
+        if self._recorder is None:
+            return await self._fire(event, payload)
+        outcome = await self._fire(event, payload)
+        self._recorder.write(event, payload or {}, outcome)
+        return outcome
+
+    async def replay(
+        self,
+        path: str | os.PathLike[str],
+        on_change: Callable[[ReplayChange], Awaitable[None] | None] | None = None,
+    ) -> ReplayReport:
+        """Fire every recorded event of ``path`` (see ``record=``) through these hooks.
+
+        The hooks run for real. Every line is checked before any hook runs, and the
+        file is read a line at a time (bounded memory). ``on_change`` (``def`` or
+        ``async def``) is called with each change as it is found.
+
+        Returns:
+            The events replayed and those whose decision would change.
+
+        Raises:
+            ConfigError: a line is not a recorded event (corrupt, truncated, recorded
+                without its payload), naming the line.
+        """
+        return await replay(self, path, on_change)
+
+    async def _fire(self, event: str, payload: Mapping[str, Any] | None) -> HookOutcome:
         try:
             spec, hooks, once, unmatched, filters = self._firing[event]
         except KeyError:
@@ -348,46 +397,3 @@ class HookRegistry:
 
 def _unknown_event(event: str) -> ValueError:
     return ValueError(f"unknown event {event!r}{did_you_mean(str(event), EVENTS)}")
-
-
-def load(
-    *paths: str | os.PathLike[str],
-    project_dir: str | os.PathLike[str] | None = None,
-    session_id: str | None = None,
-    judge: Judge | None = None,
-    max_parallel_hooks: int = DEFAULT_MAX_PARALLEL_HOOKS,
-    require_trust: bool = False,
-) -> HookRegistry:
-    """Load hooks from config files, ``SKILL.md`` files and folders of skills.
-
-    ``orchestra.yaml`` files are read in the order given (pass the global one before
-    the project's), then skills (a folder contributes its ``orchestra.yaml`` and every
-    ``SKILL.md`` below it); identical hooks are kept once.
-
-    Args:
-        *paths: files and folders to read.
-        project_dir: the hooks' working directory (see ``HookRegistry``).
-        session_id: the default ``session_id`` of the event JSON.
-        judge: what prompt hooks with a ``model`` and Claude Code's prompt and agent
-            hooks ask (any async callable; see ``OpenAICompatibleJudge``).
-        max_parallel_hooks: how many hook processes or requests run at once (default 32).
-        require_trust: refuse every file that the user's trust store does not trust as
-            it is now (``orchestra hooks trust PATH``); files in the user's own
-            configuration folder (``$XDG_CONFIG_HOME/orchestra/``) are trusted.
-
-    Returns:
-        A registry of every hook, in the order they run.
-
-    Raises:
-        ConfigError: every problem found, each naming file:line and the field path.
-    """
-    notes: list[str] = []
-    hooks = load_hooks([Path(path) for path in paths], notes, require_trust=require_trust)
-    return HookRegistry(
-        hooks,
-        project_dir=project_dir,
-        session_id=session_id,
-        judge=judge,
-        notes=notes,
-        max_parallel_hooks=max_parallel_hooks,
-    )

@@ -27,6 +27,7 @@ __all__ = [
     "ATTR_DECISION_DELAY",
     "ATTR_DECISION_REASON",
     "ATTR_ERROR_TYPE",
+    "ATTR_HOOK_ENFORCED",
     "ATTR_HOOK_EVENT",
     "ATTR_HOOK_MATCHER",
     "ATTR_HOOK_NAME",
@@ -188,6 +189,9 @@ ATTR_HOOK_MATCHER: _Final = "orchestra.hook.matcher"
 """The matcher of a YAML hook group."""
 ATTR_HOOK_SUBJECT: _Final = "orchestra.hook.subject"
 """What the hook was called about: a task id, an agent or a tool name."""
+ATTR_HOOK_ENFORCED: _Final = "orchestra.hook.enforced"
+"""``False`` on the span of a hook in audit mode (``enforce: false``): its decision, on the
+same span, changed nothing. Absent on enforced hooks."""
 ATTR_HOOK_OUTPUT: _Final = "orchestra.hook.output"
 """Content (opt-in): a YAML hook's answer as JSON (decision, reason, modified input,
 messages, stderr)."""

@@ -1,0 +1,116 @@
+"""Recorded events: one JSON line per fired event, for ``orchestra hooks replay``.
+
+A line is one object::
+
+    {"v": 1, "time": "2026-12-01T10:00:00.123456+00:00", "event": "PreToolUse",
+     "payload": {"tool_name": "Bash", "tool_input": {"command": "ls"}},
+     "outcome": {"decision": "allow", "blocked": false, "skip": false, "reason": null,
+                 "decided_by": "orchestra.yaml:4", "audited": [
+                   {"hook": "new-guard.yaml:3", "decision": "deny", "blocked": true,
+                    "reason": "no rm"}]}}
+
+Every fired event is recorded, also one that no hook matched (so a new file's hooks
+can be tried on it). The file is bounded: once it reaches ``max_bytes`` it is renamed
+``PATH.1`` (replacing an older one) and a new ``PATH`` begins, so at most twice
+``max_bytes`` stay on disk. With ``payload=False`` the payload is left out (only the
+event, the outcome and the time): such a record tells what was decided but cannot be
+replayed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any, Final, final
+
+from orchestra.skills._outcome import AuditedDecision, HookOutcome
+
+__all__ = ["DEFAULT_RECORD_BYTES", "RECORD_VERSION", "EventRecorder", "outcome_json"]
+
+DEFAULT_RECORD_BYTES: Final = 64 * 1024 * 1024
+"""How large a record file grows before it is rotated (``PATH.1``), in bytes."""
+RECORD_VERSION: Final = 1
+"""The ``v`` of a record line."""
+
+
+def _audited_json(audited: AuditedDecision) -> dict[str, Any]:
+    return {
+        "hook": audited.hook.source,
+        "decision": audited.decision,
+        "blocked": audited.blocked,
+        "reason": audited.reason,
+    }
+
+
+def outcome_json(outcome: HookOutcome) -> dict[str, Any]:
+    """What a record keeps of an outcome: the decision, who took it and why."""
+    return {
+        "decision": outcome.decision,
+        "blocked": outcome.blocked,
+        "skip": outcome.skip,
+        "reason": outcome.reason,
+        "decided_by": outcome.decided_by,
+        "audited": [_audited_json(a) for a in outcome.audited],
+    }
+
+
+@final
+class EventRecorder:
+    """Appends each fired event to a JSON-lines file, rotated at ``max_bytes``.
+
+    Args:
+        path: the file (created with its folder; appended to when it exists).
+        max_bytes: the size at which it is rotated to ``PATH.1``.
+        payload: keep the payloads (needed to replay them).
+    """
+
+    __slots__ = ("_file", "max_bytes", "path", "payload")
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        max_bytes: int = DEFAULT_RECORD_BYTES,
+        payload: bool = True,
+    ) -> None:
+        if max_bytes < 1:
+            raise ValueError(f"record_max_bytes must be at least 1, got {max_bytes}")
+        self.path = Path(path)
+        self.max_bytes = max_bytes
+        self.payload = payload
+        self._file: IO[str] | None = None
+
+    def write(self, event: str, payload: Mapping[str, Any], outcome: HookOutcome) -> None:
+        """Append one event and its outcome."""
+        line: dict[str, Any] = {
+            "v": RECORD_VERSION,
+            "time": datetime.datetime.now(datetime.UTC).isoformat(),
+            "event": event,
+        }
+        if self.payload:
+            line["payload"] = payload
+        line["outcome"] = outcome_json(outcome)
+        text = json.dumps(line, default=repr, ensure_ascii=False) + "\n"
+        file = self._open()
+        file.write(text)
+        file.flush()  # a crash keeps every event recorded before it
+        if file.tell() >= self.max_bytes:
+            self._rotate()
+
+    def close(self) -> None:
+        """Close the file (the next event opens it again)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _open(self) -> IO[str]:
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("a", encoding="utf-8")
+        return self._file
+
+    def _rotate(self) -> None:
+        self.close()
+        os.replace(self.path, self.path.with_name(self.path.name + ".1"))
