@@ -11,6 +11,8 @@ read and report; they import no ``type: python`` hook's module and start no proc
   final outcome; ``--repeat N`` fires it N times and shows each hook's latency once
   warm (a persistent hook's process starts at the first event). The files must be
   trusted (``--trust-all`` to skip the check).
+- ``orchestra hooks replay EVENTS.jsonl PATH...``: fires recorded events through the
+  hooks of PATH and lists the decisions that would change (``_hooks_replay``).
 - ``orchestra hooks trust|untrust PATH...``: record or forget the files' content in the
   user's trust store; ``orchestra hooks trusted`` lists it.
 - ``orchestra hooks events``: the events catalog.
@@ -34,6 +36,7 @@ from orchestra.cli._hooks_common import (
     table_console,
 )
 from orchestra.cli._hooks_fire import test
+from orchestra.cli._hooks_replay import replay
 from orchestra.cli._hooks_trust import trust, trusted, untrust
 from orchestra.skills import EVENTS
 from orchestra.skills._claude import to_orchestra_yaml
@@ -43,7 +46,7 @@ __all__ = ["hooks"]
 
 @click.group("hooks")
 def hooks() -> None:
-    """Validate, list, test and import hooks (orchestra.yaml, SKILL.md, skills, Claude Code)."""
+    """Validate, list, test, replay and import hooks (orchestra.yaml, SKILL.md, Claude Code)."""
 
 
 @hooks.command("validate")
@@ -130,5 +133,5 @@ def events() -> None:
     table_console().print(table)
 
 
-for _command in (test, trust, untrust, trusted):
+for _command in (test, replay, trust, untrust, trusted):
     hooks.add_command(_command)

@@ -231,6 +231,13 @@ async def _run(
 )
 @click.option("--trust-all", is_flag=True, help="Run --hooks files even if they are not trusted.")
 @click.option(
+    "--record-events",
+    "record_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append each event the --hooks fire, with its outcome and payload, to this file "
+    "(JSON lines) for orchestra hooks replay.",
+)
+@click.option(
     "--max-concurrency",
     type=click.IntRange(min=1),
     default=64,
@@ -255,6 +262,7 @@ def run(
     otlp: str | None,
     hook_paths: tuple[Path, ...],
     trust_all: bool,
+    record_path: Path | None,
     max_concurrency: int,
     fail_fast: bool,
     capture_content: bool,
@@ -274,10 +282,12 @@ def run(
     provider = _tracing(trace_path, otlp, report_path, capture_content)
     kept = _keep_spans(provider) if report_path is not None and provider is not None else None
     registry = None
+    if record_path is not None and not hook_paths:
+        raise click.BadParameter("--record-events needs --hooks", param_hint="--record-events")
     if hook_paths:  # a ConfigError is one line (see _errors)
         from orchestra.skills import load
 
-        registry = load(*hook_paths, require_trust=not trust_all)
+        registry = load(*hook_paths, require_trust=not trust_all, record=record_path)
     module = load_module(path)
     what = find_target(module, name or None, file)
     if resume and not journal:
