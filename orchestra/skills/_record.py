@@ -10,9 +10,10 @@ A line is one object::
                     "reason": "no rm"}]}}
 
 Every fired event is recorded, also one that no hook matched (so a new file's hooks
-can be tried on it). The file is bounded: once it reaches ``max_bytes`` it is renamed
-``PATH.1`` (replacing an older one) and a new ``PATH`` begins, so at most twice
-``max_bytes`` stay on disk. With ``payload=False`` the payload is left out (only the
+can be tried on it). The file is bounded: when the next line would take it past
+``max_bytes`` it is renamed ``PATH.1`` (replacing an older one) and a new ``PATH``
+begins, so at most twice ``max_bytes`` stay on disk (a single line longer than
+``max_bytes`` gets a file of its own). With ``payload=False`` the payload is left out (only the
 event, the outcome and the time): such a record tells what was decided but cannot be
 replayed.
 """
@@ -24,7 +25,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any, Final, final
+from typing import Any, Final, final
 
 from orchestra.skills._outcome import AuditedDecision, HookOutcome
 
@@ -67,7 +68,7 @@ class EventRecorder:
         payload: keep the payloads (needed to replay them).
     """
 
-    __slots__ = ("_file", "max_bytes", "path", "payload")
+    __slots__ = ("max_bytes", "path", "payload")
 
     def __init__(
         self,
@@ -80,7 +81,6 @@ class EventRecorder:
         self.path = Path(path)
         self.max_bytes = max_bytes
         self.payload = payload
-        self._file: IO[str] | None = None
 
     def write(self, event: str, payload: Mapping[str, Any], outcome: HookOutcome) -> None:
         """Append one event and its outcome."""
@@ -93,24 +93,15 @@ class EventRecorder:
             line["payload"] = payload
         line["outcome"] = outcome_json(outcome)
         text = json.dumps(line, default=repr, ensure_ascii=False) + "\n"
-        file = self._open()
-        file.write(text)
-        file.flush()  # a crash keeps every event recorded before it
-        if file.tell() >= self.max_bytes:
-            self._rotate()
-
-    def close(self) -> None:
-        """Close the file (the next event opens it again)."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-    def _open(self) -> IO[str]:
-        if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("a", encoding="utf-8")
-        return self._file
-
-    def _rotate(self) -> None:
-        self.close()
-        os.replace(self.path, self.path.with_name(self.path.name + ".1"))
+        data = text.encode()
+        # Opened for each event (a few µs): nothing stays open, a crash loses nothing, and
+        # several processes may append to one file (each line is one write).
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        if size and size + len(data) > self.max_bytes:
+            os.replace(self.path, self.path.with_name(self.path.name + ".1"))
+        with self.path.open("ab") as file:
+            file.write(data)

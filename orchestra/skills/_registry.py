@@ -194,8 +194,6 @@ class HookRegistry:
         cancelled part-way; closing a registry with nothing running does nothing.
         """
         await self._processes.aclose()
-        if self._recorder is not None:
-            self._recorder.close()
 
     def __del__(self) -> None:
         processes = getattr(self, "_processes", None)  # __init__ may not have run
