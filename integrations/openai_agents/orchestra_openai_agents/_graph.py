@@ -14,12 +14,14 @@ import copy
 import types
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast, final
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, final
 
 from agents import (
     Agent,
     FunctionTool,
     Handoff,
+    handoff,
 )
 
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
@@ -32,10 +34,16 @@ if TYPE_CHECKING:
     from orchestra.skills import HookRegistry
 from orchestra_openai_agents._guard import AskCallback, HostedTools, OnDeny, ToolGuard
 from orchestra_openai_agents._invoker import guarded_function_tool, is_guarded, remember
+from orchestra_openai_agents._state import state_for
 
 __all__ = ["guard_agent", "guard_graph", "guard_tool"]
 
 _TAgent = TypeVar("_TAgent", bound=Agent[Any])
+
+refused_var: Final[ContextVar[str | None]] = ContextVar(
+    "orchestra_openai_agents_refused_handoff", default=None
+)
+"""The refusal of the handoff the SDK is carrying out now (read by its transfer message)."""
 
 
 def _rebind_agent_tool(
@@ -85,9 +93,16 @@ class _GraphGuard:
         remember(clone)
         if clone.mcp_servers:
             self.mcp(clone)
-        clone.handoffs = [
-            self.agent(h) if isinstance(h, Agent) else self.handoff(h) for h in original.handoffs
-        ]
+        if self.guard.guards_handoffs:  # every handoff is a guarded transfer_to_* call
+            clone.handoffs = [
+                self.handoff(h if isinstance(h, Handoff) else handoff(h), clone)
+                for h in original.handoffs
+            ]
+        else:
+            clone.handoffs = [
+                self.agent(h) if isinstance(h, Agent) else self.handoff(h, None)
+                for h in original.handoffs
+            ]
         return clone
 
     def tool(self, agent: Agent[Any], tool: Any) -> Any:
@@ -128,22 +143,60 @@ class _GraphGuard:
 
         clone.get_mcp_tools = get_mcp_tools  # type: ignore[method-assign]
 
-    def handoff(self, original: Handoff[Any, Any]) -> Handoff[Any, Any]:
-        """A copy of a ``Handoff`` object whose target agent is the guarded clone."""
+    def handoff(self, original: Handoff[Any, Any], source: Agent[Any] | None) -> Handoff[Any, Any]:
+        """A copy of a ``Handoff`` whose target is the guarded clone.
+
+        With ``source`` (the guarded agent the handoff belongs to), the ``transfer_to_*``
+        call goes through the guard first: a refusal keeps the conversation with
+        ``source`` (the SDK hands off to it again) and is the call's output the model reads.
+        """
         invoke = original.on_invoke_handoff
-        graph = self
+        graph, guard = self, self.guard
 
         async def on_invoke_handoff(context: RunContextWrapper[Any], input_json: str) -> Any:
+            if source is not None:
+                refusal, input_json = await guard.handoff_verdict(
+                    context, original.tool_name, source.name, original.agent_name, input_json
+                )
+                if refusal is not None:
+                    state = state_for(context)
+                    if state is not None:
+                        state.denied_handoff = True
+                    refused_var.set(refusal)
+                    return source
             target = await invoke(context, input_json)
             return graph.agent(target) if isinstance(target, Agent) else target
 
         guarded = copy.copy(original)
         guarded.on_invoke_handoff = on_invoke_handoff
+        if source is not None:
+            guarded.get_transfer_message = _TransferMessage(original)  # type: ignore[method-assign]
         ref = getattr(original, "_agent_ref", None)
         target = ref() if callable(ref) else None
         if isinstance(target, Agent):
             guarded._agent_ref = weakref.ref(self.agent(target))
         return guarded
+
+
+@final
+class _TransferMessage:
+    """A guarded handoff's ``get_transfer_message``: the refusal, when the guard refused.
+
+    The SDK asks for the message right after ``on_invoke_handoff`` returned, in the same
+    task: the refusal it set in ``refused_var`` is read (and cleared) here.
+    """
+
+    __slots__ = ("original",)
+
+    def __init__(self, original: Handoff[Any, Any]) -> None:
+        self.original = original
+
+    def __call__(self, agent: Any) -> str:
+        refusal = refused_var.get()
+        if refusal is None:
+            return self.original.get_transfer_message(agent)
+        refused_var.set(None)
+        return refusal
 
 
 def guard_agent(

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ApprovalPolicy",
     "AskCallback",
+    "DispatchGate",
     "HostedTools",
     "OnDeny",
     "ToolGuard",
@@ -55,6 +56,9 @@ AskCallback: TypeAlias = Callable[
 ]
 """Answers a hook's ``ask``: ``(tool_name, tool_input, reason)`` -> approve (True),
 refuse (False) or pause the run for a person to decide (None, an SDK interruption)."""
+
+DispatchGate: TypeAlias = Callable[[Any, str, str], Awaitable["str | None"]]
+"""``(context, source agent, target agent)`` -> why the target may not start, or None."""
 
 OnDeny: TypeAlias = Literal["reject", "raise"]
 """What a denied call does: ``"reject"`` tells the model (the run goes on), ``"raise"``
@@ -109,7 +113,16 @@ _ALLOW: Final = Verdict()
 class ToolGuard:
     """The policy the guarded tools follow: the registry, the tool-call hooks, ``ask``."""
 
-    __slots__ = ("ask", "hosted_tools", "max_attempts", "on_deny", "registry", "tasks", "watching")
+    __slots__ = (
+        "ask",
+        "dispatch_gate",
+        "hosted_tools",
+        "max_attempts",
+        "on_deny",
+        "registry",
+        "tasks",
+        "watching",
+    )
 
     def __init__(
         self,
@@ -139,6 +152,8 @@ class ToolGuard:
             registry is not None and any(registry.has_hooks(event) for event in events)
         )
         """Whether any hook looks at tool calls (else a call costs one check)."""
+        self.dispatch_gate: DispatchGate | None = None
+        """Set by the bridge: asks the handoff target's ``before_dispatch``/``SubagentStart``."""
 
     def pre(self) -> bool:
         """Whether ``PreToolUse`` hooks are registered."""
@@ -173,6 +188,42 @@ class ToolGuard:
         if modified is None and outcome.output is None:
             return _ALLOW
         return Verdict(modified=modified, output=outcome.output)
+
+    @property
+    def guards_handoffs(self) -> bool:
+        """Whether a handoff must go through the guard (``PreToolUse`` or the target's hooks)."""
+        return self.pre() or self.dispatch_gate is not None
+
+    async def handoff_verdict(
+        self, context: Any, tool: str, source: str, target: str, input_json: str
+    ) -> tuple[str | None, str]:
+        """A handoff's ``transfer_to_*`` call: (why it is refused, or None; its input).
+
+        ``PreToolUse`` first (``tool_name`` the handoff's tool, ``handoff_to`` the target;
+        a ``modified_input`` is the input the handoff gets), then the target's dispatch
+        hooks through the bridge (``dispatch_gate``).
+        """
+        if self.pre():
+            payload: dict[str, Any] = {
+                "tool_name": tool,
+                "tool_input": tool_payload_input(input_json),
+                "agent_name": source,
+                "handoff_to": target,
+            }
+            call_id = getattr(context, "tool_call_id", None)
+            if call_id:
+                payload["tool_use_id"] = str(call_id)
+            verdict = await self.pre_tool_use(payload, approved=False, interruptible=False)
+            if verdict.refusal is not None:
+                retry = await self.permission_denied(payload, verdict.refusal)
+                return self.deny(tool, verdict.refusal, retry=retry), input_json
+            if verdict.modified is not None:
+                input_json = json.dumps(verdict.modified)
+        if self.dispatch_gate is not None:
+            refusal = await self.dispatch_gate(context, source, target)
+            if refusal is not None:
+                return self.deny(tool, refusal), input_json
+        return None, input_json
 
     def deny(self, tool: str, refusal: str, *, retry: bool = False) -> str:
         """What a denied call returns to the model (or ``ToolDenied`` with ``raise``)."""

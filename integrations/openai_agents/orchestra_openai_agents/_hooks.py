@@ -13,6 +13,7 @@ failure, its pause, and the ``SessionStart``/``UserPromptSubmit``/``Stop``/``Sto
 
 from __future__ import annotations
 
+import functools
 import logging
 import weakref
 from collections.abc import Iterable, Mapping
@@ -23,14 +24,13 @@ from agents import Agent, RunContextWrapper, RunHooks
 from orchestra import (
     DispatchError,
     ExecutionMode,
-    Fail,
     SubagentHookContext,
     SubagentResult,
     ToolDenied,
 )
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra.skills import RegistrySubagentHooks
-from orchestra_openai_agents import _run, _spans
+from orchestra_openai_agents import _dispatch, _run, _spans
 from orchestra_openai_agents._chain import split_hooks
 from orchestra_openai_agents._graph import guard_graph
 from orchestra_openai_agents._guard import (
@@ -134,6 +134,10 @@ class OrchestraRunHooks(RunHooks[Any]):
         self.registry = registry
         self.parent = parent
         self.max_attempts = max_attempts
+        if self._agents.has("before_dispatch") or (
+            registry is not None and registry.has_hooks("SubagentStart")
+        ):  # a handoff's target is asked before the handoff: a refusal tells the model
+            self.tool_guard.dispatch_gate = functools.partial(_dispatch.handoff_gate, self)
         self._guarded: dict[int, tuple[weakref.ReferenceType[Any], tuple[int, ...], Any]] = {}
 
     def __repr__(self) -> str:
@@ -205,6 +209,9 @@ class OrchestraRunHooks(RunHooks[Any]):
         """Fire ``before_dispatch`` and ``SubagentStart`` for the agent that starts."""
         state = state_for(context)
         assert state is not None
+        if state.denied_handoff:  # the guard refused a handoff: the same dispatch goes on
+            state.denied_handoff = False
+            return
         if state.handoff_from is not None:
             parent: str | None = state.handoff_from
             state.handoffs.append(state.handoff_from)
@@ -228,7 +235,10 @@ class OrchestraRunHooks(RunHooks[Any]):
         state.agent = state.last_agent = agent
         state.ctx = ctx
         state.span = _spans.agent_span(ctx, state.run_span)
-        reason = await self._refusal(state, ctx)
+        if state.cleared == name:  # its hooks said yes before the handoff
+            state.cleared = None
+            return
+        reason = await _dispatch.refusal(self, state, ctx)
         if reason is None:
             return
         span, state.span, state.ctx = state.span, None, None
@@ -241,24 +251,6 @@ class OrchestraRunHooks(RunHooks[Any]):
             reason=reason,
             hook_errors=tuple(state.hook_errors),
         )
-
-    async def _refusal(self, state: RunState, ctx: SubagentHookContext) -> str | None:
-        """Why ``before_dispatch`` or ``SubagentStart`` refuse the agent, or None."""
-        with current(state.span):
-            if self._agents.has("before_dispatch"):
-                record = state.hook_errors.append
-                decision, by = await self._agents.call(
-                    "before_dispatch", ctx, subject=ctx.subagent_name, record=record
-                )
-                if isinstance(decision, Fail):
-                    return decision.reason or f"failed by {by}"
-            registry = self.registry
-            if registry is not None and registry.has_hooks("SubagentStart"):
-                outcome = await registry.fire("SubagentStart", RegistrySubagentHooks.payload(ctx))
-                if outcome.blocked:
-                    where = outcome.decided_by
-                    return outcome.reason or f"blocked by a SubagentStart hook at {where}"
-        return None
 
     async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
         """Fire ``after_dispatch`` and ``SubagentStop`` with the final output."""
@@ -275,6 +267,8 @@ class OrchestraRunHooks(RunHooks[Any]):
         """End the handing-off agent's dispatch; the next ``on_agent_start`` links to it."""
         state = state_for(context)
         assert state is not None
+        if state.denied_handoff:  # refused by the guard: no handoff happened
+            return
         await self.end_dispatch(state, None, "handoff", {"handoff_to": str(to_agent.name)})
         state.handoff_from = str(from_agent.name)
         state.handoff_to = str(to_agent.name)

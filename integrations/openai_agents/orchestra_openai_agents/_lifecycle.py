@@ -20,7 +20,7 @@ from orchestra import DispatchError
 from orchestra_openai_agents import _failures, _spans
 from orchestra_openai_agents._invoker import is_guarded
 from orchestra_openai_agents._spans import current
-from orchestra_openai_agents._state import Claim, end_span, input_text
+from orchestra_openai_agents._state import Claim, end_span, input_text, state_for
 from orchestra_openai_agents._state import RunState as BridgeState
 
 if TYPE_CHECKING:
@@ -90,8 +90,10 @@ class Composed(RunHooks[Any]):
         self.user = user
 
     async def on_agent_start(self, context: Any, agent: Any) -> None:
+        refused = _refused_handoff(context)  # the same agent goes on: not a new start
         await self.bridge.on_agent_start(context, agent)
-        await self.user.on_agent_start(context, agent)
+        if not refused:
+            await self.user.on_agent_start(context, agent)
 
     async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
         await self.bridge.on_agent_end(context, agent, output)
@@ -99,7 +101,8 @@ class Composed(RunHooks[Any]):
 
     async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
         await self.bridge.on_handoff(context, from_agent, to_agent)
-        await self.user.on_handoff(context, from_agent, to_agent)
+        if not _refused_handoff(context):  # the guard refused it: no handoff happened
+            await self.user.on_handoff(context, from_agent, to_agent)
 
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
         await self.bridge.on_tool_start(context, agent, tool)
@@ -298,3 +301,8 @@ def continuation(result: Any, reason: str, kwargs: dict[str, Any]) -> tuple[Any,
     if kwargs.get("previous_response_id") or kwargs.get("auto_previous_response_id"):
         return [message], {**kwargs, "previous_response_id": result.last_response_id}
     return [*result.to_input_list(), message], kwargs
+
+
+def _refused_handoff(context: Any) -> bool:
+    state = state_for(context, create=False)
+    return state is not None and state.denied_handoff

@@ -70,6 +70,8 @@ class RunState:
     handoffs: list[str] = attrs.Factory(list)  # agents that handed off, in order
     handoff_from: str | None = None  # set by on_handoff, read by the next agent start
     handoff_to: str | None = None
+    denied_handoff: bool = False  # the guard refused a handoff: the same agent goes on
+    cleared: str | None = None  # a handoff target whose dispatch hooks already said yes
     started_at: float = attrs.Factory(time.monotonic)
     hook_errors: list[HookError] = attrs.Factory(list)  # Python hook errors, in order
     tool_calls: int = 0  # tool calls that ran to an answer (side effects)

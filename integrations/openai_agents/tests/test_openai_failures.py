@@ -326,25 +326,47 @@ async def test_a_failed_run_is_handled_on_every_path(
     assert run.status.status_code.name == "ERROR"
 
 
-async def test_the_hooks_can_stop_an_agent(tmp_path: Path, mode: str) -> None:
+async def test_a_subagent_start_deny_at_a_handoff_tells_the_model(
+    tmp_path: Path, mode: str
+) -> None:
     registry = write_config(
         tmp_path, {"SubagentStart": [permission("deny", "math is closed", matcher="math")]}
     )
-    model = ScriptedModel([[function_call("transfer_to_math", {}, call_id="h1")]])
-    math = Agent(name="math", model=model)
+    model = ScriptedModel(
+        [
+            [function_call("transfer_to_math", {}, call_id="h1")],
+            [assistant_message("math is closed today, sorry")],
+        ]
+    )
+    math = Agent(name="math", model=ScriptedModel([]))
     triage = Agent(name="triage", model=model, handoffs=[math])
     agents = Agents()
 
-    with pytest.raises(DispatchError, match="math is closed") as caught:
-        await drive(OrchestraRunHooks([agents], registry=registry), triage, "2 + 2?", mode)
+    result = await drive(OrchestraRunHooks([agents], registry=registry), triage, "2 + 2?", mode)
 
-    assert caught.value.agent == "math"
-    assert caught.value.delegated_from == ("triage",)
+    assert tool_outputs(model) == {"h1": "Tool call denied: math is closed"}
+    assert result.final_output == "math is closed today, sorry"
+    assert result.last_agent.name == "triage"  # no handoff happened
     assert agents.calls == [  # a refusal is not a failure: no on_failure
         ("before", "triage", 1),
-        ("after", "triage", None),
         ("before", "math", 1),
+        ("after", "triage", "math is closed today, sorry"),
     ]
+    model.assert_complete()
+
+
+async def test_the_starting_agent_refused_stops_the_run(tmp_path: Path, mode: str) -> None:
+    registry = write_config(
+        tmp_path, {"SubagentStart": [permission("deny", "triage is closed", matcher="triage")]}
+    )
+    model = ScriptedModel([[assistant_message("never said")]])
+    triage = Agent(name="triage", model=model)
+
+    with pytest.raises(DispatchError, match="triage is closed") as caught:
+        await drive(OrchestraRunHooks(registry=registry), triage, "2 + 2?", mode)
+
+    assert caught.value.agent == "triage"
+    assert model.calls == ()  # there is no model to tell before the first agent
 
 
 async def test_a_python_fail_stops_the_agent_before_the_model() -> None:

@@ -25,7 +25,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from bridge_helpers import drive, events, log_hook, permission, tool_outputs, write_config
 from orchestra_openai_agents import OrchestraRunHooks, guard_agent, guard_tool, is_guarded
 
-from orchestra import ToolDenied
+from orchestra import Fail, SubagentHookContext, SubagentHooks, ToolDenied
 
 pytestmark = pytest.mark.anyio
 
@@ -407,3 +407,81 @@ async def test_permission_denied_may_let_the_model_try_again(tmp_path: Path) -> 
     }
     [denied] = events(log)
     assert (denied["tool_name"], denied["reason"]) == ("run_shell", "no shell today")
+
+
+DENY_TRANSFER = {
+    "PreToolUse": [permission("deny", "ops is on call only", matcher="transfer_to_ops")]
+}
+
+
+@pytest.mark.parametrize("wrap", [lambda a: a, handoff], ids=["agent", "handoff-object"])
+async def test_a_denied_handoff_tells_the_model_and_the_run_goes_on(
+    tmp_path: Path, mode: str, wrap: Any
+) -> None:
+    registry = write_config(tmp_path, DENY_TRANSFER)
+    ops_model = ScriptedModel([])  # never called: the handoff never happens
+    ops = Agent(name="ops", model=ops_model)
+    model = ScriptedModel(
+        [
+            [function_call("transfer_to_ops", {}, call_id="h1")],
+            [assistant_message("I will handle it myself")],
+        ]
+    )
+    triage = Agent(name="triage", model=model, handoffs=[wrap(ops)])
+
+    result = await drive(OrchestraRunHooks(registry=registry), triage, "restart prod", mode)
+
+    assert tool_outputs(model) == {"h1": "Tool call denied: ops is on call only"}
+    assert result.final_output == "I will handle it myself"
+    assert result.last_agent.name == "triage"
+    assert ops_model.calls == ()
+    model.assert_complete()
+
+
+async def test_an_allowed_handoff_fires_pre_tool_use_and_hands_off(tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    registry = write_config(tmp_path, {"PreToolUse": [log_hook(log)]})
+    ops = Agent(name="ops", model=ScriptedModel([[assistant_message("restarted")]]))
+    model = ScriptedModel([[function_call("transfer_to_ops", {}, call_id="h1")]])
+    triage = Agent(name="triage", model=model, handoffs=[ops])
+
+    result = await OrchestraRunHooks(registry=registry).run(triage, "restart prod")
+
+    assert result.final_output == "restarted"
+    assert result.last_agent.name == "ops"
+    (pre,) = events(log)
+    assert (pre["tool_name"], pre["agent_name"], pre["handoff_to"]) == (
+        "transfer_to_ops",
+        "triage",
+        "ops",
+    )
+
+
+async def test_a_python_fail_at_a_handoff_target_tells_the_model(mode: str) -> None:
+    class NoOps(SubagentHooks):
+        def before_dispatch(self, ctx: SubagentHookContext) -> Fail | None:
+            return Fail("ops is frozen") if ctx.subagent_name == "ops" else None
+
+    ops = Agent(name="ops", model=ScriptedModel([]))
+    model = ScriptedModel(
+        [
+            [function_call("transfer_to_ops", {}, call_id="h1")],
+            [assistant_message("ops is frozen, waiting")],
+        ]
+    )
+    triage = Agent(name="triage", model=model, handoffs=[ops])
+
+    result = await drive(OrchestraRunHooks([NoOps()]), triage, "restart prod", mode)
+
+    assert tool_outputs(model) == {"h1": "Tool call denied: ops is frozen"}
+    assert result.final_output == "ops is frozen, waiting"
+
+
+async def test_a_denied_handoff_raises_with_on_deny_raise(tmp_path: Path) -> None:
+    registry = write_config(tmp_path, DENY_TRANSFER)
+    ops = Agent(name="ops", model=ScriptedModel([]))
+    model = ScriptedModel([[function_call("transfer_to_ops", {}, call_id="h1")]])
+    triage = Agent(name="triage", model=model, handoffs=[ops])
+
+    with pytest.raises(ToolDenied, match="ops is on call only"):
+        await OrchestraRunHooks(registry=registry, on_deny="raise").run(triage, "restart prod")

@@ -84,10 +84,10 @@ async def test_agents_handoffs_and_tools_fire_hooks_in_order(tmp_path: Path, mod
 
     assert result.final_output == "the sum is 3"
     assert ran == [(1, 2)]
-    assert agents.calls == [
+    assert agents.calls == [  # math is asked at the handoff, before triage hands off
         ("before", "triage", "caller", (), "what is 1 + 2?"),
-        ("after", "triage", None),
         ("before", "math", "triage", ("triage",), "what is 1 + 2?"),
+        ("after", "triage", None),
         ("after", "math", "the sum is 3"),
     ]
     assert names(log) == [
@@ -96,8 +96,9 @@ async def test_agents_handoffs_and_tools_fire_hooks_in_order(tmp_path: Path, mod
         "SubagentStart",
         "PreToolUse",
         "PostToolUse",
-        "SubagentStop",
+        "PreToolUse",  # transfer_to_math: a handoff is a tool call the guard sees
         "SubagentStart",
+        "SubagentStop",
         "SubagentStop",
         "Stop",
         "SessionEnd",
@@ -105,12 +106,14 @@ async def test_agents_handoffs_and_tools_fire_hooks_in_order(tmp_path: Path, mod
     by_name = {e["hook_event_name"]: e for e in events(log)}
     assert by_name["SessionStart"]["source"] == "startup"
     assert by_name["UserPromptSubmit"]["prompt"] == "what is 1 + 2?"
-    pre = by_name["PreToolUse"]
+    pre, transfer = (e for e in events(log) if e["hook_event_name"] == "PreToolUse")
+    assert (transfer["tool_name"], transfer["handoff_to"]) == ("transfer_to_math", "math")
+    assert transfer["agent_name"] == "triage"
     assert (pre["tool_name"], pre["tool_input"]) == ("add", {"a": 1, "b": 2})
     assert pre["tool_use_id"] == "c1"
     assert pre["agent_name"] == "triage"
     assert by_name["PostToolUse"]["tool_response"] == 3
-    first_stop = events(log)[5]
+    first_stop = events(log)[7]
     assert (first_stop["state"], first_stop["handoff_to"]) == ("handoff", "math")
     assert by_name["Stop"]["last_assistant_message"] == "the sum is 3"
     assert by_name["SessionEnd"]["reason"] == "completed"
