@@ -91,7 +91,7 @@ bench: $(STAMP)
 	$(PY) bench/dask_cluster.py
 	$(PY) bench/tracing.py
 	$(PY) bench/journal.py
-	$(PY) bench/openai_agents.py
+	$(PY) bench/bridges.py
 	$(PY) bench/report.py
 
 clean:

@@ -1,0 +1,274 @@
+"""The agent-framework bridges' cost over the plain engines, as ratios measured in one run.
+
+Each engine runs one agent turn loop on its own scripted model (no network): the model
+asks for a tool call, reads the answer, asks for a second one, then answers.
+
+- LangGraph: a ``StateGraph`` (model node -> prebuilt ``ToolNode`` -> model node) on
+  langchain-core's ``GenericFakeChatModel``, ``invoke``: plain ``compile()`` against
+  ``with_hooks(builder)`` with 0 hooks and with 2 no-op ``TaskHooks`` (every node moment).
+- pydantic-ai: an ``Agent`` on ``FunctionModel`` with one tool, ``run``: plain against
+  ``OrchestraCapability()`` with 0 hooks and with 2 no-op hooks (a ``SubagentHooks`` and a
+  ``TaskHooks``: every agent-run and tool-call moment).
+- OpenAI Agents SDK: an ``Agent`` on the SDK's ``ScriptedModel``, ``Runner.run`` against
+  ``OrchestraRunHooks().run`` with 0 hooks and with 2 no-op hooks (as for pydantic-ai).
+
+The variants of one engine run in turn, ``RUNS`` runs each per round, for ``ROUNDS``
+rounds (a burst of load from other processes hits them alike). Printed per variant: the
+median time per run over the rounds with its spread (min-max), in CPU time of this
+process (what the bridge adds; other processes' load does not count) and in wall time,
+and the ratio of the medians to the plain engine. Verdict: with 0 hooks a bridge must
+cost at most 1.1x the plain engine (CPU medians); 2 no-op hooks are reported. Run with
+``python bench/bridges.py [ROUNDS] [RUNS]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import itertools
+import os
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+TARGET = 1.1  # a bridge with no hooks against its plain engine, CPU-time medians
+Sample = tuple[float, float]  # (CPU seconds, wall seconds) per run, one round
+
+
+def rounds(
+    variants: dict[str, Callable[[], Awaitable[object]]], rounds_: int, runs: int
+) -> dict[str, list[Sample]]:
+    """Per-run (CPU, wall) seconds of each variant in each of ``rounds_`` interleaved rounds."""
+
+    async def measure() -> dict[str, list[Sample]]:
+        samples: dict[str, list[Sample]] = {k: [] for k in variants}
+        for round_ in range(rounds_ + 1):  # round 0 warms every variant up: not counted
+            for name, run in variants.items():
+                gc.collect()
+                cpu, wall = time.process_time(), time.perf_counter()
+                for _ in range(runs):
+                    await run()
+                took = (time.process_time() - cpu) / runs, (time.perf_counter() - wall) / runs
+                if round_:
+                    samples[name].append(took)
+        return samples
+
+    return asyncio.run(measure())
+
+
+def report(engine: str, samples: dict[str, list[Sample]], rounds_: int, runs: int) -> bool:
+    """Print one engine's table and verdicts; True when the 0-hook bridge met the target."""
+    names = list(samples)
+    base = samples[names[0]]
+    base_cpu = statistics.median(s[0] for s in base)
+    base_wall = statistics.median(s[1] for s in base)
+    print(f"{engine}: {rounds_} rounds x {runs} runs per variant, per run (median, min-max)")
+    ok = True
+    for name in names:
+        cpu = [s[0] for s in samples[name]]
+        wall = [s[1] for s in samples[name]]
+        ratio = statistics.median(cpu) / base_cpu
+        line = (
+            f"  {name:<26} cpu {statistics.median(cpu) * 1e3:7.3f} ms "
+            f"({min(cpu) * 1e3:.3f}-{max(cpu) * 1e3:.3f})  x{ratio:4.2f}   "
+            f"wall {statistics.median(wall) * 1e3:7.3f} ms "
+            f"({min(wall) * 1e3:.3f}-{max(wall) * 1e3:.3f})  "
+            f"x{statistics.median(wall) / base_wall:4.2f}"
+        )
+        if name.endswith("0 hooks"):
+            verdict = "OK" if ratio <= TARGET else "OVER"
+            ok = ok and ratio <= TARGET
+            line += f"   target <= {TARGET}x: {verdict}"
+        print(line)
+    return ok
+
+
+# --- the hooks ---------------------------------------------------------------------------
+
+
+def noop_hooks() -> tuple[Any, Any, Any]:
+    """Two no-op ``TaskHooks`` objects and a no-op ``SubagentHooks``."""
+    import orchestra
+
+    class NoopTask(orchestra.TaskHooks):
+        def before_execute(self, ctx: orchestra.TaskHookContext) -> None:
+            return None
+
+        def after_execute(self, ctx: orchestra.TaskHookContext, result: Any) -> None:
+            return None
+
+        def on_end(self, ctx: orchestra.TaskHookContext, state: orchestra.TaskState) -> None:
+            return None
+
+    class NoopAgent(orchestra.SubagentHooks):
+        def before_dispatch(self, ctx: orchestra.SubagentHookContext) -> None:
+            return None
+
+        def after_dispatch(self, ctx: orchestra.SubagentHookContext, result: Any) -> None:
+            return None
+
+    return NoopTask(), NoopTask(), NoopAgent()
+
+
+# --- LangGraph ---------------------------------------------------------------------------
+
+
+def langgraph_variants() -> dict[str, Callable[[], Awaitable[object]]]:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.tools import tool
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+    from orchestra_langgraph import with_hooks
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    def call(i: int, a: int, b: int) -> AIMessage:
+        return AIMessage("", tool_calls=[{"name": "add", "args": {"a": a, "b": b}, "id": f"c{i}"}])
+
+    script = itertools.cycle([call(1, 1, 2), call(2, 3, 4), AIMessage("3 and 7")])
+    model = GenericFakeChatModel(messages=script)
+
+    def agent(state: Any) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def route(state: Any) -> str:
+        last = state["messages"][-1]
+        return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([add]))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", route, ["tools", END])
+    builder.add_edge("tools", "agent")
+    one, two, _ = noop_hooks()
+    graphs = {
+        "plain compile()": builder.compile(),
+        "with_hooks, 0 hooks": with_hooks(builder).compile(),
+        "with_hooks, 2 no-op hooks": with_hooks(builder, [one, two]).compile(),
+    }
+    start = {"messages": [HumanMessage("add")]}
+
+    def runner(graph: Any) -> Callable[[], Awaitable[object]]:
+        async def run() -> object:
+            return graph.invoke(start)  # the sync graph, as most users run it
+
+        return run
+
+    return {name: runner(graph) for name, graph in graphs.items()}
+
+
+# --- pydantic-ai -------------------------------------------------------------------------
+
+
+def pydantic_ai_variants() -> dict[str, Callable[[], Awaitable[object]]]:
+    from orchestra_pydantic_ai import OrchestraCapability
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returns = sum(isinstance(p, ToolReturnPart) for m in messages for p in m.parts)
+        if returns == 0:
+            return ModelResponse(parts=[ToolCallPart("add", {"a": 1, "b": 2}, tool_call_id="c1")])
+        if returns == 1:
+            return ModelResponse(parts=[ToolCallPart("add", {"a": 3, "b": 4}, tool_call_id="c2")])
+        return ModelResponse(parts=[TextPart("3 and 7")])
+
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    tools, _, agents = noop_hooks()
+    capabilities: dict[str, list[Any]] = {
+        "plain Agent": [],
+        "capability, 0 hooks": [OrchestraCapability()],
+        "capability, 2 no-op hooks": [OrchestraCapability([agents, tools])],
+    }
+
+    def runner(caps: list[Any]) -> Callable[[], Awaitable[object]]:
+        agent: Agent[None, str] = Agent(
+            FunctionModel(model), name="calc", tools=[add], capabilities=caps
+        )
+
+        async def run() -> object:
+            return await agent.run("add")
+
+        return run
+
+    return {name: runner(caps) for name, caps in capabilities.items()}
+
+
+# --- OpenAI Agents SDK -------------------------------------------------------------------
+
+
+def openai_agents_variants() -> dict[str, Callable[[], Awaitable[object]]]:
+    from agents import Agent, Runner, function_tool, set_tracing_disabled
+    from agents.testing import ScriptedModel, assistant_message, function_call
+    from orchestra_openai_agents import OrchestraRunHooks
+
+    os.environ.setdefault("OPENAI_API_KEY", "sk-bench-offline")  # the SDK wants one; unused
+    set_tracing_disabled(True)
+
+    @function_tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    def script() -> list[Any]:
+        return [
+            [function_call("add", {"a": 1, "b": 2}, call_id="c1")],
+            [function_call("add", {"a": 3, "b": 4}, call_id="c2")],
+            [assistant_message("3 and 7")],
+        ]
+
+    tools, _, agents = noop_hooks()
+    model = ScriptedModel()
+    agent = Agent(name="calc", model=model, tools=[add])
+    bare, hooked = OrchestraRunHooks(), OrchestraRunHooks([agents, tools])
+
+    def scripted(run: Callable[[], Awaitable[object]]) -> Callable[[], Awaitable[object]]:
+        async def one() -> object:
+            model.extend(script())
+            return await run()
+
+        return one
+
+    return {
+        "Runner.run": scripted(lambda: Runner.run(agent, "add")),
+        "bridge.run, 0 hooks": scripted(lambda: bare.run(agent, "add")),
+        "bridge.run, 2 no-op hooks": scripted(lambda: hooked.run(agent, "add")),
+    }
+
+
+def main(rounds_: int, runs: int) -> int:
+    print(
+        "Agent-framework bridges: 3 model turns and 2 tool calls per run, scripted models "
+        "(the machine may be shared: ratios of interleaved rounds are what count)"
+    )
+    ok = True
+    for engine, variants in (
+        ("LangGraph", langgraph_variants),
+        ("pydantic-ai", pydantic_ai_variants),
+        ("OpenAI Agents SDK", openai_agents_variants),
+    ):
+        ok = report(engine, rounds(variants(), rounds_, runs), rounds_, runs) and ok
+    print("verdict:", "every bridge within target" if ok else "a bridge is over target")
+    return 0
+
+
+if __name__ == "__main__":
+    args = [int(a) for a in sys.argv[1:3]]
+    sys.exit(main(*(args + [15, 10][len(args) :])))
