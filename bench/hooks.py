@@ -34,6 +34,14 @@ Hooks without a spawn per event (``persistent_section``), on each backend:
     no hooks, spawned per event (``sh``, Python), persistent (1 and 8 in flight) and
     in-process.
 
+Python hooks (``async_hooks_section``), on each backend:
+
+(j) ``HookChain.call`` of 1 and 5 no-op hooks as ``def``, as ``async def`` at the default
+    timeout (60 s) and as ``async def`` without a timeout: CPU per call, medians with
+    min-max of interleaved rounds (informative: what the timeout machinery costs);
+(k) a run of no-op tasks with the same hooks on ``before_execute``, ``after_execute`` and
+    ``on_end``: CPU per task, ``async def`` against ``def``: target at most 1.5x.
+
 Handlers in parallel (``parallel_section``), on each backend:
 
 (i) 3 matching handlers of 0.3 s each (distinct commands: identical ones are kept once)
@@ -516,6 +524,120 @@ async def parallel_section(folder: Path) -> None:
         )
 
 
+# --- Python hooks: async def against def (HookChain, the seam every engine calls) ---------
+
+CHAIN_CALLS = 2_000 if QUICK else 10_000  # calls per block
+CHAIN_ROUNDS = 5 if QUICK else 9  # interleaved rounds of blocks
+DAG_HOOKED_TASKS = 1_000 if QUICK else 2_000
+
+
+class DefHook(orchestra.TaskHooks):
+    def before_execute(self, ctx: orchestra.TaskHookContext) -> None:
+        return None
+
+    def after_execute(self, ctx: orchestra.TaskHookContext, result: object) -> None:
+        return None
+
+    def on_end(self, ctx: orchestra.TaskHookContext, state: orchestra.TaskState) -> None:
+        return None
+
+
+class AsyncHook(orchestra.TaskHooks):
+    async def before_execute(self, ctx: orchestra.TaskHookContext) -> None:
+        return None
+
+    async def after_execute(self, ctx: orchestra.TaskHookContext, result: object) -> None:
+        return None
+
+    async def on_end(self, ctx: orchestra.TaskHookContext, state: orchestra.TaskState) -> None:
+        return None
+
+
+def spread(values: list[float], scale: float = 1e6) -> str:
+    """``median (min-max)`` of ``values``, scaled (µs by default)."""
+    return (
+        f"{statistics.median(values) * scale:7.2f} "
+        f"({min(values) * scale:.2f}-{max(values) * scale:.2f})"
+    )
+
+
+def verdict(ratio: float, target: float) -> str:
+    return f"target <= {target}x: {'ok' if ratio <= target else 'MISSED'}"
+
+
+async def chain_cpu(chain: orchestra.HookChain, ctx: orchestra.TaskHookContext) -> float:
+    """CPU seconds per ``chain.call("before_execute", ctx)``."""
+    call = chain.call
+    cpu = time.process_time()
+    for _ in range(CHAIN_CALLS):
+        await call("before_execute", ctx)
+    return (time.process_time() - cpu) / CHAIN_CALLS
+
+
+async def dag_cpu(dag: DAG, hooks: list[object]) -> float:
+    """CPU seconds per task of a run of ``dag`` with ``hooks``."""
+    cpu = time.process_time()
+    result = await orchestra.run(dag, hooks=hooks)
+    assert result.ok
+    return (time.process_time() - cpu) / len(result.states)
+
+
+async def async_hooks_section() -> None:
+    """(j) and (k): ``async def`` hooks at the default timeout against the same as ``def``."""
+    ctx = orchestra.TaskHookContext(
+        task=Task(id="t", fn=lambda: None), attempt=1, executor=None, run_id="bench"
+    )
+    print("  (j) HookChain.call, no-op hooks, CPU µs per call: median (min-max) of")
+    print(f"      {CHAIN_ROUNDS} interleaved rounds of {CHAIN_CALLS} calls")
+    for k in (1, 5):
+        chains = {
+            "def": orchestra.HookChain([DefHook() for _ in range(k)]),
+            "async, timeout 60 s": orchestra.HookChain([AsyncHook() for _ in range(k)]),
+            "async, no timeout": orchestra.HookChain([AsyncHook() for _ in range(k)], timeout=None),
+        }
+        samples: dict[str, list[float]] = {name: [] for name in chains}
+        for chain in chains.values():
+            await chain_cpu(chain, ctx)  # warm up
+        for _ in range(CHAIN_ROUNDS):
+            for name, chain in chains.items():
+                samples[name].append(await chain_cpu(chain, ctx))
+        base = statistics.median(samples["def"])
+        timed = statistics.median(samples["async, timeout 60 s"])
+        untimed = statistics.median(samples["async, no timeout"])
+        for name, values in samples.items():
+            ratio = statistics.median(values) / base
+            print(f"      {k} hook(s) {name:<20} {spread(values)}  {ratio:5.2f}x def")
+        print(
+            f"      {k} hook(s) the timeout's cost: 60 s / none = {timed / untimed:.2f}x"
+            " (informative: a coroutine stepped costs more than one awaited)"
+        )
+
+    dag = DAG("hooked")
+    for i in range(DAG_HOOKED_TASKS):
+        dag.add(Task(id=f"t{i}", fn=lambda: None))
+    print(
+        f"  (k) {DAG_HOOKED_TASKS}-task run of no-op tasks, hooks on before_execute,"
+        " after_execute and on_end (default timeout):"
+    )
+    print(f"      CPU µs per task, median (min-max) of {CHAIN_ROUNDS} interleaved runs")
+    for k in (1, 5):
+        contenders: dict[str, list[object]] = {
+            "no hooks": [],
+            "def": [DefHook() for _ in range(k)],
+            "async def": [AsyncHook() for _ in range(k)],
+        }
+        per_task: dict[str, list[float]] = {name: [] for name in contenders}
+        for hooks in contenders.values():
+            await dag_cpu(dag, hooks)  # warm up
+        for _ in range(CHAIN_ROUNDS):
+            for name, hooks in contenders.items():
+                per_task[name].append(await dag_cpu(dag, hooks))
+        ratio = statistics.median(per_task["async def"]) / statistics.median(per_task["def"])
+        for name, values in per_task.items():
+            print(f"      {k} hook(s) {name:<10} {spread(values)}")
+        print(f"      {k} hook(s) async def / def = {ratio:.2f}x  {verdict(ratio, 1.5)}")
+
+
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "orchestra.yaml"
@@ -531,3 +653,4 @@ if __name__ == "__main__":
             anyio.run(main, registry, empty, backend=backend)
             anyio.run(persistent_section, Path(folder), backend=backend)
             anyio.run(parallel_section, Path(folder), backend=backend)
+            anyio.run(async_hooks_section, backend=backend)

@@ -118,11 +118,14 @@ async def call_all(
             else:
                 answer = impl.fn(*args)
             if impl.is_async or _awaitable(impl, answer):
-                if steps is None:
-                    steps = _on_asyncio()
-                answer = _stepped(impl, answer, steps)
-                if type(answer) is _Waiting:
+                if impl.timeout is None:
                     answer = await answer
+                else:
+                    if steps is None:
+                        steps = _on_asyncio()
+                    answer = _stepped(impl, answer, steps)
+                    if type(answer) is _Waiting:
+                        answer = await answer
         except _HookTimeout:
             answer = _isolate(
                 impl, impl.error(subject, f"timed out after {impl.timeout:g} s"), on_error
@@ -225,9 +228,10 @@ def _stepped(impl: HookImpl, answer: Awaitable[Any], steps: bool) -> Any:
     then (asyncio keeps no stack of scopes, so a deadline armed after the first step is
     sound), the time already run taken off. trio can only interrupt a wait through a
     cancel scope opened before the hook's first step (which may open scopes of its own:
-    ``trio.sleep`` does), so on trio, and for other awaitables, the call runs in one.
+    ``trio.sleep`` does), so on trio, and for any awaitable that is not a coroutine, the
+    call runs in one.
     """
-    if not steps or impl.timeout is None or type(answer) is not CoroutineType:
+    if not steps or type(answer) is not CoroutineType:
         return _Waiting(impl, answer, _NOT_STEPPED, 0.0)
     started = time.monotonic()
     try:
@@ -259,11 +263,11 @@ class _Waiting:
         self.started = started
 
     def __await__(self) -> Generator[Any, Any, Any]:
-        if self.impl.timeout is None:
-            return self.answer.__await__()
-        return self._bounded(self.impl.timeout).__await__()
+        return self._bounded().__await__()
 
-    async def _bounded(self, limit: float) -> Any:
+    async def _bounded(self) -> Any:
+        limit = self.impl.timeout
+        assert limit is not None  # a call without a timeout is awaited as it is
         if self.waits_on is _NOT_STEPPED:
             with anyio.move_on_after(limit):
                 return await self.answer
