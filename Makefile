@@ -84,15 +84,13 @@ docs: $(STAMP)
 docs-check: docs
 	ORCHESTRA_DOCS_SITE=site $(VENV)/bin/pytest -q -m docs_site -p no:cacheprovider tests/test_docs_site.py
 
+# Every bench/*.py, new ones included; each prints its targets and verdicts. One that
+# misses a target (or fails) does not stop the others: the status says so at the end.
 bench: $(STAMP)
-	$(PY) bench/scheduler.py
-	$(PY) bench/dispatch.py
-	$(PY) bench/hooks.py
-	$(PY) bench/dask_cluster.py
-	$(PY) bench/tracing.py
-	$(PY) bench/journal.py
-	$(PY) bench/bridges.py
-	$(PY) bench/report.py
+	@failed=""; for script in bench/*.py; do \
+		echo "== $$script"; $(PY) $$script || failed="$$failed $$script"; echo; \
+	done; \
+	if [ -n "$$failed" ]; then echo "benches that missed a target or failed:$$failed"; exit 1; fi
 
 clean:
 	rm -rf $(VENV) .venv-lowest $(foreach v,$(PYTHONS),.venv-$(v)) site docs/generated .mypy_cache .pytest_cache .ruff_cache

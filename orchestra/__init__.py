@@ -7,6 +7,8 @@ merge by precedence (see ``merge``). ``HookChain`` is the seam other engines cal
 through.
 """
 
+import typing as _typing
+
 from orchestra._chain import HookChain as HookChain
 from orchestra._decisions import Decision as Decision
 from orchestra._decisions import Delegate as Delegate
@@ -24,6 +26,7 @@ from orchestra._errors import OrchestraError as OrchestraError
 from orchestra._errors import TaskFailed as TaskFailed
 from orchestra._errors import ToolDenied as ToolDenied
 from orchestra._exports import export as _export
+from orchestra._exports import lazy as _lazy
 from orchestra._hooks import ExecutionMode as ExecutionMode
 from orchestra._hooks import RunContext as RunContext
 from orchestra._hooks import SubagentHookContext as SubagentHookContext
@@ -31,9 +34,6 @@ from orchestra._hooks import SubagentHooks as SubagentHooks
 from orchestra._hooks import TaskHookContext as TaskHookContext
 from orchestra._hooks import TaskHooks as TaskHooks
 from orchestra._retry import RetryPolicy as RetryPolicy
-from orchestra.agents import Dispatcher as Dispatcher
-from orchestra.agents import Subagent as Subagent
-from orchestra.agents import SubagentResult as SubagentResult
 from orchestra.dag import DAG as DAG
 from orchestra.dag import Executor as Executor
 from orchestra.dag import LocalExecutor as LocalExecutor
@@ -44,7 +44,12 @@ from orchestra.dag import TaskState as TaskState
 from orchestra.dag import TriggerRule as TriggerRule
 from orchestra.dag import run as run
 from orchestra.dag import run_sync as run_sync
-from orchestra.journal import Journal as Journal
+
+if _typing.TYPE_CHECKING:
+    from orchestra.agents import Dispatcher as Dispatcher
+    from orchestra.agents import Subagent as Subagent
+    from orchestra.agents import SubagentResult as SubagentResult
+    from orchestra.journal import Journal as Journal
 
 __version__ = "0.1.0"
 
@@ -88,4 +93,15 @@ __all__ = [
     "run_sync",
 ]
 
+# Loaded when first used, so that ``import orchestra`` stays light (the subagent
+# dispatcher and the journal package are needed by some programs only).
+__getattr__ = _lazy(
+    globals(),
+    {
+        "Dispatcher": "orchestra.agents",
+        "Subagent": "orchestra.agents",
+        "SubagentResult": "orchestra.agents",
+        "Journal": "orchestra.journal",
+    },
+)
 _export(globals())

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["export"]
+__all__ = ["export", "lazy"]
 
 
 def export(namespace: dict[str, Any], names: Iterable[str] | None = None) -> None:
@@ -35,3 +36,29 @@ def is_private(module: str) -> bool:
     """Whether an orchestra module path has a private part (``orchestra.dag._model``)."""
     parts = module.split(".")
     return parts[0] == "orchestra" and any(p.startswith("_") for p in parts)
+
+
+def lazy(namespace: dict[str, Any], names: Mapping[str, str]) -> Callable[[str], Any]:
+    """A package ``__getattr__`` (PEP 562) that imports each of ``names`` when first used.
+
+    For public names whose modules cost start-up time most programs need not pay
+    (sqlite3, the OpenTelemetry SDK): ``import orchestra`` stays light, and
+    ``orchestra.Journal`` still works. The value is then kept in the package and shows
+    its public path, as ``export`` does.
+
+    Args:
+        namespace: the package's ``globals()``.
+        names: each lazy name and the module that defines it.
+    """
+    package = namespace["__name__"]
+
+    def __getattr__(name: str) -> Any:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        namespace[name] = value
+        export(namespace, [name])
+        return value
+
+    return __getattr__

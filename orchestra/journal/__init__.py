@@ -12,9 +12,9 @@ its code and inputs, and its serialized output) as the run goes, so that
 - ``orchestra.journal.conformance``: the tests every store passes (needs pytest).
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from orchestra._exports import export
+from orchestra._exports import export, lazy
 from orchestra.journal._codec import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from orchestra.journal._codec import PickleSerializer as PickleSerializer
 from orchestra.journal._codec import Serializer as Serializer
@@ -41,20 +41,11 @@ __all__ = [
     "TaskRecord",
 ]
 
+# The SQLite store loads when first asked for: ``import orchestra`` loads no sqlite3.
+_LAZY = {
+    "SCHEMA_VERSION": "orchestra.journal._sqlite",
+    "SQLiteJournal": "orchestra.journal._sqlite",
+}
+__getattr__ = lazy(globals(), _LAZY)
 # Journal is exported again by orchestra itself: its public path is orchestra.Journal.
-_LAZY = ("SCHEMA_VERSION", "SQLiteJournal")  # sqlite3 and tenacity load with them
-
-
-def __getattr__(name: str) -> Any:
-    # The SQLite store, loaded when asked for: ``import orchestra`` loads no sqlite3.
-    if name in _LAZY:
-        from orchestra.journal import _sqlite
-
-        for lazy in _LAZY:
-            globals()[lazy] = getattr(_sqlite, lazy)
-        export(globals(), ["SQLiteJournal"])
-        return globals()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 export(globals(), [name for name in __all__ if name not in ("Journal", *_LAZY)])

@@ -21,14 +21,12 @@ constant in ``orchestra.tracing.names``.
 import typing as _typing
 
 from orchestra._exports import export as _export
+from orchestra._exports import lazy as _lazy
 from orchestra.tracing import names as names
 from orchestra.tracing._carriers import extract_env as extract_env
 from orchestra.tracing._carriers import inject_env as inject_env
 from orchestra.tracing._carriers import inject_headers as inject_headers
 from orchestra.tracing._carriers import traceparent as traceparent
-from orchestra.tracing._configure import configure as configure
-from orchestra.tracing._otlp_json import decode_attributes as decode_attributes
-from orchestra.tracing._otlp_json import read_jsonl as read_jsonl
 from orchestra.tracing._state import ENV_CAPTURE_CONTENT as ENV_CAPTURE_CONTENT
 from orchestra.tracing._state import ENV_TRACING as ENV_TRACING
 from orchestra.tracing._state import capture_content as capture_content
@@ -40,7 +38,10 @@ from orchestra.tracing._state import set_meter_provider as set_meter_provider
 from orchestra.tracing._state import set_tracer_provider as set_tracer_provider
 
 if _typing.TYPE_CHECKING:
+    from orchestra.tracing._configure import configure as configure
     from orchestra.tracing._jsonl import JsonlSpanExporter as JsonlSpanExporter
+    from orchestra.tracing._otlp_json import decode_attributes as decode_attributes
+    from orchestra.tracing._otlp_json import read_jsonl as read_jsonl
 
 __all__ = [
     "ENV_CAPTURE_CONTENT",
@@ -64,17 +65,24 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _typing.Any:
-    # The exporter needs the OpenTelemetry SDK: import it only when asked for.
-    if name == "JsonlSpanExporter":
-        from orchestra.tracing._jsonl import JsonlSpanExporter
+# Loaded when first used: the exporter needs the OpenTelemetry SDK, configure() and the
+# file reader are needed by some programs only (``import orchestra`` stays light).
+_load = _lazy(
+    globals(),
+    {
+        "JsonlSpanExporter": "orchestra.tracing._jsonl",
+        "configure": "orchestra.tracing._configure",
+        "decode_attributes": "orchestra.tracing._otlp_json",
+        "read_jsonl": "orchestra.tracing._otlp_json",
+    },
+)
 
-        _export({"__name__": __name__, "__all__": [name], name: JsonlSpanExporter})
-        return JsonlSpanExporter
+
+def __getattr__(name: str) -> _typing.Any:
     # The name constants moved to orchestra.tracing.names; the old spelling still reads.
     if name in names.__all__:
         return getattr(names, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _load(name)
 
 
 _export(globals())
