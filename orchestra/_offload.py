@@ -14,10 +14,10 @@ call in flight, at most ``MAX_THREADS``; beyond that a call waits for a free one
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import queue
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, Final, final
@@ -88,8 +88,9 @@ def _notifier() -> Callable[[Callable[[], object]], object]:
     would also wait for the callback to run: twice the cost per call (measured).
     """
     native: Any = anyio.lowlevel.current_token().native_token  # an event loop or TrioToken
-    if isinstance(native, asyncio.AbstractEventLoop):
-        return native.call_soon_threadsafe
+    asyncio = sys.modules.get("asyncio")  # not imported: not its loop (a light import)
+    if asyncio is not None and isinstance(native, asyncio.AbstractEventLoop):
+        return native.call_soon_threadsafe  # type: ignore[no-any-return]
     return native.run_sync_soon  # type: ignore[no-any-return]  # trio ships its own types
 
 
