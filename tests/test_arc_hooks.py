@@ -343,3 +343,44 @@ def test_events_orchestra_has_no_moment_for_are_notes(tmp_path: Path) -> None:
         f"{path}:2: checkpoint_saved: orchestra has no such moment; the hook is not loaded",
         f"{path}:7: run_start takes no matcher (Arc ignores it too); the hook runs on every run",
     )
+
+
+async def test_edge_selected_override_redirects_a_branch(tmp_path: Path) -> None:
+    override = script(
+        tmp_path,
+        "override.sh",
+        """
+        line=$(cat); echo "$line" >> log.jsonl
+        echo '{"decision": "override", "edge_to": "hotfix", "reason": "freeze"}'
+        """,
+    )
+    path = write(
+        tmp_path / "run.toml",
+        f"""
+        [[hooks]]
+        event = "edge_selected"
+        matcher = "^review$"
+        command = "{override}"
+        """,
+    )
+    dag = orchestra.DAG("ci-pipeline")
+    ran: list[str] = []
+
+    @dag.task(branch=True)
+    def review() -> str:
+        return "release"
+
+    @dag.task(deps=[review])
+    def release() -> None:
+        ran.append("release")
+
+    @dag.task(deps=[review])
+    def hotfix() -> None:
+        ran.append("hotfix")
+
+    result = await orchestra.run(dag, hooks=[load(path, project_dir=tmp_path).as_task_hooks()])
+    assert ran == ["hotfix"]
+    assert result.states["release"] is TaskState.SKIPPED
+    (context,) = logged(tmp_path)
+    assert context["event"] == "edge_selected"
+    assert (context["edge_from"], context["edge_to"]) == ("review", "release")

@@ -307,3 +307,73 @@ def load_text(text: str) -> HookRegistry:
         path = Path(folder) / "orchestra.yaml"
         path.write_text(text)
         return load(path)
+
+
+def branching(ran: list[str]) -> orchestra.DAG:
+    dag = orchestra.DAG("branchy")
+
+    @dag.task(branch=True)
+    def choose() -> str:
+        ran.append("choose")
+        return "left"
+
+    @dag.task(deps=[choose])
+    def left() -> str:
+        ran.append("left")
+        return "L"
+
+    @dag.task(deps=[choose])
+    def right() -> str:
+        ran.append("right")
+        return "R"
+
+    return dag
+
+
+async def test_a_branch_without_a_redirecting_hook_follows_its_choice(tmp_path: Path) -> None:
+    reg = registry(
+        tmp_path,
+        f"hooks:\n  EdgeSelected:\n    - hooks: [{{type: command, command: '{RECORD}'}}]\n",
+    )
+    ran: list[str] = []
+    result = await orchestra.run(branching(ran), hooks=[reg.as_task_hooks()])
+    assert ran == ["choose", "left"]
+    assert result.states["right"] is TaskState.SKIPPED
+    (event,) = recorded(tmp_path)
+    assert event["hook_event_name"] == "EdgeSelected"
+    assert (event["task_id"], event["selected"]) == ("choose", ["left"])
+    assert (event["edge_from"], event["edge_to"]) == ("choose", "left")
+
+
+async def test_an_edge_selected_hook_redirects_or_blocks_the_choice(tmp_path: Path) -> None:
+    redirect = answer(tmp_path, {"output": "right"})
+    reg = registry(
+        tmp_path,
+        f"hooks:\n  EdgeSelected:\n    - hooks: [{{type: command, command: '{redirect}'}}]\n",
+    )
+    ran: list[str] = []
+    result = await orchestra.run(branching(ran), hooks=[reg.as_task_hooks()])
+    assert ran == ["choose", "right"]
+    assert result.states["left"] is TaskState.SKIPPED
+    assert result.states["right"] is TaskState.SUCCEEDED
+    assert result.outputs["choose"] == "right"  # the choice, as the hook made it
+
+    reg = registry(
+        tmp_path, "hooks:\n  EdgeSelected:\n    - hooks: [{type: command, command: 'exit 2'}]\n"
+    )
+    ran = []
+    result = await orchestra.run(branching(ran), hooks=[reg.as_task_hooks()])
+    assert ran == ["choose"]  # a block follows no edge
+    assert result.states["left"] is TaskState.SKIPPED
+    assert result.states["right"] is TaskState.SKIPPED
+
+    elsewhere = answer(tmp_path, {"output": "nowhere"})
+    reg = registry(
+        tmp_path,
+        f"hooks:\n  EdgeSelected:\n    - hooks: [{{type: command, command: '{elsewhere}'}}]\n",
+    )
+    result = await orchestra.run(branching([]), hooks=[reg.as_task_hooks()])
+    assert result.states["choose"] is TaskState.FAILED  # not a direct downstream task
+    assert "'nowhere', which is not one of its direct downstream tasks" in str(
+        result.errors["choose"]
+    )

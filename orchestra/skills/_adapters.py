@@ -188,7 +188,7 @@ class RegistryTaskHooks(TaskHooks):
             if outcome.output is not None:
                 replaced = Replace(outcome.output)
                 result = outcome.output
-        if getattr(ctx.task, "branch", False) and self.registry.has_hooks("EdgeSelected"):
+        if ctx.task.branch and self.registry.has_hooks("EdgeSelected"):
             chosen = [result] if isinstance(result, str) else list(result or ())
             payload = {
                 **task_payload(ctx, dag),

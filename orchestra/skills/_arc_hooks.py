@@ -129,7 +129,8 @@ class ArcHook(HookSpec):
     def describe(self) -> str:
         """Arc's event, the command, and its name."""
         named = f" ({self.name})" if self.name else ""
-        return f"{self.arc_event}: {self.command}{named}"
+        matcher = f" (matcher {self.regex})" if self.regex is not None else ""
+        return f"{self.arc_event}: {self.command}{named}{matcher}"
 
     def selects(self, payload: Mapping[str, Any]) -> bool:
         """The event's state, then the matcher searched in the node's id or type."""
