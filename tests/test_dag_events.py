@@ -377,3 +377,24 @@ async def test_an_edge_selected_hook_redirects_or_blocks_the_choice(tmp_path: Pa
     assert "'nowhere', which is not one of its direct downstream tasks" in str(
         result.errors["choose"]
     )
+
+
+async def test_subagent_hook_errors_in_a_dag_run_are_on_its_result(tmp_path: Path) -> None:
+    reg = registry(
+        tmp_path, "hooks:\n  SubagentStop:\n    - hooks: [{type: command, command: 'exit 4'}]\n"
+    )
+
+    class Echo:
+        name = "writer"
+
+        async def run(self, task: str, ctx: Any) -> str:
+            return f"<{task}>"
+
+    dispatcher = orchestra.Dispatcher([Echo()], hooks=[reg.as_subagent_hooks()])
+    dag = orchestra.DAG("d")
+    dag.add(orchestra.Task(id="ask", fn=lambda: "notes", agent="writer"))
+    result = await orchestra.run(dag, dispatcher=dispatcher)
+    assert result.outputs["ask"] == "<notes>"
+    (error,) = result.hook_errors
+    assert (error.moment, error.subject) == ("after_dispatch", "writer")
+    assert str(error).startswith(f"{tmp_path / 'orchestra.yaml'}:3: SubagentStop command hook")

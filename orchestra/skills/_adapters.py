@@ -15,7 +15,7 @@ others at no cost. The tool events (``@registry.guard("Tool")``) are in ``_guard
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from orchestra._decisions import Fail, GivenOutput, Replace, Skip
@@ -57,6 +57,7 @@ __all__ = [
     "RegistryTaskHooks",
     "blocked_reason",
     "error_fields",
+    "fire_reported",
     "subagent_hooks",
     "task_hooks",
     "yaml_hook_error",
@@ -132,15 +133,10 @@ class RegistryTaskHooks(TaskHooks):
         probe = {"task_id": ctx.task.id, "type": kind, "state": state}
         return bool(self.registry.hooks_for(event, probe))
 
-    async def _fire(
+    def _fire(
         self, event: str, payload: Mapping[str, Any], moment: str, subject: str | None
-    ) -> HookOutcome:
-        """Fire ``event``; report each hook error of it (log, ``RunResult.hook_errors``)."""
-        outcome = await self.registry.fire(event, payload)
-        if outcome.records:
-            for record in outcome.errors:
-                report_hook_error(yaml_hook_error(record, moment, subject))
-        return outcome
+    ) -> Awaitable[HookOutcome]:
+        return fire_reported(self.registry, event, payload, moment, subject)
 
     async def before_run(self, ctx: RunContext) -> Fail | None:
         """Fire ``RunStart``; a block answers ``Fail``: no task starts."""
@@ -247,6 +243,21 @@ def _start_decision(
     return Replace({**ctx.inputs, **changed}) if changed else None
 
 
+async def fire_reported(
+    registry: HookRegistry,
+    event: str,
+    payload: Mapping[str, Any],
+    moment: str,
+    subject: str | None,
+) -> HookOutcome:
+    """Fire ``event``; report each hook error of it (logged once, on the run's result)."""
+    outcome = await registry.fire(event, payload)
+    if outcome.records:
+        for record in outcome.errors:
+            report_hook_error(yaml_hook_error(record, moment, subject))
+    return outcome
+
+
 def yaml_hook_error(record: HookRecord, moment: str, subject: str | None) -> HookError:
     """A YAML hook's error as a ``HookError``, named by where the hook was written."""
     hook = record.hook
@@ -288,7 +299,9 @@ class RegistrySubagentHooks(SubagentHooks):
 
     async def before_dispatch(self, ctx: SubagentHookContext) -> Fail | None:
         """Fire ``SubagentStart``; a deny answers ``Fail`` with the hook's reason."""
-        outcome = await self.registry.fire("SubagentStart", self.payload(ctx))
+        outcome = await fire_reported(
+            self.registry, "SubagentStart", self.payload(ctx), "before_dispatch", ctx.subagent_name
+        )
         for message in outcome.messages:
             ctx.add_message(message)
         return Fail(blocked_reason("SubagentStart", outcome)) if outcome.blocked else None
@@ -297,14 +310,20 @@ class RegistrySubagentHooks(SubagentHooks):
         """Fire ``SubagentStop`` with ``state: "succeeded"`` and the output."""
         output = getattr(result, "output", result)
         payload = {**self.payload(ctx), "state": "succeeded", "output": output}
-        outcome = await self.registry.fire("SubagentStop", {**payload, **error_fields(None)})
+        payload.update(error_fields(None))
+        outcome = await fire_reported(
+            self.registry, "SubagentStop", payload, "after_dispatch", ctx.subagent_name
+        )
         for message in outcome.messages:
             ctx.add_message(message)
 
     async def on_failure(self, ctx: SubagentHookContext, error: BaseException) -> None:
         """Fire ``SubagentStop`` with ``state: "failed"`` and the error."""
         payload = {**self.payload(ctx), "state": "failed", "output": None}
-        outcome = await self.registry.fire("SubagentStop", {**payload, **error_fields(error)})
+        payload.update(error_fields(error))
+        outcome = await fire_reported(
+            self.registry, "SubagentStop", payload, "on_failure", ctx.subagent_name
+        )
         for message in outcome.messages:
             ctx.add_message(message)
         return None
