@@ -15,8 +15,10 @@ node with 3 deps in the layer before), measured in this process, interleaved per
 
 Targets: (b) / (a) <= 1.35 (CPU time: both threads, the event loop and the journal's
 writer; other processes' load barely moves it, so on a shared machine it is the ratio to
-judge; wall time is printed beside it); (c) <= 0.2 s; (d) <= 0.5 s. Each figure is the
-median of the rounds with its min-max.
+judge; wall time is printed beside it); (c) <= 0.2 s; (d) <= 0.5 s, each judged in wall
+time and in CPU time (on a loaded machine wall time mostly measures the wait for a
+core). Each figure is the median of the rounds with its min-max; a ratio is taken per
+round, against the plain run beside it.
 
 Run: ``python bench/journal.py [--quick]`` (``make bench`` runs it).
 """
@@ -128,8 +130,7 @@ def main() -> None:
     print(f"python {sys.version.split()[0]}; figures: median (min-max)\n")
     ratios: list[float] = []
     wall_ratios: list[float] = []
-    warm: list[float] = []
-    cold: list[float] = []
+    resumes: dict[str, list[float]] = {"warm": [], "cold": [], "warm cpu": [], "cold cpu": []}
     with tempfile.TemporaryDirectory() as tmp:
         for backend in ("asyncio", "trio"):
             for shape, build in SHAPES.items():
@@ -143,8 +144,9 @@ def main() -> None:
                 wall_ratio = [b / a for a, b in zip(wall["plain"], wall["journaled"], strict=True)]
                 ratios.append(statistics.median(cpu_ratio))
                 wall_ratios.append(statistics.median(wall_ratio))
-                warm.append(statistics.median(wall["warm"]))
-                cold.append(statistics.median(wall["cold"]))
+                for key in ("warm", "cold"):
+                    resumes[key].append(statistics.median(wall[key]))
+                    resumes[f"{key} cpu"].append(statistics.median(cpu[key]))
                 print(f"[{backend}, {shape}]                wall ms               cpu ms")
                 names = {
                     "plain": "(a) no journal",
@@ -156,18 +158,19 @@ def main() -> None:
                     print(f"  {name:22} {spread(wall[key]):24} {spread(cpu[key])}")
                 print(f"  b/a: cpu {spread(cpu_ratio, 1, 2)}   wall {spread(wall_ratio, 1, 2)}")
                 print()
-    verdicts = [
-        ("journaled / unjournaled (cpu), worst median", max(ratios), RATIO_TARGET, ""),
-        ("journaled / unjournaled (wall), worst median", max(wall_ratios), None, ""),
-        ("warm resume of a finished run, worst median", max(warm), WARM_TARGET, " s"),
-        ("cold resume (a new process), worst median", max(cold), COLD_TARGET, " s"),
-    ]
-    for label, value, target, unit in verdicts:
-        if target is None:
-            print(f"{label}: {value:5.2f}{unit} (shown; the target is judged on cpu)")
-            continue
-        verdict = "ok" if value <= target else "OVER TARGET"
-        print(f"{label}: {value:5.3f}{unit} (target <= {target}{unit}) {verdict}")
+    print(judge("journaled / unjournaled, cpu", max(ratios), RATIO_TARGET, ""))
+    print(f"journaled / unjournaled, wall, worst median: {max(wall_ratios):5.2f} (shown)")
+    for key, target in (("warm", WARM_TARGET), ("cold", COLD_TARGET)):
+        for clock in ("", " cpu"):
+            print(
+                judge(f"{key} resume{clock or ', wall'}", max(resumes[key + clock]), target, " s")
+            )
+
+
+def judge(label: str, worst: float, target: float, unit: str) -> str:
+    """One verdict line: the worst median against its target."""
+    verdict = "ok" if worst <= target else "OVER TARGET"
+    return f"{label}, worst median: {worst:5.3f}{unit} (target <= {target}{unit}) {verdict}"
 
 
 if __name__ == "__main__":
