@@ -345,3 +345,16 @@ def test_a_bug_keeps_its_traceback(tmp_path: Path) -> None:
     assert describe(TypeError("the user's own")) is None  # not raised by orchestra
     assert describe(orchestra.DAGError("bad dag")) == "bad dag"
     assert describe(ExceptionGroup("one", [orchestra.ConfigError("cfg")])) == "cfg"
+
+
+def test_a_hook_file_that_does_not_validate_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "flow.py").write_text(FLOW)
+    (tmp_path / "hooks.yaml").write_text(
+        "hooks:\n  PreToolUse:\n    - hooks:\n        - type: comand\n          command: x\n"
+    )
+    line = one_line(cli("run", "flow.py", "--hooks", "hooks.yaml", "--trust-all", cwd=tmp_path))
+    assert "hooks.yaml:4: hooks.PreToolUse[0].hooks[0].type: unknown hook type 'comand'" in line
+    assert "'command'" in line
+    line = one_line(cli("run", "flow.py", "--hooks", "hooks.yaml", cwd=tmp_path))
+    assert "not trusted" in line
+    assert "orchestra hooks trust hooks.yaml" in line

@@ -107,3 +107,41 @@ def test_trace_show_keeps_every_column_in_80(tmp_path: Path) -> None:
     assert "RuntimeError: the input is corrupt" in said
     assert "skip by Gate.before_execute: not needed today" in said
     assert "retry after 0.01 s by RetryPolicy.on_failure" in said
+
+
+LONG_IDS = """
+import orchestra
+dag = orchestra.DAG("long")
+
+def parse(text):
+    return int(text)
+
+dag.task(lambda: parse("x"), id="load_the_customer_orders_from_the_warehouse_bucket")
+dag.task(lambda **_: 1, id="aggregate_orders_by_region", deps=[
+    "load_the_customer_orders_from_the_warehouse_bucket"])
+"""
+
+
+def test_the_run_summary_keeps_every_column_in_80(tmp_path: Path) -> None:
+    (tmp_path / "long.py").write_text(LONG_IDS)
+    out = cli("run", "long.py", cwd=tmp_path, env={"COLUMNS": "80"})
+    assert out.returncode == 1
+    lines = out.stdout.splitlines()
+    # the table, not the traceback below it (printed as Python prints one, unwrapped)
+    table = fits("\n".join(lines[: next(i for i, x in enumerate(lines) if x.endswith(" failed:"))]))
+    header = next(i for i, line in enumerate(table) if line.startswith("task "))
+    state_at = table[header].index("attempts, duration")
+    why_at = table[header].index("why")
+    rows = table[header + 2 :]
+    tasks = "".join(line[:state_at].strip() for line in rows)  # folded ids read back whole
+    states = " ".join(" ".join(line[state_at:why_at] for line in rows).split())
+    whys = [line[why_at:].strip() for line in rows]
+    assert tasks == "load_the_customer_orders_from_the_warehouse_bucketaggregate_orders_by_region"
+    assert states.startswith("failed 1 attempt, ")
+    assert states.endswith(" ms upstream_failed 0 attempts")
+    assert (
+        " ".join(whys[:3]) == "ValueError: invalid literal for int() with base 10: 'x' at long.py:6"
+    )
+    assert "".join(whys[3:]) == "load_the_customer_orders_from_the_warehouse_bucket failed upstream"
+    short = cli("run", "long.py", cwd=tmp_path, env={"COLUMNS": "200"})
+    assert "┃ attempts ┃ duration ┃" in short.stdout  # room enough: a column each

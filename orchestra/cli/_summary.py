@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Final
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -27,6 +28,8 @@ from orchestra.cli._tracefile import failed_upstreams
 __all__ = ["print_summary"]
 
 _NOT_OK: Final = (TaskState.FAILED, TaskState.UPSTREAM_FAILED, TaskState.CANCELLED)
+_WIDE_REST: Final = 48  # the wide table but the task and why columns: state, numbers, rules
+_WHY_MIN: Final = 24
 
 
 def _why(task_id: str, result: RunResult, dag: DAG, states: dict[str, str]) -> str:
@@ -68,7 +71,12 @@ def _tracebacks(console: Console, result: RunResult) -> None:
     )
 
 
-def _table(result: RunResult, dag: DAG, show_all: bool) -> Table | None:
+def _table(result: RunResult, dag: DAG, show_all: bool, width: int) -> Table | None:
+    """A column each (task, state, attempts, duration, why); stacked when that is too wide.
+
+    In a narrow terminal (80 columns, a pipe) the state, attempts and duration share one
+    column, a long task id folds at 30% of the width, and the why keeps the rest.
+    """
     shown = [
         task_id
         for task_id, state in result.states.items()
@@ -77,22 +85,43 @@ def _table(result: RunResult, dag: DAG, show_all: bool) -> Table | None:
     if not shown:
         return None
     states = {task_id: state.value for task_id, state in result.states.items()}
+    rows = []
+    for task_id in shown:
+        state = result.states[task_id]
+        seconds = result.durations.get(task_id)
+        rows.append(
+            (
+                task_id,
+                Text(state.value, style=STATE_STYLE.get(state.value, "")),
+                str(result.attempts.get(task_id, 0)),
+                "" if seconds is None else f"{seconds * 1e3:.1f} ms",
+                _why(task_id, result, dag, states),
+            )
+        )
+    wide_enough = max(len(r[0]) for r in rows) + _WIDE_REST + _WHY_MIN <= width
+    return _wide(rows) if wide_enough else _narrow(rows, width)
+
+
+def _wide(rows: list[tuple[str, Text, str, str, str]]) -> Table:
     table = Table(title_justify="left")
     table.add_column("task", no_wrap=True)
     table.add_column("state", no_wrap=True)
     table.add_column("attempts", justify="right")
     table.add_column("duration", justify="right")
     table.add_column("why")
-    for task_id in shown:
-        state = result.states[task_id]
-        seconds = result.durations.get(task_id)
-        table.add_row(
-            task_id,
-            Text(state.value, style=STATE_STYLE.get(state.value, "")),
-            str(result.attempts.get(task_id, 0)),
-            "" if seconds is None else f"{seconds * 1e3:.1f} ms",
-            _why(task_id, result, dag, states),
-        )
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _narrow(rows: list[tuple[str, Text, str, str, str]], width: int) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    table.add_column("task", overflow="fold", max_width=max(12, width * 3 // 10))
+    table.add_column("state\nattempts, duration", no_wrap=True)
+    table.add_column("why", ratio=1, min_width=_WHY_MIN, overflow="fold")
+    for task_id, state, attempts, took, why in rows:
+        tries = f"{attempts} attempt{'s' if attempts != '1' else ''}"
+        table.add_row(task_id, state + Text(f"\n{tries}{', ' + took if took else ''}"), why)
     return table
 
 
@@ -117,7 +146,7 @@ def print_summary(
         report: the HTML report written, if any.
         journal: the journal the run was written to, if any.
     """
-    table = _table(result, dag, show_all)
+    table = _table(result, dag, show_all, console.width)
     if table is not None:
         console.print(table)
     _tracebacks(console, result)
