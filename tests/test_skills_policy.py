@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -350,3 +351,43 @@ def test_a_100_mb_events_file_replays_in_bounded_memory(tmp_path: Path, anyio_ba
     assert result["events"] > 90_000
     assert result["changed"] == 0
     assert result["grew_kb"] < 32 * 1024  # well under the file's 100 MB
+
+
+AGENTIC = """
+import orchestra
+
+async def bash(command: str) -> str:
+    return f"ran {command}"
+
+tools = {"Bash": bash}
+dag = orchestra.DAG("agentic")
+
+@dag.task
+async def cleanup():
+    return await tools["Bash"](command="rm -rf build")
+"""
+
+
+def test_a_run_records_its_events_and_its_views_mark_audited_decisions(tmp_path: Path) -> None:
+    from tests.helpers.system import require
+    from tests.test_cli_run import cli as orchestra
+
+    require("dot")  # the report draws the graph
+    write(tmp_path / "agentic.py", AGENTIC)
+    guard_file(tmp_path, "orchestra", NO_RM, "enforce: false")
+    out = orchestra(
+        "run", "agentic.py", "--hooks", "orchestra.yaml", "--trust-all", "--trace", "out.jsonl",
+        "--record-events", "events.jsonl", "--report", "run.html", cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr  # audit mode: the command ran
+    (line,) = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert line["event"] == "PreToolUse"
+    assert line["payload"]["tool_input"] == {"command": "rm -rf build"}
+    assert line["outcome"]["blocked"] is False
+    assert line["outcome"]["audited"][0]["blocked"] is True
+    shown = orchestra("trace", "show", "out.jsonl", "--hooks", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "audit would block by orchestra.yaml:5: no rm -rf" in shown.stdout
+    # the report's task panel gets the same fact, drawn with its own style (.r-audit)
+    page = (tmp_path / "run.html").read_text()
+    assert re.search(r'\["audit",\s*"audit"\],\s*\[" would ",\s*""\]', page)

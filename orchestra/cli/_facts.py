@@ -18,14 +18,19 @@ _QUIET_DECISIONS: Final = frozenset({"allow"})
 
 Fact = list[tuple[str, str]]
 """One thing a span says, as (text, role) segments; roles: ``state-<state>``, ``ok``,
-``bad``, ``decision``, ``decision-bad``, ``who``, ``dim``, ``error`` or ``""``."""
+``bad``, ``decision``, ``decision-bad``, ``audit`` (a decision of a hook in audit mode,
+which changed nothing), ``who``, ``dim``, ``error`` or ``""``."""
 
 
 def _decision(attributes: Mapping[str, Any]) -> Fact | None:
     kind = attributes.get(n.ATTR_DECISION)
     if kind is None:
         return None
-    fact: Fact = [(str(kind), "decision-bad" if kind in ("fail", "deny", "block") else "decision")]
+    bad = "decision-bad" if kind in ("fail", "deny", "block") else "decision"
+    if attributes.get(n.ATTR_HOOK_ENFORCED) is False:  # audit mode: it changed nothing
+        fact: Fact = [("audit", "audit"), (" would ", ""), (str(kind), "decision")]
+    else:
+        fact = [(str(kind), bad)]
     delay = attributes.get(n.ATTR_DECISION_DELAY)
     if delay:
         fact.append((f" after {delay:g} s", ""))

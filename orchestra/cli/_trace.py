@@ -48,6 +48,7 @@ _ROLE_STYLE: Final = {
     "bad": "bold red",
     "decision": "bold yellow",
     "decision-bad": "bold red",
+    "audit": "bold magenta",
     "who": "cyan",
     "dim": "dim",
     "error": "red",
