@@ -75,7 +75,7 @@ def spread(rates: list[float]) -> str:
     return f"{statistics.median(rates):9,.0f}/s  (min {min(rates):,.0f}, max {max(rates):,.0f})"
 
 
-async def main() -> None:
+async def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         (work / "guard.py").write_text(GUARD)
@@ -107,7 +107,8 @@ async def main() -> None:
     verdict = "ok" if ratio >= TARGET else "MISSED"
     print(f"  replay / live rate: {ratio:.2f}x  (target >= {TARGET}x): {verdict}")
     print(json.dumps({"live": live_rates, "replay": replay_rates}))
+    return 0 if ratio >= TARGET else 1
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    sys.exit(anyio.run(main))
