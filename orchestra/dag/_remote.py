@@ -162,33 +162,28 @@ def chained(run: _Run, executor: Executor) -> Executor:
     See ``Executor`` (chained submissions). The caller checks that the run is not traced.
     """
     chains = run.capabilities.chains
-    if (
-        chains is None
-        or run.remote is None
-        or run.has_before
-        or run.has_after
-        or run.fail_fast
-        or run.capped
-        or run.journal is not None
-    ):
+    if chains is None or run.remote is None or _driver_works_between_tasks(run):
         return executor
     plan = run.plan
-    order = plan.order
-    upstreams = plan.upstreams
-    links: list[tuple[Task, tuple[str, ...]]] = []
-    for d, task in enumerate(order):
-        ups = upstreams[d]
-        wants = plan.wants[d]
-        if (
-            ups
-            and len(wants) == len(ups)
-            and task.agent is None
-            and not task.branch
-            and plan.on_success[d]
-            and not plan.early[d]
-            and plan.rules[d].waits
-            and (task.timeout is None or run.capabilities.times)
-            and all(order[u].agent is None and not order[u].branch for u in ups)
-        ):
-            links.append((task, wants))
+    links = [(task, plan.wants[d]) for d, task in enumerate(plan.order) if _chainable(run, d)]
     return chains.chain(links) if links else executor
+
+
+def _driver_works_between_tasks(run: _Run) -> bool:
+    """Whether something happens in the driver between a task's upstreams and its body."""
+    return run.has_before or run.has_after or run.fail_fast or run.capped or run.journal is not None
+
+
+def _chainable(run: _Run, d: int) -> bool:
+    """Whether task ``d`` runs exactly when its upstreams succeed, on all their outputs."""
+    plan = run.plan
+    task = plan.order[d]
+    ups = plan.upstreams[d]
+    if not ups or len(plan.wants[d]) != len(ups) or task.agent is not None or task.branch:
+        return False  # a source, a body that does not take every output, a dispatch
+    rule = plan.rules[d]
+    if not rule.runs_on_success or rule.decides_on_success or not rule.waits:
+        return False  # its rule may run it otherwise than after every upstream succeeded
+    if task.timeout is not None and not run.capabilities.times:
+        return False  # the scheduler times its attempt
+    return all(plan.order[u].agent is None and not plan.order[u].branch for u in ups)

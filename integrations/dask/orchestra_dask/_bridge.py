@@ -34,101 +34,21 @@ import anyio.lowlevel
 from anyio import RunFinishedError
 from dask.base import annotate
 from distributed.scheduler import KilledWorker
-from tornado.platform.asyncio import BaseAsyncIOLoop
 
-from orchestra_dask._chain import same_inputs
+from orchestra_dask._attempt import Attempt, Item, client_loop
+from orchestra_dask._chain import adopt, ahead, drop, same_inputs, unlink
 from orchestra_dask._output import RemoteOutput
 from orchestra_dask._started import Started, killed_note
 from orchestra_dask._started import started as started_record
-from orchestra_dask._worker import Body, run_body
+from orchestra_dask._worker import run_body
 
 if TYPE_CHECKING:
     from distributed import Client, Future
 
-    from orchestra import Task
-    from orchestra_dask._chain import ChainedRun
 
-__all__ = ["Attempt", "Bridge"]
+__all__ = ["Attempt", "Bridge", "client_loop"]
 
 _CANCEL_GRACE: Final = 5.0  # seconds the driver waits, shielded, for a cancel to be sent
-
-
-class _Item:
-    """Something the driver waits for: its outcome or error, set on the client's loop."""
-
-    __slots__ = ("cancelled", "done", "error", "future", "outcome")
-
-    def __init__(self, future: Future[Any] | None) -> None:
-        self.future: Any = future  # distributed's Future is untyped
-        self.done = anyio.Event()
-        self.outcome: Any = None
-        self.error: BaseException | None = None
-        self.cancelled = False
-
-
-@final
-class Attempt(_Item):
-    """One attempt: what to submit, then its dask future."""
-
-    __slots__ = (
-        "adopted",
-        "annotations",
-        "args",
-        "body",
-        "chain",
-        "gather",
-        "held",
-        "options",
-        "requeues",
-        "task",
-        "task_id",
-    )
-
-    def __init__(
-        self,
-        task_id: str,
-        body: Body | None,
-        args: dict[str, Any],
-        held: dict[str, Future[Any]],
-        options: dict[str, Any],
-        annotations: dict[str, Any],
-        *,
-        gather: bool,
-        requeues: int,
-        chain: ChainedRun | None = None,
-    ) -> None:
-        super().__init__(None)
-        self.task_id = task_id
-        self.body = body
-        self.args = args
-        self.held = held  # futures the body holds: dask resolves them on the worker
-        self.options = options
-        self.annotations = annotations
-        self.gather = gather  # bring the output to the driver (a task run by an agent)
-        self.requeues = requeues
-        self.chain = chain  # the run's chaining, if it chains
-        self.adopted = False  # a spec (submitted ahead) the driver's attempt took over
-        self.task: Task | None = None  # the task to prepare, when ``body`` is None
-
-    @classmethod
-    def later(
-        cls, task: Task, args: dict[str, Any], chain: ChainedRun, *, requeues: int
-    ) -> Attempt:
-        """A chained run's attempt, prepared (``prepare``) only if it adopts no spec."""
-        attempt = cls(task.id, None, args, {}, {}, {}, gather=False, requeues=requeues, chain=chain)
-        attempt.task = task
-        return attempt
-
-    def prepare(self, bridge: Bridge) -> None:
-        """Pickle the body of an attempt made ``later`` (and read its dask options)."""
-        chain = self.chain
-        assert chain is not None
-        assert self.task is not None
-        ready = chain.executor.prepare(self.task, self.args, bridge, {}, chain.annotations, chain)
-        self.body = ready.body
-        self.held = ready.held
-        self.options = ready.options
-        self.annotations = ready.annotations
 
 
 @final
@@ -173,11 +93,11 @@ class Bridge:
         # Keys "{task id}-{32 hex digits}": a random half per bridge, a counter.
         self.prefix = uuid.uuid4().hex[:16]
         self.count = itertools.count()
-        self.pending: deque[_Item] = deque()  # driver -> client loop
+        self.pending: deque[Item] = deque()  # driver -> client loop
         self.releases: deque[Any] = deque()  # distributed's Future is untyped
         self.release_due = False
         self.flush_due = False
-        self.ended: deque[_Item] = deque()  # client loop -> driver
+        self.ended: deque[Item] = deque()  # client loop -> driver
         self.wake_due = False
         # Chained runs (on the client's loop): future key -> its attempt or spec, and ->
         # the specs submitted with that future as an input.
@@ -192,7 +112,7 @@ class Bridge:
 
     async def fetch(self, future: Future[Any]) -> Any:
         """Gather one future's value to the driver."""
-        return await self._wait(_Item(future))
+        return await self._wait(Item(future))
 
     def release(self, future: Future[Any]) -> None:
         """Let the cluster forget ``future`` (soon, with the others released meanwhile).
@@ -209,7 +129,7 @@ class Bridge:
                 self.release_due = False
                 self.releases.clear()
 
-    async def _wait(self, item: _Item) -> Any:
+    async def _wait(self, item: Item) -> Any:
         self.pending.append(item)
         self._flush_soon()
         try:
@@ -271,7 +191,7 @@ class Bridge:
         while releases:
             future = releases.popleft()
             if linked:
-                self._unlink(future)
+                unlink(self, future)
             future.release()
 
     def _flush(self) -> None:
@@ -307,9 +227,9 @@ class Bridge:
                 spec = chain.specs.pop(attempt.task_id, None)
                 if spec is not None:
                     if same_inputs(spec, attempt):
-                        self._adopt(spec, attempt, started)
+                        adopt(self, spec, attempt, started)
                         continue
-                    self._drop(spec, started)
+                    drop(self, spec, started)
                 if attempt.body is None:
                     try:
                         attempt.prepare(self)
@@ -318,17 +238,17 @@ class Bridge:
                         continue
             fresh.append(attempt)
         chained: list[Attempt] = []
-        for attempt, error in self._submitted(fresh, started):
+        for attempt, error in self.submitted(fresh, started):
             if error is not None:
                 self._end_with(attempt, error)
                 continue
-            self.loop.create_task(self._follow(attempt, started))
+            self.loop.create_task(self.follow(attempt, started))
             if attempt.chain is not None:
                 chained.append(attempt)
         if chained:
-            self._ahead(chained, started)
+            ahead(self, chained, started)
 
-    def _submitted(
+    def submitted(
         self, attempts: list[Attempt], started: Started
     ) -> list[tuple[Attempt, BaseException | None]]:
         """Submit ``attempts``: one ``Client.map`` per set of options and annotations."""
@@ -362,66 +282,6 @@ class Bridge:
                 done.append((attempt, None))
         return done
 
-    # -- chained runs (see _chain) -----------------------------------------------------
-
-    def _ahead(self, frontier: list[Attempt], started: Started) -> None:
-        """Submit the chained dependents of ``frontier`` whose upstreams all have futures."""
-        while frontier:
-            specs: list[Attempt] = []
-            for submitted in frontier:
-                chain = submitted.chain
-                assert chain is not None
-                self.linked[str(submitted.future.key)] = submitted
-                prepare = chain.executor.prepare
-                for task, args in chain.ahead(submitted):
-                    try:
-                        spec = prepare(task, args, self, {}, chain.annotations, chain)
-                    except Exception:  # the driver's attempt will meet the same error
-                        continue
-                    chain.specs[task.id] = spec
-                    specs.append(spec)
-            frontier = []
-            for spec, error in self._submitted(specs, started):
-                chain = spec.chain
-                assert chain is not None
-                if error is not None:
-                    del chain.specs[spec.task_id]
-                    continue
-                for future in spec.args.values():
-                    self.consumers.setdefault(str(future.key), []).append(spec)
-                frontier.append(spec)
-
-    def _adopt(self, spec: Attempt, attempt: Attempt, started: Started) -> None:
-        """The driver's ``attempt`` takes over ``spec``, submitted ahead with the same inputs."""
-        spec.adopted = True
-        attempt.future = spec.future
-        self.linked[str(spec.future.key)] = attempt
-        self.loop.create_task(self._follow(attempt, started))
-
-    def _drop(self, spec: Attempt, started: Started) -> None:
-        """Release a spec the driver will not adopt (and the specs that use it)."""
-        chain = spec.chain
-        assert chain is not None
-        if chain.specs.get(spec.task_id) is spec:
-            del chain.specs[spec.task_id]
-        future = spec.future
-        started.end(str(future.key))
-        self._unlink(future)
-        future.release()
-
-    def _unlink(self, future: Any) -> None:
-        """``future`` failed or is released: no spec may use it; drop those that did."""
-        key = str(future.key)
-        attempt = self.linked.pop(key, None)
-        if attempt is not None and attempt.chain is not None:
-            attempt.chain.forget(attempt.task_id, future)
-        consumers = self.consumers.pop(key, None)
-        if consumers:
-            started = started_record(self.client)
-            for spec in consumers:
-                if not spec.adopted:
-                    self._drop(spec, started)
-
     def _map(self, attempts: list[Attempt]) -> list[Any]:
         """Submit ``attempts`` (same options) in one message to the scheduler."""
         first = attempts[0]
@@ -438,18 +298,18 @@ class Bridge:
                 **first.options,
             )
 
-    def _end_with(self, item: _Item, error: BaseException) -> None:
+    def _end_with(self, item: Item, error: BaseException) -> None:
         item.error = error
         self._ended(item)
 
-    def _ended(self, item: _Item) -> None:
+    def _ended(self, item: Item) -> None:
         self.ended.append(item)
         if not self.wake_due:
             self.wake_due = True
             # After this loop pass: the futures that ended together wake the driver once.
             self.loop.call_soon(self.to_driver, self._wake)
 
-    def _cancel(self, item: _Item) -> None:
+    def _cancel(self, item: Item) -> None:
         item.cancelled = True
         future = item.future
         if type(item) is not Attempt or future is None:
@@ -461,7 +321,7 @@ class Bridge:
         with contextlib.suppress(Exception):  # the client is closing: it cancels them all
             await self.client.cancel([future], asynchronous=True)  # type: ignore[no-untyped-call]
 
-    async def _fetch(self, item: _Item) -> None:
+    async def _fetch(self, item: Item) -> None:
         try:
             item.outcome = await item.future
         except BaseException as exc:
@@ -469,18 +329,18 @@ class Bridge:
         finally:
             self._ended(item)
 
-    async def _follow(self, attempt: Attempt, started: Started) -> None:
+    async def follow(self, attempt: Attempt, started: Started) -> None:
         try:
             attempt.outcome = await self._settle(attempt, started)
             outcome = attempt.outcome
             if attempt.cancelled and type(outcome) is RemoteOutput:
                 if self.linked:
-                    self._unlink(outcome.future)
+                    unlink(self, outcome.future)
                 cast(Any, outcome.future).release()  # nobody waits for it any more
         except BaseException as exc:
             attempt.error = exc
             if attempt.chain is not None and attempt.future is not None:
-                self._unlink(attempt.future)  # the specs that use it will never run
+                unlink(self, attempt.future)  # the specs that use it will never run
         finally:
             self._ended(attempt)
 
@@ -506,23 +366,15 @@ class Bridge:
             if isinstance(error, KilledWorker) and requeue:
                 requeued += 1  # merely queued on the worker that died: again, uncounted
                 if self.linked:
-                    self._unlink(future)
+                    unlink(self, future)
                 future.release()
                 (attempt.future,) = self._map([attempt])
                 started.pending.add(attempt.future.key)
                 if attempt.chain is not None:
-                    self._ahead([attempt], started)
+                    ahead(self, [attempt], started)
                 continue
             traceback = await future.traceback()
             future.release()
             if isinstance(error, KilledWorker):
                 error.add_note(killed_note(error, attempt.task_id, ran, requeued))
             raise error.with_traceback(traceback)
-
-
-def client_loop(client: Client) -> asyncio.AbstractEventLoop:
-    """The asyncio loop ``client`` runs on."""
-    loop = client.loop
-    if not isinstance(loop, BaseAsyncIOLoop):  # tornado >= 5 loops all are
-        raise RuntimeError(f"{client!r} has no asyncio event loop (is it closed?)")
-    return loop.asyncio_loop

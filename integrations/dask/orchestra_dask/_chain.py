@@ -17,10 +17,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, final
 
+from orchestra_dask._started import started as started_record
+
 if TYPE_CHECKING:
     from orchestra import Task
-    from orchestra_dask._bridge import Attempt
+    from orchestra_dask._attempt import Attempt
+    from orchestra_dask._bridge import Bridge
     from orchestra_dask._executor import DaskExecutor
+    from orchestra_dask._started import Started
 
 __all__ = ["ChainedRun"]
 
@@ -96,3 +100,68 @@ def same_inputs(spec: Attempt, attempt: Attempt) -> bool:
     if given.keys() != spec.args.keys():
         return False
     return all(given[k] is future for k, future in spec.args.items())
+
+
+# -- on the client's loop: what a chained run submits ahead, adopts and drops -------
+
+
+def ahead(bridge: Bridge, frontier: list[Attempt], started: Started) -> None:
+    """Submit the chained dependents of ``frontier`` whose upstreams all have futures."""
+    while frontier:
+        specs: list[Attempt] = []
+        for submitted in frontier:
+            chain = submitted.chain
+            assert chain is not None
+            bridge.linked[str(submitted.future.key)] = submitted
+            prepare = chain.executor.prepare
+            for task, args in chain.ahead(submitted):
+                try:
+                    spec = prepare(task, args, bridge, {}, chain.annotations, chain)
+                except Exception:  # the driver's attempt will meet the same error
+                    continue
+                chain.specs[task.id] = spec
+                specs.append(spec)
+        frontier = []
+        for spec, error in bridge.submitted(specs, started):
+            chain = spec.chain
+            assert chain is not None
+            if error is not None:
+                del chain.specs[spec.task_id]
+                continue
+            for future in spec.args.values():
+                bridge.consumers.setdefault(str(future.key), []).append(spec)
+            frontier.append(spec)
+
+
+def adopt(bridge: Bridge, spec: Attempt, attempt: Attempt, started: Started) -> None:
+    """The driver's ``attempt`` takes over ``spec``, submitted ahead with the same inputs."""
+    spec.adopted = True
+    attempt.future = spec.future
+    bridge.linked[str(spec.future.key)] = attempt
+    bridge.loop.create_task(bridge.follow(attempt, started))
+
+
+def drop(bridge: Bridge, spec: Attempt, started: Started) -> None:
+    """Release a spec the driver will not adopt (and the specs that use it)."""
+    chain = spec.chain
+    assert chain is not None
+    if chain.specs.get(spec.task_id) is spec:
+        del chain.specs[spec.task_id]
+    future = spec.future
+    started.end(str(future.key))
+    unlink(bridge, future)
+    future.release()
+
+
+def unlink(bridge: Bridge, future: Any) -> None:
+    """``future`` failed or is released: no spec may use it; drop those that did."""
+    key = str(future.key)
+    attempt = bridge.linked.pop(key, None)
+    if attempt is not None and attempt.chain is not None:
+        attempt.chain.forget(attempt.task_id, future)
+    consumers = bridge.consumers.pop(key, None)
+    if consumers:
+        started = started_record(bridge.client)
+        for spec in consumers:
+            if not spec.adopted:
+                drop(bridge, spec, started)

@@ -19,7 +19,8 @@ import cloudpickle  # type: ignore[import-untyped]  # ships no type information
 from dask.base import get_annotations
 from opentelemetry import propagate
 
-from orchestra_dask._bridge import Attempt, Bridge
+from orchestra_dask._attempt import Attempt
+from orchestra_dask._bridge import Bridge
 from orchestra_dask._chain import ChainedRun
 from orchestra_dask._output import RemoteOutput
 from orchestra_dask._worker import Body, held_futures

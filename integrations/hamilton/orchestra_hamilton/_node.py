@@ -175,60 +175,59 @@ class Nodes:
         kwargs = {k: (await v) if isinstance(v, Awaitable) else v for k, v in kwargs.items()}
         known = self.tasks.get(id(node))
         task = known[1] if known is not None and known[0]() is node else self.task(node)
-        name = task.id
-        started = time.monotonic()
-        errors: tuple[BaseException, ...] = ()
+        step = _Step(task, kwargs)
         span: Span | None = None
-        attempt = 0
         while True:
-            attempt += 1
-            run.attempts[name] = attempt
+            step.next(run)
             if run.trace is not None:
-                span = run.trace.attempt(name, attempt, span)
-            ctx = end = None
-            notes: list[str] = []  # the messages of this attempt, shared by its contexts
+                span = run.trace.attempt(task.id, step.attempt, span)
             try:
-                if self.has_before:
-                    ctx = run.context(task, attempt, errors, started, kwargs, notes)
-                    decision, by = await self.acall(run, "before_execute", ctx)
-                    if decision is not None:
-                        kwargs, end = self.before(run, task, decision, by, span, attempt, kwargs)
-                        ctx = None
-                if end is None:
-                    try:
-                        result = body(**kwargs)
-                        if isinstance(result, Awaitable):
-                            result = await result
-                    except Exception as exc:
-                        errors += (exc,)
-                        decision = by = None
-                        if self.has_failure:
-                            ctx = run.context(task, attempt, errors, started, kwargs, notes)
-                            decision, by = await self.acall(run, "on_failure", ctx, exc)
-                        delay, end = self.failed(run, name, exc, decision, by, span, attempt)
-                        if end is None:
-                            if delay:
-                                await asyncio.sleep(delay)
-                            continue
-                    else:
-                        end = (_SUCCEEDED, result, None)
-                        if self.has_after:
-                            if ctx is None:
-                                ctx = run.context(task, attempt, errors, started, kwargs, notes)
-                            decision, by = await self.acall(run, "after_execute", ctx, result)
-                            if decision is not None:
-                                end = self.after(run, task, decision, by, span, attempt, result)
-                run.settle(name, end[0], end[1], started)
+                end = await self._attempt_async(run, step, body, span)
+                if end is None:  # retried
+                    continue
+                run.settle(task.id, end[0], end[1], step.started)
                 if self.has_end:
-                    if ctx is None:
-                        ctx = run.context(task, attempt, errors, started, kwargs, notes)
-                    await self.acall(run, "on_end", ctx, end[0])
+                    await self.acall(run, "on_end", step.context(run), end[0])
             finally:
                 if span is not None:
-                    _close(span, run, name)
+                    _close(span, run, task.id)
             if end[2] is not None:
                 raise end[2]
             return end[1]
+
+    async def _attempt_async(
+        self, run: Run, step: _Step, body: Callable[..., Any], span: Span | None
+    ) -> _End | None:
+        """One attempt under the async driver: how it ended, or None when it is retried."""
+        task = step.task
+        if self.has_before:
+            decision, by = await self.acall(run, "before_execute", step.context(run))
+            if decision is not None:
+                step.kwargs, end = self.before(
+                    run, task, decision, by, span, step.attempt, step.kwargs
+                )
+                step.ctx = None
+                if end is not None:
+                    return end
+        try:
+            result = body(**step.kwargs)
+            if isinstance(result, Awaitable):
+                result = await result
+        except Exception as exc:
+            step.errors += (exc,)
+            step.ctx = None
+            decision = by = None
+            if self.has_failure:
+                decision, by = await self.acall(run, "on_failure", step.context(run), exc)
+            delay, end = self.failed(run, task.id, exc, decision, by, span, step.attempt)
+            if end is None and delay:
+                await asyncio.sleep(delay)
+            return end
+        if self.has_after:
+            decision, by = await self.acall(run, "after_execute", step.context(run), result)
+            if decision is not None:
+                return self.after(run, task, decision, by, span, step.attempt, result)
+        return (_SUCCEEDED, result, None)
 
     # -- the steps both loops share -----------------------------------------------------------
 
@@ -359,3 +358,34 @@ def reason(decision: object) -> str:
 def _decided(span: Span | None, decision: object, by: str | None, attempt: int) -> None:
     if span is not None:
         record_decision(span, decision, by, attempt)
+
+
+@final
+class _Step:
+    """What the async driver's attempts of one node share, and the current one's context."""
+
+    __slots__ = ("attempt", "ctx", "errors", "kwargs", "notes", "started", "task")
+
+    def __init__(self, task: orchestra.Task, kwargs: Any) -> None:
+        self.task = task
+        self.kwargs = kwargs
+        self.started = time.monotonic()
+        self.errors: tuple[BaseException, ...] = ()
+        self.attempt = 0
+        self.notes: list[str] = []
+        self.ctx: Any = None
+
+    def next(self, run: Run) -> None:
+        """A new attempt: counted, with messages and a context of its own."""
+        self.attempt += 1
+        run.attempts[self.task.id] = self.attempt
+        self.notes = []  # the messages of this attempt, shared by its contexts
+        self.ctx = None
+
+    def context(self, run: Run) -> Any:
+        """The attempt's context as it stands (made again after its inputs or errors change)."""
+        if self.ctx is None:
+            self.ctx = run.context(
+                self.task, self.attempt, self.errors, self.started, self.kwargs, self.notes
+            )
+        return self.ctx

@@ -52,9 +52,9 @@ def _check_version(found: str) -> None:
 _check_version(_dist_version("prefect"))
 
 from orchestra_prefect._hooked import DEFAULT_MAX_RETRIES as DEFAULT_MAX_RETRIES  # noqa: E402
-from orchestra_prefect._hooked import SKIPPED as SKIPPED  # noqa: E402
 from orchestra_prefect._hooked import hooked as hooked  # noqa: E402
-from orchestra_prefect._hooked import task_state as task_state  # noqa: E402
+from orchestra_prefect._states import SKIPPED as SKIPPED  # noqa: E402
+from orchestra_prefect._states import task_state as task_state  # noqa: E402
 
 __version__ = "0.1.0"
 

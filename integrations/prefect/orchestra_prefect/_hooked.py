@@ -27,11 +27,10 @@ import inspect
 import time
 from collections.abc import Callable, Mapping
 from types import MappingProxyType, SimpleNamespace
-from typing import Any, Final, TypeVar, final
+from typing import Any, Final, TypeVar
 from uuid import UUID
 
 from prefect import Flow, Task
-from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.futures import PrefectFuture
 from prefect.logging import get_run_logger
@@ -50,40 +49,18 @@ from orchestra import (
     TaskState,
 )
 from orchestra_prefect._flow import hook_flow
+from orchestra_prefect._states import SKIPPED, Delays, task_state
 
-__all__ = ["DEFAULT_MAX_RETRIES", "SKIPPED", "hooked", "task_state"]
+__all__ = ["DEFAULT_MAX_RETRIES", "hooked"]
 
 _T = TypeVar("_T", Task[Any, Any], Flow[Any, Any])
 
 DEFAULT_MAX_RETRIES: Final = 99
 """How many retries hooks may ask for per task run (Prefect's ``retries`` of the task)."""
 
-SKIPPED: Final = "Skipped"
-"""The name of the ``Completed`` state a skipped task run ends in."""
-
 _MOMENTS: Final = ("before_execute", "after_execute", "on_failure", "on_end")
 _ENGINE: Final = "Prefect"
 _FAIL: Final = object()  # a hook failed the run: Prefect must not retry it
-
-
-def task_state(state: State[Any]) -> TaskState:
-    """The orchestra ``TaskState`` a Prefect task run's final state stands for.
-
-    ``Completed`` named ``"Skipped"`` (a hook's ``Skip``) is SKIPPED, other ``Completed``
-    states SUCCEEDED; ``Failed`` and ``Crashed`` are FAILED; ``Pending`` named
-    ``"NotReady"`` (an upstream task failed, so the run never started) is
-    UPSTREAM_FAILED; ``Cancelled``/``Cancelling`` are CANCELLED; a state that is not final
-    is PENDING or RUNNING.
-    """
-    if state.is_completed():
-        return TaskState.SKIPPED if state.name == SKIPPED else TaskState.SUCCEEDED
-    if state.is_failed() or state.is_crashed():
-        return TaskState.FAILED
-    if state.is_cancelled() or state.is_cancelling():
-        return TaskState.CANCELLED
-    if state.is_pending() and state.name == "NotReady":
-        return TaskState.UPSTREAM_FAILED
-    return TaskState.RUNNING if state.is_running() else TaskState.PENDING
 
 
 def hooked(
@@ -137,36 +114,6 @@ def hooked(
     return decorate
 
 
-@final
-class _Delays(list[float]):
-    """The hooked task's ``retry_delay_seconds``, as Prefect shows them.
-
-    They are the task's own delays, except for a retry a hook asked for, which waits the
-    hook's delay.
-
-    Prefect reads ``retry_delay_seconds`` (truth, then an item) right after
-    ``retry_condition_fn`` agreed to retry, in the task run's context.
-    """
-
-    def __init__(self, own: list[float], decided: dict[UUID, float]) -> None:
-        super().__init__(own or [0.0])
-        self.decided = decided
-
-    def _current(self) -> float | None:
-        ctx = TaskRunContext.get()
-        return None if ctx is None else self.decided.get(ctx.task_run.id)
-
-    def __bool__(self) -> bool:
-        delay = self._current()
-        return bool(delay) if delay is not None else any(super().__iter__())
-
-    def __getitem__(self, index: Any) -> Any:
-        ctx = TaskRunContext.get()
-        if ctx is not None and ctx.task_run.id in self.decided:
-            return self.decided.pop(ctx.task_run.id)
-        return super().__getitem__(index)
-
-
 class _HookedTask:
     """The state ``hooked`` keeps for one Prefect task (internal)."""
 
@@ -200,7 +147,7 @@ class _HookedTask:
             retry_condition_fn=self.retry_condition,
         )
         hooked_task.fn = self.wrap(task.fn)
-        hooked_task.retry_delay_seconds = _Delays(self.own_delays, self.decided)
+        hooked_task.retry_delay_seconds = Delays(self.own_delays, self.decided)
         if self.has["on_end"]:
             hooked_task.on_completion_hooks = [*task.on_completion_hooks, self.ended]
             hooked_task.on_failure_hooks = [*task.on_failure_hooks, self.ended]
