@@ -5,8 +5,8 @@ Shapes (10,000 no-op tasks each): ``wide`` (10,000 independent tasks and one sin
 deps in the previous layer, fixed seed). On each anyio backend (asyncio, trio) it prints
 tasks/s (median of interleaved rounds) and ratios against two floors written in the raw backend:
 
-- floor A, task per node: ``graphlib.TopologicalSorter`` driving one task per node under
-  a 64-slot semaphore;
+- floor A, task per node: one task per node, started in topological order, awaiting its
+  upstreams' tasks (trio: events), its body under a 64-slot semaphore; the plain way;
 - floor C, a raw worker pool: 64 long-lived workers take node indexes from one ready
   deque; its index arrays are built from the graph inside the timed region.
 
@@ -20,14 +20,24 @@ synchronous stretch at the end of a 100,000-node run; fairness (the largest gap 
 10 ms heartbeat beside 20,000 CPU-bound 50 µs bodies, and how late a 50 ms task timeout
 fires among them); the peak memory growth per node.
 
-Run: ``make bench`` (or ``python bench/scheduler.py [--quick]``).
+Targets, each judged in a verdict line (and listed at the end): orchestra at least 2x floor
+A on every shape and backend, with no-parameter bodies and with bodies that take their
+upstreams' outputs (against floor A passing them too); threaded sync bodies at least
+dask's threaded scheduler; inline sync bodies at least 1.5x Hamilton's driver; building
+at most 2 us per node at 100,000 nodes; and, in fresh processes at 100,000 and 1,000,000
+nodes (build, run, peak RSS per node), the cost per node at 1M within 1.3x of 100k.
+Figures are medians with [min-max] over interleaved rounds.
+
+Before/after against another checkout: ``PYTHONPATH=/path/to/old/checkout python
+bench/scheduler.py`` runs this same bench on that orchestra (the first line says which).
+
+Run: ``make bench`` (or ``python bench/scheduler.py [--quick] [--only async_sections]``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import graphlib
 import os
 import random
 import statistics
@@ -84,6 +94,10 @@ async def anoop() -> None:
     return None
 
 
+async def apass(**upstreams: Any) -> Any:
+    return None
+
+
 async def asleep0() -> None:
     await anyio.lowlevel.checkpoint()
 
@@ -99,45 +113,43 @@ def build(graph: Graph, fn: Callable[..., Any], *, inline: bool = False) -> DAG:
     return dag
 
 
-# -- floor A: one task per node (graphlib) -----------------------------------------------
+# -- floor A: one task per node, awaiting its upstreams ------------------------------------
+# The plain way to run a DAG on asyncio (and its trio twin): one task per node, started in
+# topological order, that waits for its upstreams' tasks, then runs its body under a
+# 64-slot semaphore. With ``inputs`` the body gets its upstreams' outputs by keyword.
 
 
-async def floor_a_asyncio(graph: Graph, body: Callable[[], Awaitable[None]]) -> None:
-    ts = graphlib.TopologicalSorter(graph)
-    ts.prepare()
+async def floor_a_asyncio(graph: Graph, body: Callable[..., Awaitable[Any]], inputs: bool) -> None:
     sem = asyncio.Semaphore(WORKERS)
-    done: asyncio.Queue[str] = asyncio.Queue()
-    tasks: set[asyncio.Task[None]] = set()
+    tasks: dict[str, asyncio.Task[Any]] = {}
 
-    async def one(node: str) -> None:
+    async def one(deps: list[str]) -> Any:
+        if deps:
+            outs = [await tasks[d] for d in deps]
         async with sem:
-            await body()
-        done.put_nowait(node)
+            return await (body(**dict(zip(deps, outs, strict=True))) if inputs and deps else body())
 
-    while ts.is_active():
-        for node in ts.get_ready():
-            t = asyncio.create_task(one(node))
-            tasks.add(t)
-            t.add_done_callback(tasks.discard)
-        ts.done(await done.get())
+    for tid, deps in graph.items():
+        tasks[tid] = asyncio.create_task(one(deps))
+    await asyncio.gather(*tasks.values())
 
 
-async def floor_a_trio(graph: Graph, body: Callable[[], Awaitable[None]]) -> None:
-    ts = graphlib.TopologicalSorter(graph)
-    ts.prepare()
+async def floor_a_trio(graph: Graph, body: Callable[..., Awaitable[Any]], inputs: bool) -> None:
     sem = trio.Semaphore(WORKERS)
-    send, receive = trio.open_memory_channel[str](float("inf"))
+    done = {tid: trio.Event() for tid in graph}
+    outputs: dict[str, Any] = {}
 
-    async def one(node: str) -> None:
+    async def one(tid: str, deps: list[str]) -> None:
+        for d in deps:
+            await done[d].wait()
         async with sem:
-            await body()
-        send.send_nowait(node)
+            kwargs = {d: outputs[d] for d in deps} if inputs else {}
+            outputs[tid] = await body(**kwargs)
+        done[tid].set()
 
     async with trio.open_nursery() as nursery:
-        while ts.is_active():
-            for node in ts.get_ready():
-                nursery.start_soon(one, node)
-            ts.done(await receive.receive())
+        for tid, deps in graph.items():
+            nursery.start_soon(one, tid, deps)
 
 
 # -- floor C: a raw pool of long-lived workers over index arrays --------------------------
@@ -215,7 +227,7 @@ async def floor_c_trio(graph: Graph, body: Callable[[], Awaitable[None]]) -> Non
             nursery.start_soon(worker)
 
 
-async def raw_noop() -> None:
+async def raw_noop(**_: Any) -> None:
     return None
 
 
@@ -227,13 +239,21 @@ async def trio_sleep0() -> None:
     await trio.lowlevel.checkpoint()
 
 
-def run_floor(backend: str, floor: str, graph: Graph, *, sleep0: bool = False) -> None:
+def run_floor(
+    backend: str, floor: str, graph: Graph, *, sleep0: bool = False, inputs: bool = False
+) -> None:
     if backend == "asyncio":
-        fa = floor_a_asyncio if floor == "a" else floor_c_asyncio
-        asyncio.run(fa(graph, asyncio_sleep0 if sleep0 else raw_noop))
+        body: Any = asyncio_sleep0 if sleep0 else raw_noop
+        if floor == "a":
+            asyncio.run(floor_a_asyncio(graph, body, inputs))
+        else:
+            asyncio.run(floor_c_asyncio(graph, body))
     else:
-        ft = floor_a_trio if floor == "a" else floor_c_trio
-        trio.run(ft, graph, trio_sleep0 if sleep0 else raw_noop)
+        body = trio_sleep0 if sleep0 else raw_noop
+        if floor == "a":
+            trio.run(floor_a_trio, graph, body, inputs)
+        else:
+            trio.run(floor_c_trio, graph, body)
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -255,7 +275,18 @@ class NoopEnd(TaskHooks):
         return None
 
 
-def timed(*fns: Callable[[], Any], repeat: int = REPEAT) -> list[float]:
+class Timing(float):
+    """The median CPU seconds of a contender's rounds (a float), with every round kept."""
+
+    rounds: list[float]
+
+    def __new__(cls, rounds: list[float]) -> Timing:
+        timing = super().__new__(cls, statistics.median(rounds))
+        timing.rounds = rounds
+        return timing
+
+
+def timed(*fns: Callable[[], Any], repeat: int = REPEAT) -> list[Timing]:
     """CPU seconds of one call of each of ``fns`` (the process's, all threads).
 
     The median of ``repeat`` rounds; rounds interleave the contenders (each round calls
@@ -271,16 +302,40 @@ def timed(*fns: Callable[[], Any], repeat: int = REPEAT) -> list[float]:
             t0 = time.process_time()
             fn()
             times.append(time.process_time() - t0)
-    return [statistics.median(times) for times in runs]
+    return [Timing(times) for times in runs]
+
+
+def ratios(base: Timing, seconds: Timing) -> list[float]:
+    """How many times ``base``'s speed, round by round (the rounds interleaved)."""
+    return [b / t for b, t in zip(base.rounds, seconds.rounds, strict=True)]
 
 
 def rate(n: int, seconds: float) -> str:
     return f"{n / seconds / 1000:8.1f}k/s"
 
 
-def row(label: str, n: int, seconds: float, *floors: tuple[str, float]) -> None:
-    ratios = "".join(f"   {name} {base / seconds:5.2f}x" for name, base in floors)
-    print(f"  {label:32}{rate(n, seconds)}{ratios}")
+def spread(n: int, seconds: Timing) -> str:
+    return f"[{n / max(seconds.rounds) / 1000:.1f}-{n / min(seconds.rounds) / 1000:.1f}]"
+
+
+def row(label: str, n: int, seconds: Timing, *floors: tuple[str, Timing]) -> None:
+    parts = []
+    for name, base in floors:
+        each = ratios(base, seconds)
+        parts.append(f"   {name} {statistics.median(each):5.2f}x [{min(each):.2f}-{max(each):.2f}]")
+    print(f"  {label:34}{rate(n, seconds)} {spread(n, seconds):>15}{''.join(parts)}")
+
+
+VERDICTS: list[str] = []
+
+
+def verdict(what: str, value: float, target: float, *, at_most: bool = False) -> None:
+    """Print (and keep, for the summary) whether ``value`` meets ``target``."""
+    met = value <= target if at_most else value >= target
+    sign = "<=" if at_most else ">="
+    line = f"{'MET   ' if met else 'MISSED'} {what}: {value:.2f} (target {sign} {target:g})"
+    VERDICTS.append(line)
+    print(f"  -> {line}")
 
 
 def run_orchestra(backend: str, dag: DAG, **kwargs: Any) -> orchestra.RunResult:
@@ -316,26 +371,34 @@ def async_section(name: str, graph: Graph, backend: str) -> None:
     n = len(graph)
     dag = build(graph, anoop)
     dag.validate()
+    dag_in = build(graph, apass)  # bodies that take their upstreams' outputs
+    dag_in.validate()
     hooks = [NoopHook() for _ in range(5)]
-    t_a, t_c, t_run, t_build, t_hooks, t_end = timed(
+    t_a, t_a_in, t_c, t_run, t_in, t_build, t_hooks, t_end = timed(
         lambda: run_floor(backend, "a", graph),
+        lambda: run_floor(backend, "a", graph, inputs=True),
         lambda: run_floor(backend, "c", graph),
         lambda: run_orchestra(backend, dag),
+        lambda: run_orchestra(backend, dag_in),
         lambda: run_orchestra(backend, build(graph, anoop)),
         lambda: run_orchestra(backend, dag, hooks=hooks),
         lambda: run_orchestra(backend, dag, hooks=[NoopEnd()]),
     )
     floors = (("/A", t_a), ("/C", t_c))
-    print(f"[{name}, {backend}] {n} tasks, async no-op bodies")
+    print(f"[{name}, {backend}] {n} tasks, async no-op bodies: median [min-max] of {REPEAT}")
     row("floor A, task per node", n, t_a, *floors)
     row("floor C, raw worker pool", n, t_c, *floors)
     row("orchestra, run of a built DAG", n, t_run, *floors)
     row("orchestra, build + run", n, t_build, *floors)
-    row("orchestra, 5 no-op hooks", n, t_hooks, *floors)
+    row("floor A, bodies take upstream outputs", n, t_a_in, ("/A-in", t_a_in))
+    row("orchestra, bodies take upstream outputs", n, t_in, ("/A-in", t_a_in))
+    row("orchestra, 5 no-op def hooks", n, t_hooks, *floors)
     per_hook_us = (t_hooks - t_run) / (n * 10) * 1e6  # before + after on each of 5 hooks
-    print(f"  {'':32}+{per_hook_us:.2f} us per hook call")
+    print(f"  {'':34}+{per_hook_us:.2f} us per hook call")
     row("orchestra, 1 no-op on_end hook", n, t_end, *floors)
-    print(f"  {'':32}+{(t_end - t_run) / n * 1e6:.2f} us per task for on_end")
+    print(f"  {'':34}+{(t_end - t_run) / n * 1e6:.2f} us per task for on_end")
+    verdict(f"{name}/{backend}: orchestra / task-per-node floor", t_a / t_run, 2.0)
+    verdict(f"{name}/{backend}: with upstream outputs, / floor A with them", t_a_in / t_in, 2.0)
     if name == "wide":  # bodies that suspend once: every body pays a loop pass
         dag_s = build(graph, asleep0)
         t_as, t_os = timed(
@@ -373,6 +436,7 @@ def sync_section(name: str, graph: Graph) -> None:
         t_thread, t_inline = t_orchestra[2 * k : 2 * k + 2]
         row(f"orchestra threads, {backend}", n, t_thread, *floors)
         row(f"orchestra inline, {backend}", n, t_inline, *floors)
+        verdict(f"{name}/{backend}: threaded / dask threaded", t_dask_thr / t_thread, 1.0)
     print()
 
 
@@ -390,6 +454,7 @@ def hamilton_section() -> None:
     print(f"[layered 1,000, sync bodies] Hamilton driver {rate(n, t_ham)}")
     for backend, t_orch in zip(BACKENDS, t_small, strict=True):
         row(f"orchestra inline, {backend}", n, t_orch, ("/hamilton", t_ham))
+        verdict(f"layered 1,000/{backend}: inline sync / Hamilton", t_ham / t_orch, 1.5)
     print()
 
 
@@ -435,7 +500,7 @@ def build_section() -> None:
     per_build = full[0] / 6  # both contenders, three rounds
     pool_off, dag_off = timed(without_gc(lambda: Pool(big)), without_gc(construct), repeat=3)
     print("[build] 100,000-node layered DAG: construction, validation and planning")
-    print(f"  orchestra DAG      {dag_s / n * 1e6:6.2f} us/node (target <= 2)")
+    print(f"  orchestra DAG      {dag_s / n * 1e6:6.2f} us/node")
     print(f"  floor C's arrays   {pool_s / n * 1e6:6.2f} us/node")
     print(f"  DAG / arrays       {dag_s / pool_s:6.2f}x")
     print("  with the cyclic garbage collector off (gc.disable() around each build):")
@@ -445,6 +510,7 @@ def build_section() -> None:
         f"  full collections the builds set off: {per_build:.1f} per build, each walking the"
         f" process's {len(gc.get_objects()):,} tracked objects"
     )
+    verdict("build, 100,000 nodes: us per node", dag_s / n * 1e6, 2.0, at_most=True)
     print()
 
 
@@ -548,25 +614,97 @@ def memory_section() -> None:
     )
 
 
-def main() -> None:
-    print(f"orchestra scheduler benchmark, {N} no-op tasks per shape, median of {REPEAT}")
-    print(f"python {sys.version.split()[0]}; tasks per CPU second (process time, all threads);")
-    print("ratios: how many times the baseline's speed\n")
+def scale_child(n: int) -> None:
+    """In a process of its own: build and run an ``n``-node layered DAG; print the costs."""
+    import json
+    import resource
+
+    graph = layered(layers=n // 100, width=100, seed=11)
+    base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.process_time()
+    dag = build(graph, anoop)
+    dag.validate()
+    t1 = time.process_time()
+    result = orchestra.run_sync(dag, max_concurrency=WORKERS)
+    t2 = time.process_time()
+    assert result.ok
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"build": t1 - t0, "run": t2 - t1, "rss": (peak_kb - base_kb) * 1024}))
+
+
+def scale_section() -> None:
+    """100,000 and 1,000,000 nodes, each in a fresh process, rounds interleaved."""
+    import json
+    import subprocess
+
+    sizes = (100_000, 1_000_000)
+    rounds: dict[int, list[dict[str, float]]] = {size: [] for size in sizes}
+    for _ in range(1 if QUICK else 3):
+        for size in sizes:
+            out = subprocess.run(
+                [sys.executable, __file__, "--scale", str(size)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            rounds[size].append(json.loads(out.stdout.splitlines()[-1]))
+    print("[scale] layered DAGs of 100,000 and 1,000,000 async no-op tasks, a process each")
+    per: dict[int, float] = {}
+    for size in sizes:
+        got = rounds[size]
+        build_us = [r["build"] / size * 1e6 for r in got]
+        run_us = [r["run"] / size * 1e6 for r in got]
+        rss = [r["rss"] / size for r in got]
+        per[size] = statistics.median(b + r for b, r in zip(build_us, run_us, strict=True))
+        print(
+            f"  {size:>9,} nodes  build {statistics.median(build_us):5.2f} us/node"
+            f" [{min(build_us):.2f}-{max(build_us):.2f}]"
+            f"   run {statistics.median(run_us):5.2f} us/node [{min(run_us):.2f}-{max(run_us):.2f}]"
+            f"   peak RSS {statistics.median(rss):6.0f} B/node [{min(rss):.0f}-{max(rss):.0f}]"
+        )
+    verdict(
+        "1M / 100k: build + run cost per node", per[1_000_000] / per[100_000], 1.3, at_most=True
+    )
+    print()
+
+
+def async_sections() -> None:
     graphs = {name: make() for name, make in SHAPES.items()}
     for backend in BACKENDS:
         for name, graph in graphs.items():
             async_section(name, graph, backend)
-    for name, graph in graphs.items():
-        sync_section(name, graph)
+
+
+def sync_sections() -> None:
+    for name, make in SHAPES.items():
+        sync_section(name, make())
+
+
+def main() -> None:
+    print(f"orchestra scheduler benchmark, {N} no-op tasks per shape, median of {REPEAT}")
+    print(f"orchestra from {orchestra.__file__}")
+    print(f"python {sys.version.split()[0]}; tasks per CPU second (process time, all threads);")
+    print("ratios: how many times the baseline's speed\n")
+    async_sections()
+    sync_sections()
     hamilton_section()
     build_section()
     end_of_run_section()
     fairness_section()
     memory_section()
+    scale_section()
+    print("\nverdicts:")
+    for line in VERDICTS:
+        print(f"  {line}")
 
 
 if __name__ == "__main__":
-    if "--only" in sys.argv:  # e.g. --only fairness_section
+    if "--scale" in sys.argv:  # a child of scale_section
+        scale_child(int(sys.argv[sys.argv.index("--scale") + 1]))
+    elif "--only" in sys.argv:  # e.g. --only fairness_section
+        print(f"orchestra from {orchestra.__file__}")
         globals()[sys.argv[sys.argv.index("--only") + 1]]()
+        for line in VERDICTS:
+            print(f"  {line}")
     else:
         main()
