@@ -73,8 +73,15 @@ class Frame:
 
     @property
     def where(self) -> str:
-        """``FILE:LINE in NAME``."""
-        return f"{self.file}:{self.line} in {self.name}"
+        """``FILE:LINE`` in short: relative to the working folder, else the file's name.
+
+        The full path is in the traceback; this is for a line that names the place.
+        """
+        try:
+            file = str(Path(self.file).relative_to(Path.cwd()))
+        except ValueError:
+            file = Path(self.file).name
+        return f"{file}:{self.line}"
 
 
 def _is_library(file: str) -> bool:

@@ -205,6 +205,10 @@ def test_run_summary_shows_the_failing_line(tmp_path: Path) -> None:
     assert "orchestra/dag" not in text
     assert "anyio" not in text
     assert out.stderr == ""
+    line = cli("trace", "show", "run.jsonl", cwd=tmp_path).stdout
+    assert (
+        f"ValueError: invalid literal for int() with base 10: 'x'  at flow.py:{PARSE_LINE}" in line
+    )
     shown = cli("trace", "show", "run.jsonl", "--failed", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "load failed:" in shown.stdout

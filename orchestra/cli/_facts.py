@@ -116,6 +116,9 @@ def _error_facts(node: SpanNode) -> list[Fact]:
     error = node.error
     if error is not None and n.ATTR_RUN_OK not in node.attributes:
         out.append([(error, "error")])
+        frame = node.failing_frame
+        if frame is not None:
+            out.append([(f"at {frame.where}", "dim")])
     return out
 
 

@@ -12,6 +12,7 @@ by state and the run's duration (``RunResult.duration``, the one duration shown)
 from __future__ import annotations
 
 from collections import Counter
+from itertools import islice
 from pathlib import Path
 from typing import Final
 
@@ -21,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestra import DAG, RunResult, TaskState
-from orchestra._tracebacks import failing_frame, frames_of
+from orchestra._tracebacks import failing_frame, format_error, frames_of
 from orchestra.cli._trace import STATE_STYLE, print_tracebacks
 from orchestra.cli._tracefile import failed_upstreams
 
@@ -30,6 +31,7 @@ __all__ = ["print_summary"]
 _NOT_OK: Final = (TaskState.FAILED, TaskState.UPSTREAM_FAILED, TaskState.CANCELLED)
 _WIDE_REST: Final = 48  # the wide table but the task and why columns: state, numbers, rules
 _WHY_MIN: Final = 24
+_SCANNED: Final = 1000
 
 
 def _why(task_id: str, result: RunResult, dag: DAG, states: dict[str, str]) -> str:
@@ -47,27 +49,26 @@ def _why(task_id: str, result: RunResult, dag: DAG, states: dict[str, str]) -> s
         text = f"{type(error).__name__}: {error}"
         text = text if why is None or why in text else f"{text} ({why})"
         frame = failing_frame(frames_of(error))
-        return text if frame is None else f"{text}\nat {_short(frame.file)}:{frame.line}"
+        return text if frame is None else f"{text}\nat {frame.where}"
     return why or ""
 
 
-def _short(file: str) -> str:
-    """``file`` relative to the working folder when it is in it."""
-    try:
-        return str(Path(file).relative_to(Path.cwd()))
-    except ValueError:
-        return file
-
-
 def _tracebacks(console: Console, result: RunResult) -> None:
-    """The failing frames of the first failed tasks, one traceback per distinct one."""
+    """The failing frames of the first failed tasks, one traceback per distinct one.
+
+    Formatting a traceback reads source lines: of a run with many failures, the first
+    ``_SCANNED`` failed tasks are looked at (all are in ``RunResult.tracebacks``).
+    """
     failed = (
         (task_id, text)
-        for task_id, text in result.tracebacks.items()
+        for task_id, error in result.errors.items()
         if result.states.get(task_id) is TaskState.FAILED
+        and (text := format_error(error)) is not None
     )
     print_tracebacks(
-        console, failed, elsewhere="RunResult.tracebacks, or orchestra trace show --failed"
+        console,
+        islice(failed, _SCANNED),
+        elsewhere="RunResult.tracebacks, or orchestra trace show --failed",
     )
 
 

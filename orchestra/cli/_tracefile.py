@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, final
 
-from orchestra._tracebacks import format_frames, parse_stacktrace
+from orchestra._tracebacks import Frame, failing_frame, format_frames, parse_stacktrace
 from orchestra.tracing import names as n
 from orchestra.tracing._otlp_json import decode_attributes
 
@@ -74,16 +74,23 @@ class SpanNode:
             return str(status.get("message") or "error")
         return None
 
-    @property
-    def traceback(self) -> str | None:
-        """The failing frames of the span's recorded exception (library frames folded)."""
+    def _stacktrace(self) -> tuple[tuple[Frame, ...], str]:
         for name, event in reversed(self.events):
             text = event.get("exception.stacktrace") if name == "exception" else None
             if isinstance(text, str) and text:
-                frames, closing = parse_stacktrace(text)
-                if frames:
-                    return format_frames(frames, closing)
-        return None
+                return parse_stacktrace(text)
+        return (), ""
+
+    @property
+    def traceback(self) -> str | None:
+        """The failing frames of the span's recorded exception (library frames folded)."""
+        frames, closing = self._stacktrace()
+        return format_frames(frames, closing) if frames else None
+
+    @property
+    def failing_frame(self) -> Frame | None:
+        """The frame of the user's code where the span's recorded exception was raised."""
+        return failing_frame(self._stacktrace()[0])
 
     @property
     def is_hook(self) -> bool:
