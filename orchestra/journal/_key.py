@@ -143,9 +143,10 @@ def _read(path: Path) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise _error(path, "not a regular file")
-        if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        posix = os.name == "posix"  # elsewhere mode bits and owners do not say who reads it
+        if posix and info.st_uid != os.getuid():
             raise _error(path, "owned by another user")
-        if info.st_mode & 0o077:
+        if posix and info.st_mode & 0o077:
             raise _error(
                 path,
                 f"mode {stat.S_IMODE(info.st_mode):o}: others may read or change it, so they "
