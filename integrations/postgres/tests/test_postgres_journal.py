@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import psycopg
 import pytest
 from orchestra_postgres import SCHEMA_VERSION, PostgresJournal
 
 import orchestra
-from conftest import PostgresServer
 from orchestra import DAG, JournalError, Task
 from orchestra.journal import Journal
 from orchestra.journal.conformance import JournalConformance, JournalSpec
+
+if TYPE_CHECKING:  # the fixture's type (not imported: every integration has a conftest)
+    from conftest import PostgresServer
 
 
 class TestPostgresJournal(JournalConformance):

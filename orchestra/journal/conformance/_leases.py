@@ -110,6 +110,45 @@ class LeaseTests:
         assert journal.hold(holder.renewed()) is None  # the refused resumes took nothing
 
     @pytest.mark.anyio
+    async def test_two_resumes_at_once_in_one_process_run_each_task_once(
+        self, journal: Journal
+    ) -> None:
+        import anyio
+
+        failing = DAG("leased")
+        failing.add(Task(id="one", fn=_one))
+        failing.add(Task(id="two", fn=lambda one: 1 / 0, deps=["one"]))
+        first = await orchestra.run(failing, journal=journal)
+        ran: list[str] = []
+        release = anyio.Event()
+
+        async def two(one: int) -> int:
+            ran.append("two")
+            await release.wait()
+            return one + 1
+
+        outcomes: list[object] = []
+
+        async def resume() -> None:
+            dag = DAG("leased")
+            dag.add(Task(id="one", fn=_one))
+            dag.add(Task(id="two", fn=two, deps=["one"]))
+            try:
+                outcomes.append(await orchestra.run(dag, journal=journal, resume=first.run_id))
+            except JournalError as exc:
+                outcomes.append(exc)
+                release.set()  # the other one may end now
+
+        with anyio.fail_after(30):  # two holders would both wait for ever
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(resume)
+                tg.start_soon(resume)
+        assert ran == ["two"]
+        refused = [o for o in outcomes if isinstance(o, JournalError)]
+        assert len(refused) == 1
+        assert f"run {first.run_id} is being resumed" in str(refused[0])
+
+    @pytest.mark.anyio
     async def test_resume_wait_waits_for_the_holder_to_end(self, journal: Journal) -> None:
         first = await orchestra.run(_dag(), journal=journal)
         holder = _holder(first.run_id)
