@@ -54,7 +54,7 @@ SAMPLES: dict[str, HookSpec] = {
     "python": PythonHook(event="PreToolUse", callable="json:dumps"),
 }
 # Fields that do not make a hook different: where it was written, the compiled matcher.
-WHERE = {"file", "line", "pattern"}
+WHERE = {"file", "line", "pattern", "condition"}  # where, and what is compiled from a field
 
 
 def test_every_type_is_one_frozen_class_in_the_table() -> None:
@@ -108,6 +108,13 @@ def test_every_field_but_where_makes_a_hook_different(name: str) -> None:
             "sandbox": Sandbox(),
             "max_in_flight": 3,
             "callable": "json:loads",
+            "if_rule": "Bash(rm *)",
+            "shell": "bash",
+            "rewake": not value,
+            "rewake_message": "woken",
+            "rewake_summary": "found",
+            "server_name": "other",
+            "input_template": {"a": "${tool_input.x}"},
         }
         if field.name == "args":  # command and args go together
             other = attrs.evolve(hook, command=None, args=("true",))

@@ -8,7 +8,12 @@ Guard events (``PreToolUse``, ``PermissionRequest``) default to ``on_error: bloc
 guard that cannot run must not silently allow. They have phases: a hook may be a
 ``transform`` or a ``guard`` (see ``HookSpec.phase``). Every other event defaults to
 ``continue``. Events that report something already over (``PostToolUse``,
-``SubagentStop``, ``TaskCompleted``, ...) cannot block: there is nothing left to stop.
+``PostToolUseFailure``, ...) cannot block: there is nothing left to stop.
+
+Each event also says how Claude Code's current hooks reference treats it, for hooks of
+Claude Code sources (``EventSpec.claude``): the field its matchers read, what exit 2 does
+and where stderr goes, where plain stdout goes, the output fields it reads, its default
+timeout, whether ``CLAUDE_ENV_FILE`` is set: ``_claude_events`` holds that table.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from typing import Final, Literal, TypeAlias, final
 
 import attrs
 
-__all__ = ["EVENTS", "EventSpec", "OnError", "Phase"]
+from orchestra.skills._claude_events import ClaudeEvent, Exit2, claude_event
+
+__all__ = ["EVENTS", "ClaudeEvent", "EventSpec", "Exit2", "OnError", "Phase"]
 
 OnError: TypeAlias = Literal["continue", "block"]
 """What a hook error (crash, timeout, bad output) means: go on, or block the event."""
@@ -49,6 +56,7 @@ class EventSpec:
         description: when the event fires.
         can_skip: a hook may answer ``decision: skip`` (the DAG's ``AttemptStart``:
             the task ends SKIPPED without running).
+        claude: how Claude Code's reference treats the event (see ``ClaudeEvent``).
     """
 
     name: str
@@ -60,6 +68,12 @@ class EventSpec:
     input_field: str | None
     description: str
     can_skip: bool = False
+    claude: ClaudeEvent = attrs.field(default=attrs.Factory(claude_event, takes_self=True))
+
+    @property
+    def claude_matcher_field(self) -> str | None:
+        """The field a Claude Code source's matchers read (None: matchers ignored)."""
+        return self.claude.matcher_field
 
 
 def _event(
@@ -72,7 +86,9 @@ def _event(
     skip: bool = False,
     input_field: str = "tool_input",
     description: str,
+    claude: ClaudeEvent | None = None,
 ) -> EventSpec:
+    more = {} if claude is None else {"claude": claude}  # else CLAUDE_EVENTS' entry
     return EventSpec(
         name=name,
         matcher_field=matcher_field,
@@ -83,6 +99,7 @@ def _event(
         input_field=input_field if modify else None,
         description=description,
         can_skip=skip,
+        **more,
     )
 
 
@@ -123,14 +140,22 @@ _SPECS: Final = (
         "source",
         description="when a session starts or resumes (source: startup, resume, ...)",
     ),
-    _event("SessionEnd", "reason", description="when a session ends"),
+    _event(
+        "SessionEnd",
+        "reason",
+        description="when a session ends",
+    ),
     _event(
         "Stop",
         None,
         block=True,
         description="when the agent is about to stop; a block asks it to go on",
     ),
-    _event("StopFailure", "error", description="when the agent stopped on an error"),
+    _event(
+        "StopFailure",
+        "error",
+        description="when the agent stopped on an error",
+    ),
     _event(
         "Notification",
         "notification_type",
@@ -148,7 +173,11 @@ _SPECS: Final = (
         block=True,
         description="before the context is compacted (trigger: manual, auto)",
     ),
-    _event("PostCompact", "trigger", description="after the context was compacted"),
+    _event(
+        "PostCompact",
+        "trigger",
+        description="after the context was compacted",
+    ),
     _event(
         "ConfigChange",
         "source",
@@ -163,7 +192,8 @@ _SPECS: Final = (
     _event(
         "PostToolBatch",
         None,
-        description="after every tool call of a batch has returned",
+        block=True,
+        description="after every tool call of a batch returned; a block stops the loop",
     ),
     _event(
         "SubagentStart",
@@ -174,7 +204,8 @@ _SPECS: Final = (
     _event(
         "SubagentStop",
         "agent_name",
-        description="after a subagent answered or raised",
+        block=True,
+        description="after a subagent answered or raised; a block asks it to go on",
     ),
     _event(
         "TaskCreated",
@@ -185,10 +216,15 @@ _SPECS: Final = (
     _event(
         "TaskCompleted",
         "task_id",
-        description="when a DAG task ended, with its state and error",
+        block=True,
+        description="when a DAG task ended, with its state and error; a block refuses it",
     ),
     # Claude Code's newer events: fired by your own code, matched and blocked as there.
-    _event("Setup", "trigger", description="once at start-up (trigger: init, maintenance)"),
+    _event(
+        "Setup",
+        "trigger",
+        description="once at start-up (trigger: init, maintenance)",
+    ),
     _event(
         "TeammateIdle",
         None,
@@ -199,9 +235,14 @@ _SPECS: Final = (
         "WorktreeCreate",
         None,
         block=True,
-        description="when a worktree is created; a block refuses it",
+        description="when a worktree is created (a command hook prints its path); a block "
+        "refuses it",
     ),
-    _event("WorktreeRemove", None, description="when a worktree was removed"),
+    _event(
+        "WorktreeRemove",
+        None,
+        description="when a worktree was removed",
+    ),
     _event(
         "Elicitation",
         "mcp_server_name",
@@ -214,8 +255,32 @@ _SPECS: Final = (
         block=True,
         description="when the user answered an MCP elicitation; a block withholds it",
     ),
-    _event("CwdChanged", None, description="when the working directory changed"),
-    _event("FileChanged", "file_path", description="when a watched file changed"),
+    _event(
+        "CwdChanged",
+        None,
+        description="when the working directory changed",
+    ),
+    _event(
+        "FileChanged",
+        "file_path",
+        description="when a watched file changed",
+    ),
+    _event(
+        "UserPromptExpansion",
+        "command_name",
+        block=True,
+        description="when a typed command expands into a prompt; a block refuses it",
+    ),
+    _event(
+        "MessageDisplay",
+        None,
+        description="while an assistant message is shown; displayContent replaces the text",
+    ),
+    _event(
+        "DirectoryAdded",
+        "source",
+        description="after a working directory was added (source: slash_command, ...)",
+    ),
     # The DAG's own moments (registry.as_task_hooks()), as the graph-executor and Arc
     # seeds have them; their files' event names are read in their own formats.
     _event(

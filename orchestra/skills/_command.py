@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Literal, TypeAlias
 
 import anyio
@@ -45,10 +45,26 @@ import attrs
 from orchestra.skills._process import Child, kill_group, spawn
 from orchestra.skills._result import OUTPUT_LIMIT, HookResult, HookRunError, parse_result
 
-__all__ = ["Completed", "PlainText", "command_argv", "describe_exit", "run_command", "run_process"]
+__all__ = [
+    "Completed",
+    "ExitReader",
+    "PlainText",
+    "command_argv",
+    "describe_exit",
+    "run_command",
+    "run_process",
+]
 
 PlainText: TypeAlias = Literal["context", "ignore", "error"]
 """What plain text on a command hook's stdout (exit 0) is: context, nothing, or an error."""
+ExitReader: TypeAlias = Callable[[int, bytes, str], HookResult]
+"""Reads a hook that exited by itself: (exit code, stdout, stderr) -> its result; raises
+``HookRunError`` for a hook error (Claude Code sources read exits so, see ``_claude_result``)."""
+_SHELLS: Final = {
+    None: ("/bin/sh", "-c"),
+    "bash": ("bash", "-c"),
+    "powershell": ("pwsh", "-Command"),
+}
 
 # How long a process group gets between SIGTERM and SIGKILL, and how long the pipes are
 # read after the direct child exited.
@@ -140,15 +156,23 @@ def describe_exit(returncode: int, shell: bool) -> str:
     return f"killed by {name}"
 
 
-def command_argv(command: str | None, args: Sequence[str] | None) -> list[str]:
+def command_argv(
+    command: str | None, args: Sequence[str] | None, shell: str | None = None
+) -> list[str]:
     """The argv of a command hook: ``sh -c COMMAND``, or ``args`` run without a shell.
+
+    Args:
+        command: the shell command.
+        args: the program and its arguments, run without a shell.
+        shell: Claude Code's ``shell`` for ``command``: ``"bash"`` (``bash -c``) or
+            ``"powershell"`` (``pwsh -Command``); None for ``/bin/sh -c``.
 
     Raises:
         ValueError: both or neither of ``command`` and ``args``, or an empty ``args``.
     """
     if (command is None) == (args is None):
         raise ValueError("give exactly one of command and args")
-    argv = ["/bin/sh", "-c", command] if command is not None else list(args or ())
+    argv = [*_SHELLS[shell], command] if command is not None else list(args or ())
     if not argv:
         raise ValueError("args is empty")
     return argv
@@ -229,6 +253,8 @@ async def run_command(
     strict_output: bool = False,
     plain_text: PlainText = "error",
     wrap: Sequence[str] = (),
+    shell: str | None = None,
+    read: ExitReader | None = None,
 ) -> HookResult:
     """Run one command hook and read its answer.
 
@@ -246,6 +272,9 @@ async def run_command(
             (no opinion, as Claude Code does elsewhere) or ``"error"`` (invalid output).
         wrap: a program and arguments that run the hook (e.g. the sandbox's ``bwrap``
             command line, ending in ``--``).
+        shell: the shell of ``command`` (see ``command_argv``).
+        read: how to read a hook that exited by itself (exit code, stdout, stderr),
+            instead of the rules above (``strict_output`` and ``plain_text`` unused).
 
     Returns:
         The hook's result, with ``exit_code`` and ``stderr`` filled in.
@@ -255,9 +284,11 @@ async def run_command(
         ValueError: both or neither of ``command`` and ``args``, or an empty ``args``,
             or a timeout that is not positive.
     """
-    argv = command_argv(command, args)
+    argv = command_argv(command, args, shell)
     done = await run_process([*wrap, *argv], stdin=stdin, env=env, cwd=cwd, timeout=timeout)
     returncode, stderr = done.returncode, done.stderr
+    if read is not None and returncode >= 0:
+        return read(returncode, done.stdout, stderr)
     if returncode == 0:
         text = done.stdout.decode("utf-8", "replace").strip()
         if plain_text != "error" and text and text[0] not in "{[":

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 import attrs
 
+from orchestra.skills._claude_env import ENV_FILE_EVENTS, env_file, expand_placeholders, plugin_data
+from orchestra.skills._claude_result import claude_reader
 from orchestra.skills._command import PlainText, run_command
 from orchestra.skills._env import hook_environment
-from orchestra.skills._hook import HookCall, HookSpec, key_by
+from orchestra.skills._hook import NOT_CONFIG, HookCall, HookSpec, key_by
 from orchestra.skills._persistent import MAX_IN_FLIGHT, run_persistent
 from orchestra.skills._result import HookRunError
 from orchestra.skills._sandbox import MISSING, Sandbox, bwrap_command, parse_sandbox
@@ -79,6 +81,11 @@ class CommandHook(HookSpec):
             stdin, answered by one line on its stdout (see ``orchestra.skills.serve``).
         max_in_flight: how many events a persistent process gets at once (each line
             with an ``id`` the answer echoes); 1 unless ``persistent``.
+        shell: Claude Code's ``shell`` (``"bash"``, ``"powershell"``), None for ``sh``.
+        rewake: Claude Code's ``asyncRewake``: it runs in the background (``background``)
+            and, when it exits 2, its stderr (or stdout) reaches the agent.
+        rewake_message: the text put before that stderr (``rewakeMessage``).
+        rewake_summary: what the user is shown then (``rewakeSummary``).
     """
 
     type: ClassVar[str] = "command"
@@ -96,6 +103,14 @@ class CommandHook(HookSpec):
     sandbox: Sandbox | None = None
     persistent: bool = False
     max_in_flight: int = attrs.field(default=1, validator=_valid_in_flight)
+    shell: str | None = attrs.field(
+        default=None,
+        validator=attrs.validators.in_((None, "bash", "powershell")),
+        metadata=NOT_CONFIG,
+    )
+    rewake: bool = attrs.field(default=False, metadata=NOT_CONFIG)
+    rewake_message: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
+    rewake_summary: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
 
     def describe(self) -> str:
         """The command, or the argv as JSON (and whether it is persistent)."""
@@ -107,31 +122,7 @@ class CommandHook(HookSpec):
     @classmethod
     def parse_fields(cls, entry: Entry) -> dict[str, Any]:
         """Read ``command`` or ``args``, and ``strict_output``."""
-        if ("command" in entry) == ("args" in entry):
-            entry.bad(None, "a command hook needs 'command' or 'args' (exactly one)")
-        command = entry.string("command", required="command" in entry)
-        args = entry.strings("args") if "args" in entry else None
-        if args is not None and not args and entry.get("args") is not None:
-            entry.bad("args", "must not be empty")
-        key = "command" if command else "args"
-        size = len(command.encode()) if command else sum(len(a.encode()) + 1 for a in args or ())
-        if size > MAX_COMMAND_BYTES:
-            entry.bad(key, f"is {size} bytes; at most 32 KB")
-        elif command and "\0" in command:
-            entry.bad("command", "contains a NUL character")
-        texts = [command] if command else list(args or ())
-        skill_dir = entry.skill_dir
-        if skill_dir is None and any(_SKILL_DIR_REF.search(t) for t in texts):
-            entry.bad(
-                key,
-                "${SKILL_DIR} is only set for hooks in a SKILL.md; "
-                "use $ORCHESTRA_PROJECT_DIR or an absolute path",
-            )
-        if skill_dir is not None:
-            if command:
-                command = _expand_in_shell(command, skill_dir)
-            if args:
-                args = tuple(_SKILL_DIR_REF.sub(lambda _m: skill_dir, a) for a in args)
+        command, args = _command_and_args(entry)
         defaults = entry.defaults
         persistent = entry.flag("persistent")
         max_in_flight = entry.get("max_in_flight", 1)
@@ -167,6 +158,9 @@ class CommandHook(HookSpec):
         project = {"SKILL_DIR": self.skill_dir} if self.skill_dir is not None else {}
         if self.plugin_root is not None:
             project["CLAUDE_PLUGIN_ROOT"] = self.plugin_root
+            project["CLAUDE_PLUGIN_DATA"] = plugin_data(self.plugin_root)
+        if self.event in ENV_FILE_EVENTS:
+            project["CLAUDE_ENV_FILE"] = env_file(str(call.data.get("session_id", "")))
         return hook_environment(
             event=call.event,
             project_dir=call.project_dir,
@@ -201,16 +195,22 @@ class CommandHook(HookSpec):
         """
         if self.persistent:
             return run_persistent(self, call)
+        env = self.environment(call)
+        args = self.args
+        if self.claude_code and args is not None:  # exec form: placeholders as plain text
+            args = tuple(expand_placeholders(args, env))
         return run_command(
             command=self.command,
-            args=self.args,
+            args=args,
             stdin=call.body(),
-            env=self.environment(call),
+            env=env,
             cwd=call.project_dir,
             timeout=self.timeout,
             strict_output=self.strict_output,
             plain_text=self.plain_text(),
             wrap=self.wrap(call),
+            shell=self.shell,
+            read=claude_reader(self.event, self.rewake) if self.claude_code else None,
         )
 
     def plain_text(self) -> PlainText:
@@ -222,6 +222,43 @@ class CommandHook(HookSpec):
         if self.event in CONTEXT_EVENTS:
             return "context"
         return "error" if self.on_error == "block" else "ignore"
+
+
+def _command_and_args(entry: Entry) -> tuple[str | None, tuple[str, ...] | None]:
+    """``command`` or ``args`` (exactly one), checked, ``${SKILL_DIR}`` expanded."""
+    if ("command" in entry) == ("args" in entry):
+        entry.bad(None, "a command hook needs 'command' or 'args' (exactly one)")
+    command = entry.string("command", required="command" in entry)
+    args = entry.strings("args") if "args" in entry else None
+    if args is not None and not args and entry.get("args") is not None:
+        entry.bad("args", "must not be empty")
+    key = _checked_size(entry, command, args)
+    skill_dir = entry.skill_dir
+    if skill_dir is None:
+        texts = [command] if command else list(args or ())
+        if any(_SKILL_DIR_REF.search(t) for t in texts):
+            entry.bad(
+                key,
+                "${SKILL_DIR} is only set for hooks in a SKILL.md; "
+                "use $ORCHESTRA_PROJECT_DIR or an absolute path",
+            )
+        return command, args
+    if command:
+        command = _expand_in_shell(command, skill_dir)
+    if args:
+        args = tuple(_SKILL_DIR_REF.sub(lambda _m: skill_dir, a) for a in args)
+    return command, args
+
+
+def _checked_size(entry: Entry, command: str | None, args: tuple[str, ...] | None) -> str:
+    """Report a command (or argv) over 32 KB or with a NUL; answer its field's name."""
+    key = "command" if command else "args"
+    size = len(command.encode()) if command else sum(len(a.encode()) + 1 for a in args or ())
+    if size > MAX_COMMAND_BYTES:
+        entry.bad(key, f"is {size} bytes; at most 32 KB")
+    elif command and "\0" in command:
+        entry.bad("command", "contains a NUL character")
+    return key
 
 
 def _expand_in_shell(command: str, skill_dir: str) -> str:

@@ -32,13 +32,16 @@ import anyio
 import attrs
 from opentelemetry.trace import Tracer
 
-from orchestra.skills._catalog import EventSpec
+from orchestra.skills._catalog import EVENTS, EventSpec
 from orchestra.skills._hook import HookSpec, event_json
 from orchestra.skills._outcome import Combiner, HookOutcome, HookRecord
 
 __all__ = [
+    "FiringTable",
     "RunHook",
+    "claude_subject_of",
     "combiner_for",
+    "firing_table",
     "in_phase_order",
     "matching_hooks",
     "run_hooks",
@@ -54,6 +57,27 @@ RunHook: TypeAlias = Callable[
 """Runs one hook on the event data: (hook, data, tracer, subject, body) -> its record."""
 
 _RERUN: Final = "re-run: the input was rewritten after the guards"
+
+
+FiringTable: TypeAlias = dict[str, tuple[EventSpec, tuple[HookSpec, ...], bool, bool, bool]]
+"""Per event with hooks: (the event, its hooks in phase order, whether one runs only once
+or in the background, whether every one runs whatever the payload (no matcher, ``if``
+rule or filter), whether one filters on the payload (``HookSpec.selects``))."""
+
+
+def firing_table(by_event: Mapping[str, tuple[HookSpec, ...]]) -> FiringTable:
+    """The ``FiringTable`` of a registry's hooks, by event (events without hooks left out)."""
+    return {
+        name: (
+            EVENTS[name],
+            hooks,
+            any(hook.once or hook.background for hook in hooks),
+            all(h.pattern is None and h.condition is None and not h.filters for h in hooks),
+            any(hook.filters for hook in hooks),
+        )
+        for name, hooks in by_event.items()
+        if hooks
+    }
 
 
 def combiner_for(spec: EventSpec, payload: Mapping[str, Any]) -> Combiner:
@@ -186,11 +210,33 @@ def subject_of(spec: EventSpec, payload: Mapping[str, Any]) -> str | None:
     return raw if raw is None or type(raw) is str else str(raw)
 
 
-def matching_hooks(hooks: Sequence[HookSpec], subject: str | None) -> tuple[HookSpec, ...]:
-    """The hooks whose matcher matches ``subject``, in order."""
-    if len(hooks) == 1:  # the most common case, without a generator
+def claude_subject_of(spec: EventSpec, payload: Mapping[str, Any]) -> str | None:
+    """What a Claude Code source's matchers are matched against (``agent_type``, ...)."""
+    field = spec.claude.matcher_field
+    raw = payload.get(field) if field else None
+    return raw if raw is None or type(raw) is str else str(raw)
+
+
+def matching_hooks(
+    hooks: Sequence[HookSpec], subject: str | None, payload: Mapping[str, Any] | None = None
+) -> tuple[HookSpec, ...]:
+    """The hooks whose matcher matches ``subject``, in order.
+
+    A hook of a Claude Code source matches the field Claude Code reads (FileChanged's
+    file name, SubagentStart's ``agent_type``) and its ``if`` rule, read from ``payload``.
+    """
+    if len(hooks) == 1 and not hooks[0].claude_code:  # the most common case
         return tuple(hooks) if hooks[0].matches(subject) else ()
-    return tuple(hook for hook in hooks if hook.matches(subject))
+    found = []
+    for hook in hooks:
+        if not hook.claude_code:
+            if hook.matches(subject):
+                found.append(hook)
+            continue
+        fields = payload or {}
+        if hook.matches(claude_subject_of(EVENTS[hook.event], fields)) and hook.admits(fields):
+            found.append(hook)
+    return tuple(found)
 
 
 def selected(hooks: tuple[HookSpec, ...], payload: Mapping[str, Any]) -> tuple[HookSpec, ...]:

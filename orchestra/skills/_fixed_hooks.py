@@ -8,20 +8,28 @@ lets the judge take several turns.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, final
 
 import attrs
 
+from orchestra._errors import ConfigError
 from orchestra.skills._hook import HookCall, HookSpec
-from orchestra.skills._judge import JudgeRequest, ask_judge, judge_prompt
+from orchestra.skills._judge import Judge, JudgeRequest, ask_judge, judge_prompt, supports_agent
 from orchestra.skills._result import HookResult
 
 if TYPE_CHECKING:
     from orchestra.skills._fields import Entry
 
-__all__ = ["AgentHook", "PermissionHook", "PromptHook"]
+__all__ = ["AgentHook", "PermissionHook", "PromptHook", "refuse_agent_hooks"]
 
 _PERMISSIONS: Final = ("allow", "deny", "ask")
+
+
+# Claude Code: a prompt hook's ``impossible: true`` lets these events end; on these a
+# judge's ``ok: false`` has no effect (the output of PermissionDenied is discarded).
+_IMPOSSIBLE_ENDS: Final = frozenset({"Stop", "SubagentStop"})
+_NO_EFFECT: Final = frozenset({"PermissionRequest", "PermissionDenied"})
 
 
 async def _judged(hook: PromptHook | AgentHook, call: HookCall, *, agent: bool) -> HookResult:
@@ -33,7 +41,11 @@ async def _judged(hook: PromptHook | AgentHook, call: HookCall, *, agent: bool) 
         agent=agent,
         timeout=hook.timeout,
     )
-    return await ask_judge(call.judge, request)
+    impossible = hook.claude_code and not agent and call.event in _IMPOSSIBLE_ENDS
+    result = await ask_judge(call.judge, request, impossible_ends=impossible)
+    if hook.claude_code and call.event in _NO_EFFECT:
+        return HookResult()
+    return result
 
 
 def _prompt_fields(entry: Entry) -> dict[str, Any]:
@@ -163,3 +175,22 @@ class PermissionHook(HookSpec):
     async def run(self, call: HookCall) -> HookResult:
         """Answer the fixed decision."""
         return HookResult(decision=self.decision, reason=self.reason)
+
+
+def refuse_agent_hooks(hooks: Iterable[HookSpec], judge: Judge | None) -> None:
+    """Refuse agent hooks when the judge takes one turn only.
+
+    Raises:
+        ConfigError: an agent hook, and a judge without ``supports_agent = True``.
+    """
+    if judge is None or supports_agent(judge):
+        return
+    for hook in hooks:
+        if isinstance(hook, AgentHook):
+            raise ConfigError(
+                f"{hook.source}: agent hook: the judge {judge!r} takes one turn; "
+                "agent hooks need one with supports_agent = True",
+                file=hook.file,
+                line=hook.line,
+                field="type",
+            )

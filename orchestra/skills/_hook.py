@@ -17,9 +17,7 @@ merged as duplicates. A field's ``metadata`` can say more:
 
 from __future__ import annotations
 
-import datetime
 import json
-import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
 
@@ -27,7 +25,14 @@ import attrs
 
 from orchestra._errors import did_you_mean
 from orchestra.skills._catalog import EVENTS, EventSpec, OnError, Phase
-from orchestra.skills._matchers import Matcher, compile_matcher
+from orchestra.skills._event_json import event_data, event_json, utc_timestamp
+from orchestra.skills._matchers import (
+    ClaudeMatcher,
+    Matcher,
+    compile_claude_matcher,
+    compile_matcher,
+)
+from orchestra.skills._permission_rule import PermissionRule, permission_rule
 from orchestra.skills._yaml import kind
 
 if TYPE_CHECKING:
@@ -45,8 +50,10 @@ __all__ = [
     "HookSpec",
     "check_phase",
     "check_timeout",
+    "event_data",
     "event_json",
     "key_by",
+    "utc_timestamp",
 ]
 
 DEFAULT_TIMEOUT: Final = 10.0
@@ -127,9 +134,15 @@ def _default_on_error(hook: HookSpec) -> OnError:
     return spec.default_on_error if spec is not None else "continue"
 
 
-def _compiled(hook: HookSpec) -> Matcher | None:
+def _compiled(hook: HookSpec) -> Matcher | ClaudeMatcher | None:
     if hook.matcher is None:
         return None
+    if hook.claude_code:  # Claude Code's rules: an exact list, or a searched regex
+        claude = EVENTS[hook.event].claude
+        if claude.matcher_field is None:
+            return None  # Claude Code ignores a matcher on an event without matchers
+        base_name = hook.event == "FileChanged"
+        return compile_claude_matcher(hook.matcher, claude.exact_chars, base_name)
     pattern, error = compile_matcher(hook.matcher)
     if error is not None:
         raise ValueError(f"matcher: {error}")
@@ -165,11 +178,14 @@ class HookSpec:
         plugin_root: the Claude Code plugin it comes from, exported as
             ``CLAUDE_PLUGIN_ROOT``; None otherwise.
         claude_code: it comes from a Claude Code file (whose timeouts may reach
-            ``CLAUDE_MAX_TIMEOUT``).
+            ``CLAUDE_MAX_TIMEOUT``, whose matcher follows Claude Code's rules).
+        if_rule: Claude Code's ``if``: one permission rule (``Bash(rm *)``,
+            ``Edit(*.ts)``) the tool call must match for the hook to run.
         enforce: False for a hook in audit mode (``enforce: false``): it runs as usual,
             what it decided is kept on ``HookOutcome.audited`` and on its span, and the
             outcome is as if it had not answered.
         pattern: the compiled matcher, None for every value.
+        condition: the compiled ``if_rule``, or None.
     """
 
     type: ClassVar[str] = ""
@@ -199,11 +215,19 @@ class HookSpec:
     plugin_root: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
     claude_code: bool = attrs.field(default=False, metadata=NOT_CONFIG)
     enforce: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
-    pattern: Matcher | None = attrs.field(
+    if_rule: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
+    pattern: Matcher | ClaudeMatcher | None = attrs.field(
         init=False,
         eq=False,
         repr=False,
         default=attrs.Factory(_compiled, takes_self=True),
+        metadata=_WHERE,
+    )
+    condition: PermissionRule | None = attrs.field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=attrs.Factory(lambda hook: permission_rule(hook.if_rule), takes_self=True),
         metadata=_WHERE,
     )
 
@@ -223,7 +247,18 @@ class HookSpec:
     def matches(self, value: str | None) -> bool:
         """Whether the hook runs for an event whose matcher field is ``value``."""
         pattern = self.pattern
-        return pattern is None or (value is not None and pattern.fullmatch(value))
+        return pattern is None or (value is not None and pattern.matches(value))
+
+    def admits(self, payload: Mapping[str, Any]) -> bool:
+        """Whether the hook's ``if`` rule (Claude Code's) lets it run for ``payload``.
+
+        Only tool events evaluate it; on any other event a hook with an ``if`` never
+        runs, as Claude Code documents.
+        """
+        condition = self.condition
+        if condition is None:
+            return True
+        return EVENTS[self.event].matcher_field == "tool_name" and condition.admits(payload)
 
     def selects(self, payload: Mapping[str, Any]) -> bool:
         """Whether the hook runs for this payload, beyond its matcher (``filters`` hooks).
@@ -313,97 +348,6 @@ def _key_fields(cls: type[HookSpec]) -> _KeyFields:
             if field.metadata.get("key", _plain_key) is not None
         )
     return found
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, bytes | bytearray):
-        return bytes(value).decode("utf-8", "replace")
-    if isinstance(value, set | frozenset):
-        return sorted(value, key=repr)
-    if isinstance(value, Mapping):
-        return dict(value)
-    if attrs.has(type(value)):
-        return attrs.asdict(value, recurse=False)
-    return str(value)
-
-
-_ENCODER: Final = json.JSONEncoder(default=_json_default, ensure_ascii=True)
-_ASCII: Final = json.encoder.encode_basestring_ascii
-# json's C encoder maker (None: this Python has none, or it encodes otherwise).
-_c_encoder: Callable[..., Callable[[Any, int], list[str]]] | None = getattr(
-    json.encoder, "c_make_encoder", None
-)
-
-
-def event_json(data: Mapping[str, Any]) -> bytes:
-    """The event as JSON bytes, the way hooks get it (ASCII-only, any value stringified).
-
-    ``_ENCODER.encode(data)``, by json's C encoder made as that method makes it (with
-    new circular reference markers), without its Python layers, which cost a third of
-    the encoding of an event.
-    """
-    make = _c_encoder
-    if make is None:
-        return _ENCODER.encode(data).encode("ascii")
-    encode = make({}, _json_default, _ASCII, None, ": ", ", ", False, False, True)
-    return "".join(encode(data, 0)).encode("ascii")
-
-
-def _check_c_encoder() -> None:
-    """Keep json's C encoder only if it encodes as ``_ENCODER`` does (it is not public)."""
-    global _c_encoder
-    probe = {"a": [1.5, None, True, "\u00e9", float("nan")], "b": {"c": b"d"}, "e": {2, 1}}
-    try:
-        same = event_json(probe) == _ENCODER.encode(probe).encode("ascii")
-    except Exception:  # another signature
-        same = False
-    if not same:
-        _c_encoder = None
-
-
-_check_c_encoder()
-
-
-# The start of the second of the last timestamp (microseconds since the epoch), and its
-# ISO text without the fraction and the offset (none yet: a start no time is in); the
-# digits of 0 to 999, three each.
-_second: tuple[int, str] = (1 << 62, "")
-_DIGITS: Final = tuple(f"{i:03d}" for i in range(1000))
-
-
-def utc_timestamp() -> str:
-    """Now, as ``datetime.datetime.now(datetime.UTC).isoformat()`` writes it.
-
-    The date and time of day are formatted once per second; within it, only the
-    microseconds are written.
-    """
-    global _second  # a one-entry cache, replaced whole (safe across threads)
-    micros = time.time_ns() // 1000
-    start, text = _second
-    fraction = micros - start
-    if not 0 <= fraction < 1_000_000:
-        fraction = micros % 1_000_000
-        start = micros - fraction
-        moment = datetime.datetime.fromtimestamp(start // 1_000_000, datetime.UTC)
-        text = moment.replace(tzinfo=None).isoformat()
-        _second = (start, text)
-    if not fraction:
-        return f"{text}+00:00"
-    return f"{text}.{_DIGITS[fraction // 1000]}{_DIGITS[fraction % 1000]}+00:00"
-
-
-def event_data(
-    event: str, payload: Mapping[str, Any], session_id: str, project_dir: str
-) -> dict[str, Any]:
-    """The event JSON's fields: the payload plus the common ones (``hook_event_name``...)."""
-    return {
-        "session_id": session_id,
-        "cwd": project_dir,
-        "timestamp": utc_timestamp(),
-        **payload,
-        "hook_event_name": event,
-        "event": event,  # the echo-agent seed's spelling of hook_event_name
-    }
 
 
 class HookCall:

@@ -93,8 +93,13 @@ def judge_prompt(prompt: str, body: bytes) -> str:
     return f"{prompt}\n\nThe event (JSON):\n{event}"
 
 
-async def ask_judge(judge: Judge | None, request: JudgeRequest) -> HookResult:
+async def ask_judge(
+    judge: Judge | None, request: JudgeRequest, *, impossible_ends: bool = False
+) -> HookResult:
     """Ask ``judge`` and read its ``{ok, reason}`` answer as a hook result.
+
+    With ``impossible_ends`` (a Claude Code prompt hook on Stop or SubagentStop), an
+    ``ok: false`` answer that also says ``impossible: true`` lets the event end.
 
     Raises:
         HookRunError: no judge, or it raised, timed out or answered garbage.
@@ -113,10 +118,10 @@ async def ask_judge(judge: Judge | None, request: JudgeRequest) -> HookResult:
         raise
     except Exception as exc:
         raise HookRunError(f"judge failed: {type(exc).__name__}: {exc}") from exc
-    return verdict(answer)
+    return verdict(answer, impossible_ends=impossible_ends)
 
 
-def verdict(answer: object) -> HookResult:
+def verdict(answer: object, *, impossible_ends: bool = False) -> HookResult:
     """Read a judge's answer: ``ok: false`` blocks with the reason; ``ok: true`` allows.
 
     Raises:
@@ -129,7 +134,7 @@ def verdict(answer: object) -> HookResult:
     if reason is not None and not isinstance(reason, str):
         raise HookRunError(f"judge's reason must be a string, got {type(reason).__name__}")
     reason = reason[:_REASON_LIMIT] if reason else None
-    if answer["ok"]:
+    if answer["ok"] or (impossible_ends and answer.get("impossible") is True):
         return HookResult(reason=reason)
     return HookResult(decision="block", reason=reason or "the judge said no")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 
@@ -39,6 +39,9 @@ from orchestra.skills._yaml import (
     parse_yaml,
     read_bytes,
 )
+
+if TYPE_CHECKING:
+    from orchestra.skills._claude import ClaudeFile
 
 __all__ = ["Loaded", "load_hooks", "read_sources"]
 
@@ -87,6 +90,7 @@ def load_hooks(
     """
     problems = Problems()
     hooks: list[HookSpec] = []
+    claude: list[ClaudeFile] = []
     for source in sources(paths, problems):
         data = read_bytes(source.path, problems)
         if data is None:
@@ -102,11 +106,33 @@ def load_hooks(
             if refusal is not None:  # read nothing of it: a python hook imports its module
                 problems.add(str(source.path), None, None, refusal)
                 continue
-        hooks.extend(_read_source(source, data, problems))
+        hooks.extend(_read_source(source, data, problems, claude))
     problems.raise_if_any()
+    hooks = _with_claude_settings(hooks, claude, problems)
     if notes is not None:
         notes.extend(problems.notes)
     return tuple(override_by_name(_dedup(hooks)))
+
+
+def _with_claude_settings(
+    hooks: list[HookSpec], claude: list[ClaudeFile], problems: Problems
+) -> list[HookSpec]:
+    """``hooks`` after the settings Claude Code applies across its files.
+
+    See ``_claude_settings``: ``disableAllHooks``, ``allowedHttpHookUrls``, ...
+    """
+    if not claude:
+        return hooks
+    from orchestra.skills._claude_settings import apply_claude_settings
+
+    originals = [(read, list(read.hooks)) for read in claude]
+    dropped = apply_claude_settings(claude, problems.notes)
+    after = {
+        id(old): new
+        for read, before in originals
+        for old, new in zip(before, read.hooks, strict=True)
+    }
+    return [after.get(id(hook), hook) for hook in hooks if id(hook) not in dropped]
 
 
 def read_sources(paths: Sequence[str | Path], problems: Problems) -> list[Loaded]:
@@ -130,7 +156,9 @@ def _described(source: Source, raw: bytes) -> list[HookSpec]:
         return _read_source(source, raw, Problems())
 
 
-def _read_source(source: Source, raw: bytes, problems: Problems) -> list[HookSpec]:
+def _read_source(
+    source: Source, raw: bytes, problems: Problems, claude: list[ClaudeFile] | None = None
+) -> list[HookSpec]:
     name = str(source.path)
     text = decode(raw, name, problems)
     if text is None:
@@ -145,7 +173,10 @@ def _read_source(source: Source, raw: bytes, problems: Problems) -> list[HookSpe
         data = parse_yaml(text, name, 0, problems)
         if is_graph_file(data):  # a graph executor's hooks list, not Claude Code's
             return list(read_graph(name, data, problems))
-        return read_claude(source.path, data, problems)
+        read = read_claude(source.path, data, problems)
+        if claude is not None:
+            claude.append(read)
+        return list(read.hooks)
     offset = 0
     if source.skill:
         text = front_matter(text, name, problems)

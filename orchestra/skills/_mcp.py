@@ -15,7 +15,7 @@ cannot start, crashes or answers garbage, and a timeout are ``HookRunError``.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any, Final, final
 
 import anyio
@@ -77,7 +77,9 @@ def _text_of(content: list[Any]) -> str:
     return "".join(block.text for block in content if getattr(block, "type", None) == "text")
 
 
-def _read_tool_result(tool: str, result: Any, strict: bool) -> HookResult:
+def _read_tool_result(
+    tool: str, result: Any, strict: bool, read_text: Callable[[bytes], HookResult] | None = None
+) -> HookResult:
     # mcp 2 names the fields in snake case, mcp 1 as on the wire.
     is_error = getattr(result, "is_error", None) or getattr(result, "isError", False)
     structured = getattr(result, "structured_content", None)
@@ -98,6 +100,8 @@ def _read_tool_result(tool: str, result: Any, strict: bool) -> HookResult:
                 return parse_result(inner.encode("utf-8"), strict=strict)
             return result_from_json(inner, strict=strict)
         return result_from_json(structured, strict=strict)
+    if read_text is not None:
+        return read_text(text.encode("utf-8"))
     return parse_result(text.encode("utf-8"), strict=strict)
 
 
@@ -108,6 +112,7 @@ async def call_mcp_tool(
     arguments: Mapping[str, Any],
     timeout: float,  # noqa: ASYNC109 -- one deadline for start, call and stop together
     strict_output: bool = False,
+    read_text: Callable[[bytes], HookResult] | None = None,
 ) -> HookResult:
     """Start an MCP server, call one of its tools and read the answer as a hook result.
 
@@ -117,6 +122,8 @@ async def call_mcp_tool(
         arguments: the tool's arguments (the event).
         timeout: seconds for starting the server, initializing and calling the tool.
         strict_output: refuse result fields that are not known (see ``parse_result``).
+        read_text: how to read the tool's text content instead of ``parse_result``
+            (a Claude Code source reads it as a command hook's stdout).
 
     Returns:
         The tool's answer as a hook result.
@@ -161,4 +168,4 @@ async def call_mcp_tool(
                 raise cause from None
             kind = f"mcp server failed: {type(cause).__name__}"
             raise HookRunError(f"{kind}: {cause}", stderr=_tail(errlog), summary=kind) from cause
-    return _read_tool_result(tool, result, strict_output)
+    return _read_tool_result(tool, result, strict_output, read_text)

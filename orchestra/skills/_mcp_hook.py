@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 import attrs
 
-from orchestra.skills._hook import HookCall, HookSpec
+from orchestra.skills._hook import NOT_CONFIG, HookCall, HookSpec
 from orchestra.skills._mcp import McpServer, call_mcp_tool
+from orchestra.skills._result import HookRunError
 from orchestra.skills._yaml import kind, plain
 
 if TYPE_CHECKING:
@@ -50,6 +52,11 @@ class McpToolHook(HookSpec):
         tool: the tool to call.
         arguments: fixed arguments, added to the event's fields.
         strict_output: unknown fields in the result are errors.
+        server_name: the server's name in a Claude Code source (``server``), found in
+            its ``.mcp.json``; None for a YAML hook.
+        input_template: Claude Code's ``input``: the tool's only arguments, each
+            ``${path}`` in a string replaced by the event's value at that path
+            (``${tool_input.file_path}``); None to send the event's fields.
     """
 
     type: ClassVar[str] = "mcp_tool"
@@ -58,6 +65,10 @@ class McpToolHook(HookSpec):
     tool: str
     arguments: Mapping[str, Any] = attrs.field(factory=dict, hash=False)
     strict_output: bool = False
+    server_name: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
+    input_template: Mapping[str, Any] | None = attrs.field(
+        default=None, hash=False, metadata=NOT_CONFIG
+    )
 
     def describe(self) -> str:
         """``tool on command args``."""
@@ -81,6 +92,13 @@ class McpToolHook(HookSpec):
     async def run(self, call: HookCall) -> HookResult:
         """Start the server, call the tool with the event's fields (see ``call_mcp_tool``)."""
         server = self.server
+        if not server.command:
+            raise HookRunError(f"mcp server {self.server_name!r} is not configured (.mcp.json)")
+        arguments = (
+            {**json.loads(call.body()), **self.arguments}
+            if self.input_template is None
+            else _filled(self.input_template, call.data)
+        )
         env = {"ORCHESTRA_EVENT": call.event, "ORCHESTRA_PROJECT_DIR": call.project_dir}
         if self.skill_dir:
             env["SKILL_DIR"] = self.skill_dir
@@ -92,10 +110,42 @@ class McpToolHook(HookSpec):
                 cwd=server.cwd or call.project_dir,
             ),
             tool=self.tool,
-            arguments={**json.loads(call.body()), **self.arguments},
+            arguments=arguments,
             timeout=self.timeout,
             strict_output=self.strict_output,
+            read_text=_claude_text(self.event) if self.claude_code else None,
         )
+
+
+_PATH_REF: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+
+
+def _claude_text(event: str) -> Callable[[bytes], HookResult]:
+    """How a Claude Code source reads a tool's text: as a command hook's stdout (exit 0)."""
+    from orchestra.skills._claude_result import claude_reader
+
+    read = claude_reader(event)
+    return lambda text: read(0, text, "")
+
+
+def _lookup(data: Mapping[str, Any], path: str) -> str:
+    value: Any = data
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _filled(template: Any, data: Mapping[str, Any]) -> Any:
+    """``template`` with each ``${path}`` in its strings replaced from ``data``."""
+    if isinstance(template, str):
+        return _PATH_REF.sub(lambda match: _lookup(data, match.group(1)), template)
+    if isinstance(template, Mapping):
+        return {key: _filled(value, data) for key, value in template.items()}
+    if isinstance(template, list):
+        return [_filled(value, data) for value in template]
+    return template
 
 
 def _server(entry: Entry) -> McpServerSpec | None:

@@ -2,27 +2,22 @@
 
 Firing one event:
 
-1. The hooks of the event were sorted out at construction (one tuple per event), so an
-   event with no hooks returns a shared empty ``HookOutcome`` at once: no subprocess, no
-   task, no allocation.
-2. The hooks whose matcher matches the payload's matcher field (the catalog says
-   which: ``tool_name`` for tool events, ``source`` for ``SessionStart``, ...) run in
-   stages (see ``_firing``): hooks that only judge run at once on the same input
-   (guards, every hook of an event that cannot modify its input, the handlers of a
-   Claude Code source), hooks that may rewrite the input run in config order, each
-   seeing the input as modified by those before it. Each sees the event JSON (the
-   payload's fields plus ``hook_event_name``, ``session_id``, ``cwd``, ``timestamp``).
-3. The answers are combined in config order, whatever finishes first: the first deny or
-   block decides, and the hooks after it still running are cancelled. Otherwise
-   ``deny > ask > allow``: the outcome is ``ask`` if any hook asked, ``allow`` if any
-   allowed, else None (no opinion). Messages accumulate in config order; a
-   ``continue: false`` becomes a stop request.
-4. A hook error (crash, timeout, bad output) follows its ``on_error``: ``block`` ends
-   the chain blocked, ``continue`` counts the hook as no opinion.
+1. The hooks of each event were sorted out at construction, so an event with no hooks
+   returns a shared empty ``HookOutcome`` at once: no subprocess, no task, no
+   allocation.
+2. The hooks whose matcher matches the payload's matcher field (``tool_name`` for tool
+   events, ``source`` for ``SessionStart``, ... as the catalog says) run in stages
+   (``_firing``): hooks that only judge run at once on the same input (guards, the hooks
+   of an event that cannot modify its input, a Claude Code source's handlers), hooks
+   that may rewrite it run in config order, each on the input as modified before it.
+3. The answers are combined in config order whatever finishes first: the first deny or
+   block decides (the hooks after it still running are cancelled); else ``deny > ask >
+   allow``. Messages accumulate in config order; ``continue: false`` is a stop request.
+4. A hook error follows its ``on_error``: ``block`` ends the chain blocked,
+   ``continue`` counts the hook as no opinion.
 
-On events that cannot block, a hook's deny or block changes nothing but its reason,
-which is added to the messages; on events that cannot modify, a ``modified_input`` is
-ignored; both are noted in the hook's record.
+On events that cannot block, a deny changes nothing but its reason, added to the
+messages; on events that cannot modify, a ``modified_input`` is ignored (both noted).
 """
 
 from __future__ import annotations
@@ -38,23 +33,26 @@ from typing import Any, Final
 import attrs
 from opentelemetry.trace import Tracer
 
-from orchestra._errors import ConfigError, did_you_mean
+from orchestra._errors import did_you_mean
 from orchestra._hooks import SubagentHooks, TaskHooks
 from orchestra.skills._adapters import subagent_hooks, task_hooks
+from orchestra.skills._background import BackgroundHooks
 from orchestra.skills._call import attempt, traced_attempt
-from orchestra.skills._catalog import EVENTS, EventSpec
+from orchestra.skills._catalog import EVENTS
+from orchestra.skills._claude_env import env_file
 from orchestra.skills._firing import (
     combiner_for,
+    firing_table,
     in_phase_order,
     matching_hooks,
     run_hooks,
     selected,
     subject_of,
 )
-from orchestra.skills._fixed_hooks import AgentHook
+from orchestra.skills._fixed_hooks import refuse_agent_hooks
 from orchestra.skills._guard import AskCallback, Guard, OutcomeCallback
 from orchestra.skills._hook import HookCall, HookSpec, event_data
-from orchestra.skills._judge import Judge, supports_agent
+from orchestra.skills._judge import Judge
 from orchestra.skills._outcome import EMPTY, HookOutcome, HookRecord, plain_outcome
 from orchestra.skills._persistent import HookProcesses
 from orchestra.skills._record import DEFAULT_RECORD_BYTES, EventRecorder
@@ -140,38 +138,17 @@ class HookRegistry:
         self.judge = judge
         self.notes: tuple[str, ...] = tuple(notes)
         self._ran_once: set[int] = set()  # ids of the `once` hooks that ran
-        if judge is not None and not supports_agent(judge):
-            for hook in self.hooks:
-                if isinstance(hook, AgentHook):
-                    raise ConfigError(
-                        f"{hook.source}: agent hook: the judge {judge!r} takes one turn; "
-                        "agent hooks need one with supports_agent = True",
-                        file=hook.file,
-                        line=hook.line,
-                        field="type",
-                    )
+        refuse_agent_hooks(self.hooks, judge)
         self.project_dir = os.path.abspath(project_dir if project_dir is not None else os.curdir)
         self.session_id = session_id or str(uuid.uuid4())
         self._by_event: dict[str, tuple[HookSpec, ...]] = {
             name: in_phase_order(hook for hook in self.hooks if hook.event == name)
             for name in EVENTS
         }
-        # The events that have hooks: (the event, its hooks, whether one runs only once,
-        # whether every one runs whatever the subject: none has a matcher or filters,
-        # whether one filters on the payload: HookSpec.selects).
-        self._firing: dict[str, tuple[EventSpec, tuple[HookSpec, ...], bool, bool, bool]] = {
-            name: (
-                EVENTS[name],
-                hooks,
-                any(hook.once for hook in hooks),
-                all(hook.pattern is None and not hook.filters for hook in hooks),
-                any(hook.filters for hook in hooks),
-            )
-            for name, hooks in self._by_event.items()
-            if hooks
-        }
+        self._firing = firing_table(self._by_event)
         self._slots = threading.local()  # a Gate per thread: see _slot()
         self._processes = HookProcesses()
+        self._background = BackgroundHooks()
 
     def __repr__(self) -> str:
         return f"<HookRegistry {len(self.hooks)} hooks>"
@@ -194,9 +171,21 @@ class HookRegistry:
         cancelled part-way; closing a registry with nothing running does nothing.
         """
         await self._processes.aclose()
+        await self._background.aclose()
+
+    def env_file(self, session_id: str | None = None) -> str:
+        """The ``CLAUDE_ENV_FILE`` of a session (default: the registry's ``session_id``).
+
+        orchestra applies none of its ``export`` lines: source it before your agent's
+        shell commands, as Claude Code does before each Bash command.
+        """
+        return env_file(session_id if session_id is not None else self.session_id)
 
     def __del__(self) -> None:
-        processes = getattr(self, "_processes", None)  # __init__ may not have run
+        background = getattr(self, "_background", None)  # __init__ may not have run
+        if background is not None:
+            background.kill()
+        processes = getattr(self, "_processes", None)
         if processes is not None and len(processes):
             count = processes.kill()
             warnings.warn(
@@ -223,7 +212,7 @@ class HookRegistry:
         if not hooks:
             return ()
         payload = payload or {}
-        return selected(matching_hooks(hooks, subject_of(EVENTS[event], payload)), payload)
+        return selected(matching_hooks(hooks, subject_of(EVENTS[event], payload), payload), payload)
 
     def _hooks(self, event: str) -> tuple[HookSpec, ...]:
         try:
@@ -300,10 +289,14 @@ class HookRegistry:
         Raises:
             ValueError: for an event the catalog does not know.
         """
-        if self._recorder is None:
+        if self._background.waiting:  # background hooks ended: their words come along
+            outcome = self._background.deliver(await self._fire(event, payload))
+        elif self._recorder is None:
             return await self._fire(event, payload)
-        outcome = await self._fire(event, payload)
-        self._recorder.write(event, payload or {}, outcome)
+        else:
+            outcome = await self._fire(event, payload)
+        if self._recorder is not None:
+            self._recorder.write(event, payload or {}, outcome)
         return outcome
 
     async def replay(
@@ -328,7 +321,7 @@ class HookRegistry:
 
     async def _fire(self, event: str, payload: Mapping[str, Any] | None) -> HookOutcome:
         try:
-            spec, hooks, once, unmatched, filters = self._firing[event]
+            spec, hooks, special, unmatched, filters = self._firing[event]
         except KeyError:
             if event not in EVENTS:
                 raise _unknown_event(event) from None
@@ -339,12 +332,11 @@ class HookRegistry:
             subject, matching = None, hooks
         else:
             subject = subject_of(spec, payload)
-            matching = matching_hooks(hooks, subject)
+            matching = matching_hooks(hooks, subject, payload)
             if filters:
                 matching = selected(matching, payload)
-        if once:
-            matching = tuple(h for h in matching if not (h.once and id(h) in self._ran_once))
-            self._ran_once.update(id(h) for h in matching if h.once)
+        if special:
+            matching = self._special(event, payload, matching)
         if not matching:
             return EMPTY
         data = event_data(event, payload, self.session_id, self.project_dir)
@@ -361,6 +353,16 @@ class HookRegistry:
             return outcome
         combiner = combiner_for(spec, payload)
         return await run_hooks(matching, data, combiner, tracer, subject, self._run)
+
+    def _special(
+        self, event: str, payload: Mapping[str, Any], matching: tuple[HookSpec, ...]
+    ) -> tuple[HookSpec, ...]:
+        """``matching`` less the ``once`` hooks that ran and the background hooks (started)."""
+        matching = tuple(h for h in matching if not (h.once and id(h) in self._ran_once))
+        self._ran_once.update(id(h) for h in matching if h.once)
+        data = event_data(event, payload, self.session_id, self.project_dir)
+        call = HookCall(event, data, self.project_dir, None, self.judge, None)
+        return self._background.start(matching, call)
 
     def _run(
         self,

@@ -17,9 +17,11 @@ ours                               Claude Code
                                    ``hookSpecificOutput.decision.updatedInput``
 ``message``                        ``hookSpecificOutput.additionalContext``
 ``system_message``                 ``systemMessage`` (for the user, not the agent)
-``output``                         ``hookSpecificOutput.updatedMCPToolOutput``
-                                   (a tool's output: a mock before the call, a
-                                   rewrite after it)
+``output``                         ``hookSpecificOutput.updatedToolOutput``,
+                                   ``updatedMCPToolOutput`` (a tool's output: a
+                                   mock before the call, a rewrite after it),
+                                   ``displayContent`` (MessageDisplay),
+                                   ``worktreePath`` (WorktreeCreate)
 ``retry``                          ``hookSpecificOutput.retry`` (PermissionDenied)
 (none)                             ``continue: false`` + ``stopReason``
 =================================  ===========================================
@@ -69,35 +71,30 @@ _STRICTNESS: Final[dict[str, int]] = {"allow": 1, "skip": 2, "ask": 2, "deny": 3
 
 _TOP_FIELDS: Final = frozenset(
     {
-        # ours
-        "decision",
-        "reason",
-        "modified_input",
-        "message",
-        "system_message",
-        "output",
-        "retry",
-        # Claude Code's
-        "continue",
-        "stopReason",
-        "suppressOutput",
-        "systemMessage",
-        "hookSpecificOutput",
+        *("decision", "reason", "modified_input", "message", "system_message"),  # ours
+        *("output", "retry"),
+        *("continue", "stopReason", "suppressOutput", "systemMessage"),  # Claude Code's
+        *("hookSpecificOutput", "terminalSequence"),
     }
+)
+# Where Claude Code's hookSpecificOutput gives a tool output (or a text, a path), first wins.
+_OUTPUT_FIELDS: Final = (
+    "updatedToolOutput",
+    "updatedMCPToolOutput",
+    "displayContent",
+    "worktreePath",
 )
 _SPECIFIC_FIELDS: Final = frozenset(
     {
-        "hookEventName",
-        "permissionDecision",
-        "permissionDecisionReason",
-        "updatedInput",
-        "additionalContext",
-        "decision",
-        "updatedMCPToolOutput",
-        "retry",
+        *("hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput"),
+        *("additionalContext", "decision", "retry", *_OUTPUT_FIELDS),
+        *("sessionTitle", "initialUserMessage", "watchPaths", "reloadSkills"),
+        *("suppressOriginalPrompt", "classifierContext", "action", "content"),
     }
 )
-_BEHAVIOR_FIELDS: Final = frozenset({"behavior", "message", "updatedInput", "interrupt"})
+_BEHAVIOR_FIELDS: Final = frozenset(
+    {"behavior", "message", "updatedInput", "interrupt", "updatedPermissions"}
+)
 
 
 @final
@@ -249,7 +246,7 @@ def _verdict(
     where: str,
     keys: tuple[str, str, str],
     allowed: Mapping[str, HookVerdict | None],
-) -> tuple[HookVerdict | None, str | None, dict[str, Any] | None]:
+) -> tuple[HookVerdict | None, str | None, dict[str, Any] | None]:  # a _Verdict
     """A decision, its reason and an input change, read from ``obj`` at ``keys``."""
     decision, reason, changed = keys
     return (
@@ -257,6 +254,43 @@ def _verdict(
         _text(obj, reason, where),
         _object(obj, changed, where),
     )
+
+
+_Verdict: TypeAlias = tuple[HookVerdict | None, str | None, dict[str, Any] | None]
+
+
+def _read_specific(
+    specific: Mapping[str, Any], strict: bool, verdicts: list[_Verdict], messages: list[str]
+) -> None:
+    """Read Claude Code's ``hookSpecificOutput``: its verdicts and its context."""
+    where = "hookSpecificOutput."
+    if strict:
+        _check_fields(specific, _SPECIFIC_FIELDS, where)
+    _text(specific, "hookEventName", where)
+    verdicts.append(_verdict(specific, where, _PERMISSION_KEYS, _PERMISSION_DECISIONS))
+    context = _text(specific, "additionalContext", where)
+    if context is not None:
+        messages.append(context)
+    # PermissionRequest: {"decision": {"behavior": "allow" | "deny", "message": ..., ...}}
+    behavior = _object(specific, "decision", where) or {}
+    where = "hookSpecificOutput.decision."
+    if strict:
+        _check_fields(behavior, _BEHAVIOR_FIELDS, where)
+    verdicts.append(_verdict(behavior, where, _BEHAVIOR_KEYS, _BEHAVIORS))
+    _flag(behavior, "interrupt", where, False)
+
+
+def _merged(verdicts: list[_Verdict]) -> _Verdict:
+    """The strictest decision, the most specific reason, the one input change."""
+    decisions = [decision for decision, _, _ in verdicts if decision is not None]
+    # The reason of the most specific shape wins: PermissionRequest's, then
+    # hookSpecificOutput's, then ours.
+    reason = next((reason for _, reason, _ in reversed(verdicts) if reason is not None), None)
+    inputs = [changed for _, _, changed in verdicts if changed is not None]
+    if any(other != inputs[0] for other in inputs[1:]):
+        raise _invalid("modified_input and updatedInput disagree")
+    strictest = max(decisions, key=_STRICTNESS.__getitem__, default=None)
+    return strictest, reason, inputs[0] if inputs else None
 
 
 def parse_result(stdout: bytes, *, strict: bool = False) -> HookResult:
@@ -321,29 +355,15 @@ def result_from_json(data: object, *, strict: bool = False) -> HookResult:
     message = _text(data, "message", "")
     if message is not None:
         messages.append(message)
-
-    where = "hookSpecificOutput."
     specific = _object(data, "hookSpecificOutput", "") or {}
     if specific:  # Claude Code's shape (most answers have none: spare the reading)
-        if strict:
-            _check_fields(specific, _SPECIFIC_FIELDS, where)
-        _text(specific, "hookEventName", where)
-        verdicts.append(_verdict(specific, where, _PERMISSION_KEYS, _PERMISSION_DECISIONS))
-        context = _text(specific, "additionalContext", where)
-        if context is not None:
-            messages.append(context)
-        # PermissionRequest: {"decision": {"behavior": "allow" | "deny", "message": ..., ...}}
-        behavior = _object(specific, "decision", where) or {}
-        where = "hookSpecificOutput.decision."
-        if strict:
-            _check_fields(behavior, _BEHAVIOR_FIELDS, where)
-        verdicts.append(_verdict(behavior, where, _BEHAVIOR_KEYS, _BEHAVIORS))
-        _flag(behavior, "interrupt", where, False)
-
+        _read_specific(specific, strict, verdicts, messages)
     system_message = _text(data, "systemMessage", "") or _text(data, "system_message", "")
     output = data.get("output")
-    if "updatedMCPToolOutput" in specific:
-        output = specific["updatedMCPToolOutput"]
+    for key in _OUTPUT_FIELDS:
+        if key in specific:
+            output = specific[key]
+            break
     retry = _flag(data, "retry", "", False) or _flag(
         specific, "retry", "hookSpecificOutput.", False
     )
@@ -351,18 +371,11 @@ def result_from_json(data: object, *, strict: bool = False) -> HookResult:
     stop = not _flag(data, "continue", "", True)
     stop_reason = _text(data, "stopReason", "")
 
-    decisions = [decision for decision, _, _ in verdicts if decision is not None]
-    # The reason of the most specific shape wins: PermissionRequest's, then
-    # hookSpecificOutput's, then ours.
-    reason = next((reason for _, reason, _ in reversed(verdicts) if reason is not None), None)
-    inputs = [changed for _, _, changed in verdicts if changed is not None]
-    if any(other != inputs[0] for other in inputs[1:]):
-        raise _invalid("modified_input and updatedInput disagree")
-    strictest = max(decisions, key=_STRICTNESS.__getitem__, default=None)
+    strictest, reason, changed = _merged(verdicts)
     return HookResult(
         decision=strictest,
         reason=reason,
-        modified_input=inputs[0] if inputs else None,
+        modified_input=changed,
         messages=tuple(messages),
         stop=stop,
         stop_reason=stop_reason,

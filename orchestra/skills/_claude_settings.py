@@ -1,0 +1,202 @@
+"""Claude Code settings that apply across the files of one ``load``, and ``hooks import``.
+
+Claude Code merges its settings files by precedence (user ``~/.claude/settings.json`` <
+project ``.claude/settings.json`` < local ``.claude/settings.local.json``):
+
+- ``disableAllHooks``: the value of the most precedent file that sets it decides; when
+  true, no hook of any Claude Code file of the load runs (plugins' included); a project's
+  ``false`` overrides the user's ``true``. orchestra's own files are not Claude Code's
+  settings and keep their hooks.
+- ``allowedHttpHookUrls``: once any file sets it, an http hook of a Claude Code file runs
+  only if its URL matches an entry of the merged list (``*`` matches any text); an entry
+  whose host has no ``*`` names that host, which lets the hook reach it even when it is
+  private or link-local (a cloud metadata address included).
+- ``httpHookAllowedEnvVars``: once any file sets it, headers interpolate only the
+  variables on the merged list.
+
+``to_orchestra_yaml`` writes the hooks as an ``orchestra.yaml`` (``orchestra hooks
+import``), keeping a plugin's ``CLAUDE_PLUGIN_ROOT`` and ``CLAUDE_PLUGIN_DATA`` as
+``env:`` and turning Claude Code matchers into full-match RE2 patterns of the same
+meaning; what has no orchestra field is listed in the notes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import attrs
+
+from orchestra.skills._catalog import EVENTS
+from orchestra.skills._claude import ClaudeFile
+from orchestra.skills._claude_env import plugin_data
+from orchestra.skills._hook import MAX_TIMEOUT, HookSpec
+from orchestra.skills._http_hook import HttpHook
+from orchestra.skills._matchers import ClaudeMatcher, compile_matcher
+
+__all__ = ["apply_claude_settings", "settings_level", "to_orchestra_yaml"]
+
+_LEVELS: Final = ("user", "project", "local")
+
+
+def settings_level(path: Path) -> str:
+    """Which settings level a Claude Code file is: user, project, local or plugin."""
+    if path.name == "settings.local.json":
+        return "local"
+    if path.name == "hooks.json":
+        return "plugin"
+    user = Path.home() / ".claude"
+    if path.resolve().parent == user.resolve():
+        return "user"
+    return "project"
+
+
+def _disabled(files: Sequence[ClaudeFile]) -> ClaudeFile | None:
+    """The file whose ``disableAllHooks: true`` decides, or None when hooks run."""
+    deciding: ClaudeFile | None = None
+    rank = -1
+    for read in files:
+        level = settings_level(read.path)
+        if read.disable_all is not None and level in _LEVELS and _LEVELS.index(level) >= rank:
+            deciding, rank = read, _LEVELS.index(level)
+    return deciding if deciding is not None and deciding.disable_all else None
+
+
+def _names_host(pattern: str, url: str) -> bool:
+    """Whether an ``allowedHttpHookUrls`` entry names the URL's host (no ``*`` in it)."""
+    netloc = urlsplit(pattern).netloc
+    return (
+        bool(netloc) and "*" not in netloc and urlsplit(pattern).hostname == urlsplit(url).hostname
+    )
+
+
+def _http(
+    hook: HttpHook, urls: tuple[str, ...] | None, names: tuple[str, ...] | None
+) -> HttpHook | None:
+    changes: dict[str, Any] = {}
+    if urls is not None:
+        matching = [p for p in urls if fnmatch.fnmatchcase(hook.url, p)]
+        if not matching:
+            return None
+        if any(_names_host(p, hook.url) for p in matching):
+            changes["allow_private_network"] = True
+    if names is not None:
+        changes["allowed_env_vars"] = tuple(n for n in hook.allowed_env_vars if n in names)
+    return attrs.evolve(hook, **changes) if changes else hook
+
+
+def _merged(files: Sequence[ClaudeFile], field: str) -> tuple[str, ...] | None:
+    values = [getattr(read, field) for read in files if getattr(read, field) is not None]
+    return tuple(v for value in values for v in value) if values else None
+
+
+def apply_claude_settings(files: Sequence[ClaudeFile], notes: list[str]) -> set[int]:
+    """Apply the cross-file settings to each file's hooks, in place.
+
+    Returns:
+        The ids of the hooks left out (of every file), for the caller to drop.
+    """
+    dropped: set[int] = set()
+    if not files:
+        return dropped
+    off = _disabled(files)
+    if off is not None:
+        for read in files:
+            dropped.update(id(hook) for hook in read.hooks)
+        notes.append(f"{off.path}: disableAllHooks is true: no hook of a Claude Code file runs")
+        return dropped
+    urls, names = _merged(files, "allowed_urls"), _merged(files, "allowed_env_vars")
+    if urls is None and names is None:
+        return dropped
+    for read in files:
+        for i, hook in enumerate(read.hooks):
+            if not isinstance(hook, HttpHook):
+                continue
+            kept = _http(hook, urls, names)
+            if kept is None:
+                dropped.add(id(hook))
+                notes.append(f"{hook.source}: {hook.url} is not in allowedHttpHookUrls: left out")
+            else:
+                read.hooks[i] = kept
+    return dropped
+
+
+def _matcher(hook: HookSpec, notes: list[str]) -> tuple[str | None, bool]:
+    """The hook's matcher as an orchestra (full-match RE2) one, and whether it carries."""
+    pattern = hook.pattern
+    if not isinstance(pattern, ClaudeMatcher):
+        return hook.matcher, True
+    if pattern.names is not None:
+        return "|".join(sorted(pattern.names)), True
+    full = f"(?s).*(?:{pattern.pattern}).*"
+    if compile_matcher(full)[1] is not None:
+        notes.append(f"{hook.source}: matcher {pattern.pattern!r} cannot run on RE2: left out")
+        return None, False
+    return full, True
+
+
+def _left_out(hook: HookSpec) -> list[str]:
+    fields = [
+        ("statusMessage", hook.status_message),
+        ("async", hook.background),
+        ("if", hook.if_rule),
+        ("asyncRewake", getattr(hook, "rewake", False)),
+        ("shell", getattr(hook, "shell", None)),
+    ]
+    return [name for name, value in fields if value]
+
+
+def _entry(hook: HookSpec, notes: list[str]) -> dict[str, Any]:
+    """One hook as an orchestra.yaml entry; what does not carry over goes to ``notes``."""
+    entry: dict[str, Any] = {"type": hook.type}
+    for field in attrs.fields(type(hook)):
+        if not field.metadata.get("config", True) or field.name == "timeout":
+            continue
+        value = getattr(hook, field.name)
+        if value == field.default or value is None or value == ():
+            continue
+        entry[field.name] = list(value) if isinstance(value, tuple) else value
+    if hook.plugin_root is not None and hook.type == "command":
+        plugin = {"CLAUDE_PLUGIN_ROOT": hook.plugin_root}
+        plugin["CLAUDE_PLUGIN_DATA"] = plugin_data(hook.plugin_root)
+        entry["env"] = {**plugin, **dict(entry.get("env") or {})}
+    entry["timeout"] = min(hook.timeout, MAX_TIMEOUT)
+    if hook.timeout > MAX_TIMEOUT:
+        notes.append(f"{hook.source}: timeout {hook.timeout:g} s cut to {MAX_TIMEOUT:g} s")
+    left_out = _left_out(hook)
+    if left_out:
+        notes.append(f"{hook.source}: {', '.join(left_out)} left out (no orchestra field)")
+    if hook.on_error == "block":
+        entry["on_error"] = "block"
+    return entry
+
+
+def to_orchestra_yaml(hooks: list[HookSpec], notes: list[str] | None = None) -> str:
+    """An ``orchestra.yaml`` with the same hooks (``orchestra hooks import``).
+
+    What cannot carry over as is goes to ``notes``: timeouts above orchestra's cap
+    (``MAX_TIMEOUT``) are cut to it; ``statusMessage``, ``async``, ``if``, ``asyncRewake``
+    and ``shell`` have no orchestra.yaml field and are left out; a matcher RE2 cannot run
+    leaves its hook out.
+    """
+    import yaml
+
+    notes = notes if notes is not None else []
+    events: dict[str, list[dict[str, Any]]] = {}
+    for hook in hooks:
+        matcher, carries = _matcher(hook, notes)
+        if not carries:
+            continue
+        spec = EVENTS[hook.event]
+        if hook.claude_code and matcher and spec.claude.matcher_field != spec.matcher_field:
+            notes.append(
+                f"{hook.source}: the matcher now reads {spec.matcher_field}, "
+                f"not Claude Code's {spec.claude.matcher_field}"
+            )
+        entry = _entry(hook, notes)
+        group = {"matcher": matcher, "hooks": [entry]} if matcher else {"hooks": [entry]}
+        events.setdefault(hook.event, []).append(group)
+    return yaml.safe_dump({"hooks": events}, sort_keys=False, allow_unicode=True)

@@ -1,0 +1,243 @@
+r"""Claude Code's ``if`` field: one permission rule a tool call must match for a hook to run.
+
+A rule is ``Tool`` or ``Tool(specifier)``, as in Claude Code's permission rules:
+
+==============================  =====================================================
+rule                            runs the hook when
+==============================  =====================================================
+``Bash``, ``Bash(*)``, ``*``    the tool is Bash (``*``, ``mcp__*``: a glob on the
+                                tool's name)
+``Bash(git *)``                 a subcommand of the command matches ``git *``: the
+                                command is split on ``&&``, ``||``, ``;``, ``|``,
+                                ``&`` and newlines, ``$(...)`` and backticks are
+                                looked into, leading ``VAR=value`` assignments and
+                                the wrappers ``timeout``, ``time``, ``nice``,
+                                ``nohup``, ``stdbuf``, ``command``, ``builtin``,
+                                ``noglob``, a bare ``xargs`` are stripped; ``*`` is any
+                                text, a trailing `` *`` (or ``:*``) needs a word
+                                boundary
+``Edit(*.ts)``, ``Read(src/**)``  the file path matches the gitignore-style glob
+                                (``//abs``, ``~/home``, ``/`` from the project, else
+                                from ``cwd``; a bare name at any depth); ``Edit``
+                                covers every tool that edits files, ``Read`` every
+                                one that reads them
+``WebFetch(domain:host)``       the URL's host matches (``*`` globs, any case)
+``Tool(param:value)``           the top-level input ``param`` equals ``value`` (``*``
+                                globs)
+==============================  =====================================================
+
+The filter is best-effort and fails open, as Claude Code's: a command that cannot be
+parsed, a pattern that names more than the command name while the command holds
+``$(...)``, backticks or ``$VAR``, or a specifier of a shape this module does not know,
+runs the hook.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from typing import Any, Final, final
+from urllib.parse import urlsplit
+
+__all__ = ["PermissionRule", "permission_rule"]
+
+_RULE: Final = re.compile(r"\s*([^()\s]+)\s*(?:\((.*)\))?\s*", re.S)
+_PARAM: Final = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)", re.S)
+_SEPARATORS: Final = re.compile(r"\|\||&&|\|&|[;|&\n]")
+_SUBSHELL: Final = re.compile(r"\$\(([^()]*)\)|`([^`]*)`")
+_ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_WRAPPERS: Final = frozenset(
+    {"timeout", "time", "nice", "nohup", "stdbuf", "command", "builtin", "noglob"}
+)
+_SHELL_TOOLS: Final = frozenset({"Bash", "PowerShell"})
+_BASH_PARAMS: Final = frozenset({"description", "timeout", "run_in_background"})
+_EDIT_TOOLS: Final = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+_READ_TOOLS: Final = frozenset({"Read", "Grep", "Glob"})
+_PATH_FIELDS: Final = ("file_path", "notebook_path", "path")
+
+
+def _glob(pattern: str, *, word_boundary: bool) -> re.Pattern[str]:
+    """A Bash rule's ``*`` glob as a regex over one whole subcommand."""
+    if word_boundary:  # "git *": "git" alone or "git " and anything
+        head = re.escape(pattern[:-2]).replace(r"\*", ".*")
+        return re.compile(f"{head}(?: .*)?", re.S)
+    return re.compile(re.escape(pattern).replace(r"\*", ".*"), re.S)
+
+
+def _path_regex(pattern: str) -> re.Pattern[str]:
+    """A gitignore-style glob as a regex over an absolute path."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + "(?:/.*)?", re.S)
+
+
+def _subcommands(command: str) -> list[str] | None:
+    """The subcommands of a shell command (``$()`` and backticks looked into), or None."""
+    found: list[str] = []
+    pending = [command]
+    while pending:
+        text = pending.pop()
+        for match in _SUBSHELL.finditer(text):
+            pending.append(match.group(1) if match.group(1) is not None else match.group(2))
+        for part in _SEPARATORS.split(_SUBSHELL.sub(" _ ", text)):
+            try:
+                words = shlex.split(part)
+            except ValueError:
+                return None  # cannot be parsed: the filter fails open
+            _strip_wrappers(words)
+            if words[:1] == ["xargs"] and len(words) > 1 and not words[1].startswith("-"):
+                words.pop(0)
+            if words:
+                found.append(" ".join(words))
+    return found
+
+
+def _strip_wrappers(words: list[str]) -> None:
+    """Drop leading assignments and wrappers (with their options, timeout's duration)."""
+    while words and (_ASSIGNMENT.match(words[0]) or words[0] in _WRAPPERS):
+        wrapper = words.pop(0)
+        if wrapper in ("command", "builtin") or _ASSIGNMENT.match(wrapper):
+            continue
+        while words and words[0].startswith("-"):
+            words.pop(0)
+        if wrapper == "timeout" and words:
+            words.pop(0)  # the duration
+
+
+@final
+class PermissionRule:
+    """One compiled ``if`` rule (see the module docstring).
+
+    Args:
+        rule: the rule as written, e.g. ``"Bash(rm *)"``.
+    """
+
+    __slots__ = ("_check", "rule", "tool")
+
+    def __init__(self, rule: str) -> None:
+        self.rule = rule
+        match = _RULE.fullmatch(rule)
+        self.tool = match.group(1) if match else rule.strip()
+        specifier = match.group(2) if match else None
+        self._check = self._compile(specifier.strip() if specifier is not None else None)
+
+    def __repr__(self) -> str:
+        return f"PermissionRule({self.rule!r})"
+
+    def _compile(self, spec: str | None) -> Any:
+        if spec is None or spec in ("", "*"):
+            return None
+        tool = self.tool
+        param = _PARAM.fullmatch(spec)
+        if tool in _SHELL_TOOLS and (param is None or param.group(1) not in _BASH_PARAMS):
+            word = spec.endswith(" *") or spec.endswith(":*")
+            body = spec[:-2] + " *" if spec.endswith(":*") else spec
+            specific = len(spec.rstrip("*: ").split()) > 1  # more than the command name
+            return ("shell", _glob(body, word_boundary=word), specific)
+        if tool == "WebFetch" and spec.startswith("domain:"):
+            host = spec[len("domain:") :].strip().rstrip(".").lower()
+            return ("domain", host)
+        if tool in _EDIT_TOOLS or tool in _READ_TOOLS:
+            return ("path", spec)
+        if param is not None:
+            return ("param", param.group(1), param.group(2).strip())
+        return ("unknown",)
+
+    def _names(self, tool_name: str) -> bool:
+        tool = self.tool
+        if tool == "Edit":
+            return tool_name in _EDIT_TOOLS
+        if tool == "Read":
+            return tool_name in _READ_TOOLS
+        if "*" in tool:
+            return fnmatch.fnmatchcase(tool_name, tool)
+        return tool_name == tool
+
+    def admits(self, payload: Mapping[str, Any]) -> bool:
+        """Whether a tool event's payload (``tool_name``, ``tool_input``) matches."""
+        tool_name = payload.get("tool_name")
+        if not isinstance(tool_name, str) or not self._names(tool_name):
+            return False
+        check = self._check
+        if check is None:
+            return True
+        tool_input = payload.get("tool_input")
+        if not isinstance(tool_input, Mapping):
+            return True  # nothing to look into: fail open
+        kind = check[0]
+        if kind == "shell":
+            return _shell_admits(check[1], check[2], tool_input.get("command"))
+        if kind == "domain":
+            url = tool_input.get("url")
+            host = (urlsplit(url).hostname or "") if isinstance(url, str) else ""
+            return fnmatch.fnmatchcase(host.rstrip(".").lower(), check[1])
+        if kind == "path":
+            return self._path_admits(check[1], tool_input, payload.get("cwd"))
+        if kind == "param":
+            value = tool_input.get(check[1])
+            if value is None or isinstance(value, Mapping | list):
+                return False
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            return fnmatch.fnmatchcase(text, check[2])
+        return True  # a specifier this module does not read: fail open
+
+    def _path_admits(self, spec: str, tool_input: Mapping[str, Any], cwd: Any) -> bool:
+        path = next(
+            (tool_input[f] for f in _PATH_FIELDS if isinstance(tool_input.get(f), str)), None
+        )
+        if path is None:
+            return True
+        base = cwd if isinstance(cwd, str) else os.getcwd()
+        full = os.path.normpath(os.path.join(base, os.path.expanduser(path)))
+        if spec.startswith("//"):
+            anchor, rest = "/", spec[2:]
+        elif spec.startswith("~/"):
+            anchor, rest = os.path.expanduser("~"), spec[2:]
+        elif spec.startswith("/"):
+            anchor, rest = os.environ.get("CLAUDE_PROJECT_DIR", base), spec[1:]
+        else:
+            anchor, rest = base, spec[2:] if spec.startswith("./") else spec
+            if "/" not in rest.rstrip("/"):
+                rest = "**/" + rest  # a bare name matches at any depth
+        anchor = anchor.rstrip("/")
+        if full != anchor and not full.startswith(anchor + "/"):
+            return False
+        relative = full[len(anchor) :].lstrip("/")
+        return _path_regex(rest).fullmatch(relative) is not None
+
+
+def _shell_admits(glob: re.Pattern[str], specific: bool, command: Any) -> bool:
+    if not isinstance(command, str):
+        return True
+    parts = _subcommands(command)
+    if parts is None:
+        return True  # cannot be parsed: fail open
+    if any(glob.fullmatch(part) for part in parts):
+        return True
+    # A pattern naming more than the command runs anyway on what cannot be read.
+    return specific and ("`" in command or "$" in command)
+
+
+@functools.lru_cache(maxsize=512)
+def permission_rule(rule: str | None) -> PermissionRule | None:
+    """The compiled rule, or None when there is none."""
+    return None if rule is None else PermissionRule(rule)
