@@ -149,7 +149,7 @@ class ClaudeChecker(_Checker):
             self.bad(1, "", f"expected a JSON object with a 'hooks' key, got {kind(data)}")
             return
         for key in data:
-            if key not in ("hooks", *_SETTINGS):
+            if key not in ("hooks", "description", *_SETTINGS):  # a plugin's description
                 self.note(data.lines[key], key, "a Claude Code setting, not a hook: ignored")
         top = Entry(data, "", self.file, self.offset, self.problems)
         if "disableAllHooks" in data and isinstance(data["disableAllHooks"], bool):

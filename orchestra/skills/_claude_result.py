@@ -90,9 +90,9 @@ def _json(spec: EventSpec, text: str) -> tuple[HookResult | None, HookRunError |
         return None, exc
 
 
-def _exit_2(spec: EventSpec, parsed: HookResult | None, stderr: str, said: str) -> HookResult:
+def _exit_2(spec: EventSpec, parsed: HookResult | None, stderr: str) -> HookResult:
     base = parsed or HookResult()
-    text = stderr.strip() or said
+    text = stderr.strip()
     mode = spec.claude.exit_2
     if mode == "block":
         if spec.name in ("Elicitation", "ElicitationResult"):
@@ -133,8 +133,10 @@ def read_claude_exit(
     parsed, invalid = _json(spec, text)
     plain = text.strip() if parsed is None and invalid is None else ""
     if code == 2:
-        said = plain if rewake else ""
-        return attrs.evolve(_exit_2(spec, parsed, stderr, said), exit_code=2, stderr=stderr)
+        if rewake:  # in the background: what wakes the agent is stderr, else stdout
+            reason = stderr.strip() or plain or None
+            return HookResult(reason=reason, exit_code=2, stderr=stderr)
+        return attrs.evolve(_exit_2(spec, parsed, stderr), exit_code=2, stderr=stderr)
     if invalid is not None:
         raise invalid.again(exit_code=code, stderr=stderr)
     if parsed is not None:  # on any exit code, valid JSON decides alone

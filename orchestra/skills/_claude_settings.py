@@ -67,10 +67,8 @@ def _disabled(files: Sequence[ClaudeFile]) -> ClaudeFile | None:
 
 def _names_host(pattern: str, url: str) -> bool:
     """Whether an ``allowedHttpHookUrls`` entry names the URL's host (no ``*`` in it)."""
-    netloc = urlsplit(pattern).netloc
-    return (
-        bool(netloc) and "*" not in netloc and urlsplit(pattern).hostname == urlsplit(url).hostname
-    )
+    host = urlsplit(pattern).hostname
+    return bool(host) and "*" not in (host or "*") and host == urlsplit(url).hostname
 
 
 def _http(

@@ -119,6 +119,9 @@ class HttpHook(HookSpec):
     def expand_headers(self) -> dict[str, str]:
         """The headers with ``$VAR`` read from the environment.
 
+        In a Claude Code source a variable not in ``allowed_env_vars`` is an empty
+        string, as Claude Code replaces it.
+
         Raises:
             HookRunError: a variable not in ``allowed_env_vars``, or a value that has a
                 line break or NUL once expanded.
@@ -127,11 +130,14 @@ class HttpHook(HookSpec):
 
         def value(match: re.Match[str]) -> str:
             name = match.group(1) or match.group(2)
+            if name not in allowed and self.claude_code:  # Claude Code: an empty string
+                return ""
             if name not in allowed:  # validated at load; kept as a second fence
                 raise HookRunError(f"header variable ${name} is not in allowed_env_vars")
             return os.environ.get(name, "")
 
-        headers = {name: _HEADER_VAR.sub(value, text) for name, text in self.headers}
+        # HTTP forbids spaces around a value (an empty variable can leave one)
+        headers = {name: _HEADER_VAR.sub(value, text).strip() for name, text in self.headers}
         for name, text in headers.items():
             if _broken(text):
                 raise HookRunError(f"header {name} has a line break or NUL after expansion")
