@@ -109,6 +109,7 @@ def test_every_field_but_where_makes_a_hook_different(name: str) -> None:
             "max_in_flight": 3,
             "callable": "json:loads",
             "if_rule": "Bash(rm *)",
+            "enforce": not value,
             "shell": "bash",
             "rewake": not value,
             "rewake_message": "woken",
