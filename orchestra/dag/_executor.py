@@ -12,6 +12,7 @@ import anyio.to_thread
 
 if TYPE_CHECKING:
     from orchestra.dag._model import Task
+    from orchestra.dag._threads import ThreadPool
 
 __all__ = [
     "AgentDispatcher",
@@ -22,6 +23,7 @@ __all__ = [
     "Executor",
     "KeepsOutputsRemote",
     "LocalExecutor",
+    "PooledExecutor",
     "ReleasesOutputs",
 ]
 
@@ -130,19 +132,18 @@ class Capabilities:
     __slots__ = ("chains", "keeps", "releases", "remote", "times")
 
     def __init__(self, executor: object) -> None:
-        self.remote: KeepsOutputsRemote | None = (
-            executor if isinstance(executor, KeepsOutputsRemote) else None
-        )
-        self.releases: ReleasesOutputs | None = (
-            executor if isinstance(executor, ReleasesOutputs) else None
-        )
-        self.keeps: ChoosesKeptOutputs | None = (
-            executor if isinstance(executor, ChoosesKeptOutputs) else None
-        )
+        self.remote: KeepsOutputsRemote | None = None
+        self.releases: ReleasesOutputs | None = None
+        self.keeps: ChoosesKeptOutputs | None = None
+        self.chains: ChainsSubmissions | None = None
+        self.times = False
+        if executor is None:  # the run's own: none (a Protocol check costs ~25 us each)
+            return
+        self.remote = executor if isinstance(executor, KeepsOutputsRemote) else None
+        self.releases = executor if isinstance(executor, ReleasesOutputs) else None
+        self.keeps = executor if isinstance(executor, ChoosesKeptOutputs) else None
         self.times = isinstance(executor, AppliesTimeouts) and bool(executor.applies_timeouts)
-        self.chains: ChainsSubmissions | None = (
-            executor if isinstance(executor, ChainsSubmissions) else None
-        )
+        self.chains = executor if isinstance(executor, ChainsSubmissions) else None
 
 
 @final
@@ -204,6 +205,26 @@ class _ThreadBody:
         except BaseException as exc:
             self.fatal = exc
             raise
+
+
+@final
+class PooledExecutor:
+    """A run's own executor when it is given none (internal).
+
+    ``LocalExecutor``'s behaviour, with the sync bodies in the run's ``ThreadPool``
+    (see ``_threads`` for why).
+    """
+
+    def __init__(self, pool: ThreadPool) -> None:
+        self.pool = pool
+
+    async def execute(self, task: Task, kwargs: dict[str, Any]) -> Any:
+        """Run one task body."""
+        if task.is_async:
+            return await task.fn(**kwargs)
+        if task.inline:
+            return copy_context().run(task.fn, **kwargs)
+        return await self.pool.run(task.fn, kwargs)
 
 
 class _DispatchResult(Protocol):

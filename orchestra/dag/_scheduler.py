@@ -15,6 +15,7 @@ How the engine is drawn (``docs/architecture.md``):
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import math
 import time
@@ -31,13 +32,20 @@ from orchestra._chain import DEFAULT_HOOK_TIMEOUT, HookChain
 from orchestra._errors import DAGError, HookError
 from orchestra._hooks import TaskHooks
 from orchestra._reporting import start_reporting, stop_reporting
-from orchestra.dag._executor import AgentDispatcher, Capabilities, Executor, LocalExecutor
+from orchestra.dag._executor import (
+    AgentDispatcher,
+    Capabilities,
+    Executor,
+    LocalExecutor,
+    PooledExecutor,
+)
 from orchestra.dag._model import DAG, TaskState
 from orchestra.dag._plan import KIND_FULL
 from orchestra.dag._remote import RemoteOutputs, chained
 from orchestra.dag._result import Column, RunResult
 from orchestra.dag._run_hooks import before_run, end_run
 from orchestra.dag._run_state import RunState
+from orchestra.dag._threads import ThreadPool
 from orchestra.dag._workers import SLICE, worker
 from orchestra.tracing._engine import NO_RUN, RunTelemetry
 
@@ -128,6 +136,7 @@ class _Run:
         self.fatal: list[BaseException] = []  # BaseExceptions of bodies: raised at the end
         self.stopping = False
         self.cancelled: type[BaseException] = BaseException  # set by execute()
+        self.threads: ThreadPool | None = None  # the run's threads, made by execute()
         # The workers (_workers): idle ones, woken ones, the slice and its loop pass.
         self.idle: list[anyio.Event] = []
         self.woken = 0
@@ -174,6 +183,17 @@ class _Run:
                 self.state.outputs,
                 keep_outputs=self.remote is None,
             )
+        async with self._thread_pool():
+            return await self._execute()
+
+    def _thread_pool(self) -> contextlib.AbstractAsyncContextManager[object]:
+        """The run's threads for sync bodies, when it runs some and has no executor."""
+        if self.given_executor is not None or not self.plan.threads:
+            return contextlib.nullcontext()
+        self.threads = ThreadPool(max(self.workers, 1) if self.capped else _THREADS_UNCAPPED)
+        return self.threads
+
+    async def _execute(self) -> RunResult:
         self._prepare()
         escaped: BaseException | None = None
         result: RunResult | None = None
@@ -203,9 +223,10 @@ class _Run:
         """The executor, telemetry, and which tasks run in place (once per run)."""
         if self.given_executor is not None:
             self.executor = self.given_executor
+        elif self.threads is not None:
+            self.executor = PooledExecutor(self.threads)
         else:
-            threads = max(self.workers, 1) if self.capped else _THREADS_UNCAPPED
-            self.executor = LocalExecutor(anyio.CapacityLimiter(threads))
+            self.executor = LocalExecutor()  # no sync body runs in a thread
         tel = self.tel = RunTelemetry.start(
             self.dag.name,
             self.run_id,

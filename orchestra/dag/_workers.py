@@ -19,7 +19,8 @@ its context with a snapshot after each task and, if a body (or a hook) changed i
 hands over to a new worker spawned from the run's base context.
 
 A task with nothing around its body (``_plan.kind``, in a run with no hooks, tracing or
-executor of its own) runs ``in_place``; every other goes through ``run_task``.
+executor of its own) runs in place (``awaited_in_place``, ``called_in_place``); every
+other goes through ``run_task``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Final
 import anyio
 
 from orchestra.dag._attempt import run_task
-from orchestra.dag._plan import KIND_ASYNC, KIND_FULL
+from orchestra.dag._plan import KIND_ASYNC, KIND_INLINE
 from orchestra.dag._run_hooks import end_tasks
 from orchestra.dag._settle import end_cancelled, end_failed, end_fatal, recorded
 
@@ -60,8 +61,10 @@ async def worker(run: _Run) -> None:
             if ready and not run.woken and run.idle:  # should this body wait, one takes the next
                 wake_one(run)
             kind = run.kinds[i]
-            if kind != KIND_FULL:
-                await in_place(run, i, kind)
+            if kind == KIND_INLINE:
+                called_in_place(run, i)
+            elif kind == KIND_ASYNC:
+                await awaited_in_place(run, i)
             elif i in run.reuse:
                 run.reuse_task(i)
             else:
@@ -83,8 +86,8 @@ async def worker(run: _Run) -> None:
             await park(run)
 
 
-async def in_place(run: _Run, i: int, kind: int) -> None:
-    """Task ``i``'s body with nothing around it: awaited (async) or called (inline)."""
+async def awaited_in_place(run: _Run, i: int) -> None:
+    """Task ``i``'s async body with nothing around it, awaited here."""
     state = run.state
     task = state.order[i]
     want = run.plan.wants[i]
@@ -92,16 +95,33 @@ async def in_place(run: _Run, i: int, kind: int) -> None:
     state.start(i)
     started = time.perf_counter()
     try:
-        if kind == KIND_ASYNC:
-            result = await task.fn(**kwargs)
-        else:
-            result = contextvars.copy_context().run(task.fn, **kwargs)
+        result = await task.fn(**kwargs)
     except Exception as exc:
         end_failed(run, i, exc)
     except run.cancelled:
         end_cancelled(run, i, None)
         raise
     except BaseException as exc:
+        end_fatal(run, i, exc)
+    else:
+        state.succeed(i, result)
+    finally:
+        recorded(run, i, time.perf_counter() - started)
+
+
+def called_in_place(run: _Run, i: int) -> None:
+    """Task ``i``'s sync inline body with nothing around it, called here (no coroutine)."""
+    state = run.state
+    task = state.order[i]
+    want = run.plan.wants[i]
+    kwargs = {w: state.outputs.get(w) for w in want} if want else {}
+    state.start(i)
+    started = time.perf_counter()
+    try:
+        result = contextvars.copy_context().run(task.fn, **kwargs)
+    except Exception as exc:
+        end_failed(run, i, exc)
+    except BaseException as exc:  # a cancellation cannot reach a call that never waits
         end_fatal(run, i, exc)
     else:
         state.succeed(i, result)
