@@ -60,19 +60,12 @@ async def worker(run: _Run) -> None:
             i = ready.popleft()
             if ready and not run.woken and run.idle:  # should this body wait, one takes the next
                 wake_one(run)
-            kind = run.kinds[i]
-            if kind == KIND_INLINE:
-                called_in_place(run, i)
-            elif kind == KIND_ASYNC:
-                await awaited_in_place(run, i)
-            elif i in run.reuse:
-                run.reuse_task(i)
+            if run.kinds[i] == KIND_INLINE:
+                called_in_place(run, i)  # no coroutine for a call that never waits
             else:
-                await run_task(run, i)
-            if run.ending:  # on_end hooks may wait: one takes the next ready task
-                if ready and not run.woken and run.idle:
-                    wake_one(run)
-                await end_tasks(run)
+                await _take(run, i)
+            if run.ending:
+                await _ends(run)
             if contextvars.copy_context() != fresh:  # the body (or a hook) changed it
                 if not state.finished and not run.stopping:
                     respawn(run)
@@ -84,6 +77,23 @@ async def worker(run: _Run) -> None:
             return
         else:
             await park(run)
+
+
+async def _take(run: _Run, i: int) -> None:
+    """Task ``i``: an async body in place, a reused output, or the attempt loop."""
+    if run.kinds[i] == KIND_ASYNC:
+        await awaited_in_place(run, i)
+    elif i in run.reuse:
+        run.reuse_task(i)
+    else:
+        await run_task(run, i)
+
+
+async def _ends(run: _Run) -> None:
+    """The due ``on_end`` hooks; they may wait, so an idle worker takes the next task."""
+    if run.state.ready and not run.woken and run.idle:
+        wake_one(run)
+    await end_tasks(run)
 
 
 async def awaited_in_place(run: _Run, i: int) -> None:
