@@ -107,8 +107,11 @@ def folder(path: Path) -> Path:
     return path
 
 
+SANDBOXED = Sandbox()
+
+
 async def connect(
-    tmp_path: Path, address: str, sandbox: Sandbox | None = Sandbox(), **kw: object
+    tmp_path: Path, address: str, sandbox: Sandbox | None = SANDBOXED, **kw: object
 ) -> str:
     """What a (sandboxed) hook that connects to ``address`` says."""
     script = folder(tmp_path / "project") / "connect.py"  # /tmp is the sandbox's own
