@@ -56,14 +56,17 @@ class Child:
         stdin: the write end of its stdin, non-blocking.
         stdout: the read end of its stdout, non-blocking.
         stderr: the read end of its stderr, non-blocking.
+        reaped: it runs under the reaper (``lifeline`` is the write end of the pipe
+            whose end of file tells the reaper that orchestra is gone).
     """
 
-    __slots__ = ("_pidfd", "_popen", "pid", "reaped", "stderr", "stdin", "stdout")
+    __slots__ = ("_lifeline", "_pidfd", "_popen", "pid", "reaped", "stderr", "stdin", "stdout")
 
-    def __init__(self, popen: subprocess.Popen[bytes], *, reaped: bool = False) -> None:
+    def __init__(self, popen: subprocess.Popen[bytes], *, lifeline: int = -1) -> None:
         self._popen = popen
         self.pid = popen.pid
-        self.reaped = reaped
+        self.reaped = lifeline >= 0
+        self._lifeline = -1  # owned once the child is set up (else the caller closes it)
         self._pidfd: int | None = None
         try:
             if _HAS_PIDFD:
@@ -76,6 +79,7 @@ class Child:
             popen.wait()
             self.close()
             raise
+        self._lifeline = lifeline
 
     @property
     def returncode(self) -> int | None:
@@ -139,6 +143,9 @@ class Child:
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
+        if self._lifeline >= 0:
+            os.close(self._lifeline)
+            self._lifeline = -1
 
 
 def spawn(
@@ -159,14 +166,15 @@ def spawn(
             step failed is killed and reaped).
     """
     shield_environment()
-    env_fd = -1
+    env_fd = lifeline = held = -1
     try:
         command = list(argv)
         reaped = reaped and available()
         if reaped:  # the reaper execs it: a program that is not there fails here, as Popen
             _check_program(command[0], env, cwd)
             env_fd = _environment_fd(env)
-            command = reaper_argv(os.getpid(), env_fd, command)
+            lifeline, held = os.pipe()
+            command = reaper_argv(lifeline, env_fd, command)
         popen = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
@@ -176,14 +184,16 @@ def spawn(
             env={} if reaped else dict(env),
             start_new_session=True,
             bufsize=0,
-            pass_fds=(env_fd,) if reaped else (),
+            pass_fds=(env_fd, lifeline) if reaped else (),
         )
-        return Child(popen, reaped=reaped)
+        child, held = Child(popen, lifeline=held), -1
+        return child
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         raise HookRunError(f"could not start: {exc}") from exc
     finally:
-        if env_fd >= 0:
-            os.close(env_fd)
+        for fd in (env_fd, lifeline, held):
+            if fd >= 0:
+                os.close(fd)
 
 
 def _check_program(program: str, env: Mapping[str, str], cwd: str | None) -> None:

@@ -5,7 +5,9 @@ kill of the group misses it. The reaper closes that gap without a sandbox. It is
 child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``): every process the hook starts,
 however it detaches, is re-parented to the reaper when its own parent dies, never to
 init. When the hook exits, or when orchestra stops it (``SIGTERM`` to the reaper), or
-when orchestra dies (``PR_SET_PDEATHSIG``), the reaper kills the hook's group and then
+when orchestra dies (the end of file of a pipe only orchestra holds open: unlike
+``PR_SET_PDEATHSIG``, not fooled by the thread that started it ending), the reaper
+kills the hook's group and then
 every process still below it, until none is left, and exits with the hook's status (a
 signal that killed the hook kills the reaper too). The hook gets
 ``PR_SET_PDEATHSIG(SIGKILL)``, so it cannot outlive a reaper that was killed.
@@ -13,7 +15,7 @@ signal that killed the hook kills the reaper too). The hook gets
 It is also a clean parent: started with an empty environment, it reads the hook's
 from a file descriptor, so ``/proc/$PPID/environ`` of a persistent hook holds nothing.
 
-Run as ``python -I -S _reaper.py PARENT_PID ENV_FD -- ARGV...`` (standard library only:
+Run as ``python -I -S _reaper.py LIFELINE_FD ENV_FD -- ARGV...`` (standard library only:
 ``-S`` skips ``site``, ``-I`` ignores the environment and the current folder). Linux
 only: elsewhere a persistent hook is started without it.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import select
 import signal
 import sys
 from collections.abc import Sequence
@@ -33,6 +36,8 @@ __all__ = ["available", "main", "reaper_argv"]
 _PR_SET_PDEATHSIG: Final = 1
 _PR_SET_CHILD_SUBREAPER: Final = 36
 _NOT_FOUND: Final = 127
+_REAP_EVERY: Final = 1.0  # seconds between reaping what was re-parented (zombies)
+_POLL: Final = 0.05  # seconds between exit checks where there is no pidfd
 
 
 class _Stop(Exception):
@@ -44,9 +49,13 @@ def available() -> bool:
     return sys.platform.startswith("linux")
 
 
-def reaper_argv(parent: int, env_fd: int, argv: Sequence[str]) -> list[str]:
-    """The command line that runs ``argv`` under the reaper."""
-    return [sys.executable, "-I", "-S", __file__, str(parent), str(env_fd), "--", *argv]
+def reaper_argv(lifeline: int, env_fd: int, argv: Sequence[str]) -> list[str]:
+    """The command line that runs ``argv`` under the reaper.
+
+    ``lifeline`` is the read end of a pipe whose write end only orchestra holds: its end
+    of file means orchestra is gone. ``env_fd`` holds the hook's environment.
+    """
+    return [sys.executable, "-I", "-S", __file__, str(lifeline), str(env_fd), "--", *argv]
 
 
 def _prctl(option: int, value: int) -> None:
@@ -103,14 +112,18 @@ def _kill_everything(hook: int) -> None:
             return
 
 
-def _start(argv: list[str], env: dict[str, str]) -> int:
+def _start(argv: list[str], env: dict[str, str], lifeline: int) -> int:
     """Fork and exec the hook in a process group of its own; its pid."""
+    reaper = os.getpid()
     pid = os.fork()
     if pid:
         return pid
     try:  # the child: its own group, killed with the reaper, default signals, then exec
+        os.close(lifeline)
         os.setpgid(0, 0)
         _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != reaper:  # the reaper died before the signal was armed
+            os._exit(_NOT_FOUND)
         for sig in (signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
@@ -134,29 +147,47 @@ def _on_term(_signum: int, _frame: object) -> None:
     raise _Stop
 
 
+def _wait(hook: int, lifeline: int) -> int:
+    """The hook's wait status once it exits; what is re-parented meanwhile is reaped.
+
+    Raises:
+        _Stop: orchestra closed the lifeline (it died), or sent SIGTERM.
+    """
+    watched = [lifeline]
+    if hasattr(os, "pidfd_open"):  # readable when the hook exits
+        watched.append(os.pidfd_open(hook))
+    every = _REAP_EVERY if len(watched) > 1 else _POLL
+    while True:
+        ready, _, _ = select.select(watched, [], [], every)
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:  # pragma: no cover - the hook is a child until reaped
+                raise _Stop from None
+            if pid == hook:
+                return status
+            if pid == 0:
+                break
+        if lifeline in ready:  # its end of file: orchestra is gone
+            raise _Stop
+
+
 def main(args: Sequence[str]) -> NoReturn:
-    """Run the hook of ``args`` (``PARENT_PID ENV_FD -- ARGV...``) until it exits or is stopped."""
-    parent, env_fd, _dashes, *argv = args
+    """Run the hook of ``args`` (``LIFELINE_FD ENV_FD -- ARGV...``) until it ends or is stopped."""
+    lifeline, env_fd, _dashes, *argv = args
     # SIGTERM waits until there is a hook to stop (the hook unblocks it for itself).
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     signal.signal(signal.SIGTERM, _on_term)
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     env = _read_env(int(env_fd))
-    hook = _start(argv, env)
+    hook = _start(argv, env, int(lifeline))
     # The hook holds the pipes: the reaper lets go of them, so their ends mean the hook's.
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
-    status = 0
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-        if os.getppid() != int(parent):
-            raise _Stop  # orchestra died before the death signal was armed
-        while True:
-            pid, status = os.waitpid(-1, 0)  # reaps what was re-parented meanwhile
-            if pid == hook:
-                break
+        status = _wait(hook, int(lifeline))
     except _Stop:
         status = signal.SIGKILL  # a wait status: killed by SIGKILL
     _kill_everything(hook)
