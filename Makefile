@@ -63,16 +63,17 @@ test: lint typecheck pytest docs-code docs-check
 # the lowest versions every requirement of orchestra-hooks[all,test] declares (uv's
 # lowest-direct resolution), and on every Python the package claims (pyenv's, else the
 # PATH's python3.12 and python3.13). .ci/run runs both.
+# (ORCHESTRA_CORE_TESTS=1: a test module that needs the browser, which only the dev set
+# brings, is skipped as a whole there; elsewhere a missing playwright fails.)
 CORE_TESTS := tests -m "not docs_site" -p no:cacheprovider --ignore=tests/test_docs_site.py \
-	--ignore=tests/test_report_browser.py --ignore=tests/conformance \
-	--ignore=tests/test_integrations_api.py
+	--ignore=tests/conformance --ignore=tests/test_integrations_api.py
 UV := UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv
 PYTHONS := 3.12 3.13
 
 test-lowest: $(STAMP)
 	$(UV) venv -q --clear -p python3.11 .venv-lowest
 	$(UV) pip install -q -p .venv-lowest/bin/python --resolution lowest-direct -e '.[all,test]'
-	.venv-lowest/bin/python -m pytest -q $(CORE_TESTS)
+	ORCHESTRA_CORE_TESTS=1 .venv-lowest/bin/python -m pytest -q $(CORE_TESTS)
 
 PYENV_ROOT ?= $(HOME)/.pyenv
 
@@ -81,7 +82,7 @@ test-pythons: $(STAMP)
 	  py=$$(ls $(PYENV_ROOT)/versions/$$v.*/bin/python$$v 2>/dev/null | tail -n 1); \
 	  $(UV) venv -q --clear -p $${py:-python$$v} .venv-$$v; \
 	  $(UV) pip install -q -p .venv-$$v/bin/python -e '.[all,test]'; \
-	  .venv-$$v/bin/python -m pytest -q $(CORE_TESTS); \
+	  ORCHESTRA_CORE_TESTS=1 .venv-$$v/bin/python -m pytest -q $(CORE_TESTS); \
 	done
 
 # The pictures and example outputs (docs/generated/, scripts/docs_assets.py), then the site.
