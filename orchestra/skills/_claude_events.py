@@ -166,6 +166,7 @@ CLAUDE_EVENTS: Final[dict[str, ClaudeEvent]] = {
     "SubagentStop": _C("agent_type", "block", reads=(*_BLOCK_FIELDS, "additionalContext")),
     "TaskCreated": _C(None, "block", reads=_BLOCK_FIELDS, discards=("continue", "stopReason")),
     "TaskCompleted": _C(None, "block"),
+    "TeammateIdle": _C(None, "block"),
     "Setup": _C(
         "trigger",
         "user",
