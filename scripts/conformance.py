@@ -46,7 +46,8 @@ FIELDS: Final = {
     f"{CLAUDE_DEFAULT_TIMEOUTS['agent']:g} s for agent hooks; at most "
     f"{CLAUDE_MAX_TIMEOUT:g} s ({SESSION_END_CAP:g} s on SessionEnd); more is cut, with a note",
     "statusMessage": "kept on the hook (`hook.status_message`) for your UI",
-    "once": "ignored, with a note: Claude Code honours it only in skill front matter",
+    "once": "ignored, with a note, as Claude Code ignores it in settings files; in a "
+    "`SKILL.md`'s front matter (where Claude Code honours it) the hook runs once per registry",
     "onFailure": '`"block"` is `on_error: block`; hooks fail open otherwise',
     "command": "the shell command (`sh -c`), or with `args` the program to run",
     "args": "exec form: `command` and `args` run without a shell; `${CLAUDE_PROJECT_DIR}`, "

@@ -520,3 +520,18 @@ async def test_mcp_tool_hooks_call_a_server_named_in_mcp_json(tmp_path: Path) ->
     failed = await missing.fire("PreToolUse", {"tool_name": "Write"})
     assert not failed.blocked  # a non-blocking error, as when a server is not connected
     assert failed.errors
+
+
+async def test_once_is_honoured_in_a_skills_front_matter(tmp_path: Path) -> None:
+    # Claude Code: `once: true` runs a skill's hook once per session, then removes it.
+    skill = tmp_path / "skills" / "setup-once" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text(
+        "---\nname: setup-once\nhooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n"
+        "        - type: command\n          command: echo ran >> ran.txt\n"
+        "          once: true\n---\nA skill.\n"
+    )
+    registry = load(tmp_path / "skills", project_dir=tmp_path)
+    for _ in range(2):
+        await registry.fire("PreToolUse", {"tool_name": "Bash", "tool_input": {}})
+    assert (await anyio.Path(tmp_path / "ran.txt").read_text()) == "ran\n"

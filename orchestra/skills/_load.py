@@ -310,7 +310,8 @@ class _Checker:
                 hint = did_you_mean(str(name), HOOK_TYPES) if isinstance(name, str) else ""
                 entry.bad("type", f"unknown hook type {name!r}{hint}")
             return None
-        allowed = cls.config_fields()
+        # A skill's hook may run once per session (Claude Code honours `once` only there).
+        allowed = (*cls.config_fields(), "once") if self.skill_dir else cls.config_fields()
         for key in hook:
             if key not in allowed:
                 owners = [t for t, c in HOOK_CLASSES.items() if key in c.config_fields()]
@@ -340,6 +341,7 @@ class _Checker:
             file=self.file,
             line=entry.line(),
             skill_dir=self.skill_dir,
+            once=entry.flag("once") if self.skill_dir else False,
             **fields,
         )
 
