@@ -170,6 +170,8 @@ class RunState:
 
     def cancel_unfinished(self, reason: str | None = None) -> None:
         """End every task that did not end CANCELLED (the run is over: nothing is released)."""
+        if self.finished:  # the usual end: no pass over the states
+            return
         for i in self.unfinished():
             if reason is not None:
                 self.reasons[self.order[i].id] = reason
@@ -221,7 +223,7 @@ class RunState:
         while stack:
             j = stack.pop()
             succeeded = self.states[j] is _SUCCEEDED
-            unchosen = self._unchosen.pop(j, None) if succeeded else None
+            unchosen = self._unchosen.pop(j, None) if succeeded and self._unchosen else None
             for d in dependents[j]:
                 left = remaining[d] - 1
                 if left < 0:  # queued or ended already

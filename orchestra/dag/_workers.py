@@ -60,8 +60,11 @@ async def worker(run: _Run) -> None:
             i = ready.popleft()
             if ready and not run.woken and run.idle:  # should this body wait, one takes the next
                 wake_one(run)
-            if run.kinds[i] == KIND_INLINE:
+            kind = run.kinds[i]
+            if kind == KIND_INLINE:
                 called_in_place(run, i)  # no coroutine for a call that never waits
+            elif kind == KIND_ASYNC:
+                await awaited_in_place(run, i)
             else:
                 await _take(run, i)
             if run.ending:
@@ -80,10 +83,8 @@ async def worker(run: _Run) -> None:
 
 
 async def _take(run: _Run, i: int) -> None:
-    """Task ``i``: an async body in place, a reused output, or the attempt loop."""
-    if run.kinds[i] == KIND_ASYNC:
-        await awaited_in_place(run, i)
-    elif i in run.reuse:
+    """Task ``i`` in full: a reused output, or the attempt loop."""
+    if i in run.reuse:
         run.reuse_task(i)
     else:
         await run_task(run, i)
@@ -105,7 +106,7 @@ async def awaited_in_place(run: _Run, i: int) -> None:
     state.start(i)
     started = time.perf_counter()
     try:
-        result = await task.fn(**kwargs)
+        result = await (task.fn(**kwargs) if kwargs else task.fn())
     except Exception as exc:
         end_failed(run, i, exc)
     except run.cancelled:
