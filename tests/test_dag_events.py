@@ -398,3 +398,36 @@ async def test_subagent_hook_errors_in_a_dag_run_are_on_its_result(tmp_path: Pat
     (error,) = result.hook_errors
     assert (error.moment, error.subject) == ("after_dispatch", "writer")
     assert str(error).startswith(f"{tmp_path / 'orchestra.yaml'}:3: SubagentStop command hook")
+
+
+def test_bad_dag_event_config_is_refused_with_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "orchestra.yaml"
+    path.write_text(
+        textwrap.dedent(
+            """
+            hooks:
+              AttemptStrat:
+                - hooks: [{type: command, command: 'true'}]
+              AttemptStart:
+                - matcher: "env_habitat__*"
+                  hooks: [{type: command, command: 'true'}]
+                - matcher: "(a"
+                  hooks: [{type: command, command: 'true'}]
+                - hooks: [{type: command, command: 'true', phase: guard}]
+              RunEnd:
+                - hooks: [{type: command, command: 'true', on_error: block, timeout: "1"}]
+            """
+        ).lstrip("\n")
+    )
+    with pytest.raises(orchestra.ConfigError) as caught:
+        load(path)
+    text = str(caught.value)
+    where = [line.strip().split(": ")[0] for line in text.splitlines()[1:]]
+    assert where == [f"{path}:{n}" for n in (2, 5, 7, 9, 11, 11)]
+    assert "unknown event (did you mean 'AttemptStart'?)" in text
+    assert "not a glob" in text
+    assert "write 'env_habitat__.*'" in text
+    assert "not a valid RE2 regular expression" in text
+    assert "AttemptStart has no phases" in text
+    assert "RunEnd cannot block" in text
+    assert "timeout: expected seconds" in text

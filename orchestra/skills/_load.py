@@ -9,6 +9,7 @@ matcher groups -> hooks; each hook's own fields are read by its type's class
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
@@ -48,6 +49,9 @@ __all__ = ["Loaded", "load_hooks", "read_sources"]
 _GROUP_FIELDS: Final = ("matcher", "hooks")
 _TOP_FIELDS: Final = ("hooks", "env", "pass_env")
 _ON_ERROR: Final[tuple[OnError, ...]] = ("continue", "block")
+# A matcher written as a glob ("env_habitat__*"): as a regex it matches "env_habitat_"
+# and underscores only, so on task events it would silently match nothing.
+_GLOB_LIKE: Final = re.compile(r"[\w-]_\*$")
 
 
 @final
@@ -286,6 +290,11 @@ class _Checker:
                 return None  # "*" or "": every value
             if error is None and spec.matcher_field is None:
                 error = f'{spec.name} takes no matcher; remove it or use "*"'
+            if error is None and spec.matcher_field == "task_id" and _GLOB_LIKE.search(raw):
+                error = (
+                    f"{raw!r} is a full-match regular expression on the task id, not a glob "
+                    f"(it would match no 'prefix__...' id); write {raw[:-1] + '.*'!r}"
+                )
         if error is not None:
             self.bad(group.lines["matcher"], f"{where}.matcher", error)
             return None
