@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ import pytest
 from helpers.procs import LeakCheck
 
 from orchestra.skills import CommandHook, HookRegistry, Sandbox
+from orchestra.skills._sandbox import _etc_files_in
 
 pytestmark = pytest.mark.anyio
 
@@ -84,6 +86,13 @@ class UnixServer:
             with connection:
                 connection.settimeout(5)
                 self.received.append(connection.recv(1024))
+
+    def got(self, count: int, within: float = 5) -> list[bytes]:
+        """What it received, once it holds ``count`` messages (waiting up to ``within`` s)."""
+        deadline = time.monotonic() + within
+        while len(self.received) < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.received
 
     def close(self) -> None:
         self._stop.set()
@@ -170,10 +179,10 @@ async def test_a_sandboxed_hook_reaches_no_host_socket(
     serve.append(server)
     # The attack is real: without the sandbox the same hook connects and sends.
     assert await connect(tmp_path, server.address, sandbox=None) == "connected"
-    assert server.received == [b"from the sandbox\n"]
+    assert server.got(1) == [b"from the sandbox\n"]
     said = await connect(tmp_path, server.address)
     assert said.startswith("refused: "), said
-    assert server.received == [b"from the sandbox\n"]  # nothing more came
+    assert server.got(2, within=0.5) == [b"from the sandbox\n"]  # nothing more came
 
 
 async def test_with_network_abstract_sockets_are_reachable_as_documented(
@@ -183,7 +192,7 @@ async def test_with_network_abstract_sockets_are_reachable_as_documented(
     server = UnixServer(f"@orchestra-test-{uuid.uuid4().hex[:12]}")
     serve.append(server)
     assert await connect(tmp_path, server.address, Sandbox(network=True)) == "connected"
-    assert server.received == [b"from the sandbox\n"]
+    assert server.got(1) == [b"from the sandbox\n"]
 
 
 async def test_a_socket_in_the_project_folder_is_reachable(
@@ -233,3 +242,22 @@ async def test_a_persistent_sandboxed_hook_reaches_no_host_socket(
     assert outcome.messages == ("refused",)
     assert server.received == []
     await leaks.check()
+
+
+def test_files_etc_links_to_in_a_hidden_folder_are_shown_again(tmp_path: Path) -> None:
+    # /etc/resolv.conf -> /run/systemd/resolve/stub-resolv.conf under systemd-resolved:
+    # hiding /run must not break name resolution; a socket linked from /etc stays hidden.
+    run, etc = folder(tmp_path / "run"), folder(tmp_path / "etc")
+    (folder(run / "resolve") / "stub-resolv.conf").write_text("nameserver 127.0.0.53\n")
+    (etc / "resolv.conf").symlink_to(run / "resolve" / "stub-resolv.conf")
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(run / "nscd.sock"))
+    (etc / "nscd.sock").symlink_to(run / "nscd.sock")
+    (etc / "hosts").write_text("127.0.0.1 localhost\n")  # a plain file: not a link
+    (etc / "elsewhere").symlink_to(tmp_path)  # a folder outside the hidden ones
+    try:
+        assert _etc_files_in([str(run)], etc=str(etc)) == [
+            str(run / "resolve" / "stub-resolv.conf")
+        ]
+    finally:
+        listening.close()

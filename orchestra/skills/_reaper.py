@@ -6,10 +6,10 @@ child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``): every process the hook star
 however it detaches, is re-parented to the reaper when its own parent dies, never to
 init. When the hook exits, or when orchestra stops it (``SIGTERM`` to the reaper), or
 when orchestra dies (the end of file of a pipe only orchestra holds open: unlike
-``PR_SET_PDEATHSIG``, not fooled by the thread that started it ending), the reaper
-kills the hook's group and then
-every process still below it, until none is left, and exits with the hook's status (a
-signal that killed the hook kills the reaper too). The hook gets
+``PR_SET_PDEATHSIG``, not fooled by the end of the thread that started it), the reaper
+kills the hook's group and then every process still below it, until none is left, and
+exits with the hook's status (a signal that killed the hook kills the reaper too).
+Meanwhile it reaps what was re-parented to it, so no zombie piles up. The hook gets
 ``PR_SET_PDEATHSIG(SIGKILL)``, so it cannot outlive a reaper that was killed.
 
 It is also a clean parent: started with an empty environment, it reads the hook's
@@ -45,8 +45,8 @@ class _Stop(Exception):
 
 
 def available() -> bool:
-    """Whether the reaper can run here (Linux: ``prctl`` and ``/proc``)."""
-    return sys.platform.startswith("linux")
+    """Whether the reaper can run here (Linux, an interpreter, this file on disk)."""
+    return sys.platform.startswith("linux") and bool(sys.executable) and os.path.isfile(__file__)
 
 
 def reaper_argv(lifeline: int, env_fd: int, argv: Sequence[str]) -> list[str]:

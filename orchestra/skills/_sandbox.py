@@ -7,7 +7,8 @@ What the hook gets:
 - no network (``sandbox: {network: true}`` shares the host's), and with it no abstract
   Unix socket (those belong to a network namespace: X11's, D-Bus's, systemd's);
 - no host Unix socket: ``/run`` (``/var/run``), ``/var/tmp``, ``/tmp`` and the user's
-  runtime folder (``$XDG_RUNTIME_DIR``) are empty folders of its own, and every other
+  runtime folder (``$XDG_RUNTIME_DIR``) are empty folders of its own (but the files of
+  theirs that ``/etc`` links to, such as ``resolv.conf``), and every other
   socket bound on the host when the hook starts (listed in ``/proc/net/unix``: an SSH
   control master in ``~/.ssh``, a ``~/.gnupg`` agent, a database socket in ``/var/lib``)
   is covered by ``/dev/null``, so connecting to it is refused. Sockets in the project
@@ -70,6 +71,8 @@ def bwrap_command(sandbox: Sandbox, *, project_dir: str, skill_dir: str | None) 
     hidden = _socket_folders()
     for folder in hidden:  # empty folders of its own where the host's sockets were
         command += ["--tmpfs", folder]
+    for path in _etc_files_in(hidden):  # /etc/resolv.conf -> /run/systemd/resolve/...
+        command += ["--ro-bind", path, path]
     shown = [project_dir] if skill_dir is None else [skill_dir, project_dir]
     if skill_dir is not None:  # may be below /tmp, which the tmpfs hides
         command += ["--ro-bind", skill_dir, skill_dir]
@@ -103,6 +106,28 @@ def _socket_folders() -> list[str]:
         if real == "/" or any(_inside(real, known) for known in found):
             continue  # a link to a folder already hidden, or below one
         found.append(real)
+    return found
+
+
+def _etc_files_in(hidden: list[str], etc: str = "/etc") -> list[str]:
+    """The files ``/etc`` links to in hidden folders, shown again read-only.
+
+    ``/etc/resolv.conf`` is a link to ``/run/systemd/resolve/stub-resolv.conf`` under
+    systemd-resolved: without it, names would not resolve with ``network: true``. Only
+    regular files: a socket stays hidden.
+    """
+    found: list[str] = []
+    try:
+        entries = list(os.scandir(etc))
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.is_symlink():
+            continue
+        real = os.path.realpath(entry.path)
+        shown = any(_inside(real, folder) for folder in hidden) and os.path.isfile(real)
+        if shown and real not in found:
+            found.append(real)
     return found
 
 
