@@ -431,3 +431,26 @@ def test_bad_dag_event_config_is_refused_with_file_and_line(tmp_path: Path) -> N
     assert "AttemptStart has no phases" in text
     assert "RunEnd cannot block" in text
     assert "timeout: expected seconds" in text
+
+
+async def test_a_branch_answer_that_names_no_task_is_the_engines_error(tmp_path: Path) -> None:
+    reg = registry(
+        tmp_path,
+        f"hooks:\n  EdgeSelected:\n    - hooks: [{{type: command, command: '{RECORD}'}}]\n",
+    )
+    dag = orchestra.DAG("d")
+
+    @dag.task(branch=True)
+    def choose() -> int:
+        return 3
+
+    @dag.task(deps=[choose])
+    def after() -> None:
+        return None
+
+    result = await orchestra.run(dag, hooks=[reg.as_task_hooks()])
+    assert result.states["choose"] is TaskState.FAILED
+    assert "must return the id" in str(result.errors["choose"])
+    assert not result.hook_errors  # the hook saw an empty choice, without an error
+    (event,) = recorded(tmp_path)
+    assert event["selected"] == []

@@ -185,7 +185,8 @@ class RegistryTaskHooks(TaskHooks):
                 replaced = Replace(outcome.output)
                 result = outcome.output
         if ctx.task.branch and self.registry.has_hooks("EdgeSelected"):
-            chosen = [result] if isinstance(result, str) else list(result or ())
+            many = isinstance(result, list | tuple | set | frozenset)
+            chosen = [result] if isinstance(result, str) else list(result) if many else []
             payload = {
                 **task_payload(ctx, dag),
                 "selected": [str(c) for c in chosen],
