@@ -58,3 +58,10 @@ def test_an_unknown_name_of_the_journal_package_is_an_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match="has no attribute 'SQLiteJournl'"):
         orchestra.journal.SQLiteJournl  # noqa: B018 - the lookup is the test
+
+
+def test_import_orchestra_skills_loads_no_tls_nor_tenacity() -> None:
+    # ssl and socket load with an http hook's first request, tenacity with a persistent
+    # hook's first failure.
+    modules = set(loaded_after("import orchestra.skills"))
+    assert [m for m in ("ssl", "socket", "tenacity", "tornado", "sqlite3") if m in modules] == []

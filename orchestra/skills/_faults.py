@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import collections
+import functools
 import time
-from typing import Final, final
+from typing import TYPE_CHECKING, Final, final
 
-import tenacity
+if TYPE_CHECKING:
+    import tenacity
 
 __all__ = ["FAULT_WINDOW", "MAX_FAULTS", "Faults"]
 
@@ -15,15 +17,27 @@ MAX_FAULTS: Final = 5
 FAULT_WINDOW: Final = 60.0
 """The window, in seconds, in which ``MAX_FAULTS`` failures break a persistent hook."""
 
-# The wait before a restart, by the number of recent failures: 50 ms, 100 ms, ... 2 s.
-_BACKOFF: Final = tenacity.wait_exponential(multiplier=0.05, max=2.0)
-_RETRYING: Final = tenacity.Retrying(wait=_BACKOFF)
+
+@functools.cache
+def _strategy() -> tuple[tenacity.wait.wait_base, tenacity.Retrying]:
+    """The wait before a restart, by the number of recent failures: 50 ms, 100 ms, ... 2 s.
+
+    tenacity is imported here, at the first failure: with tornado installed it loads
+    tornado, asyncio and ssl (~45 ms) that loading ``orchestra.skills`` need not pay.
+    """
+    import tenacity
+
+    backoff = tenacity.wait_exponential(multiplier=0.05, max=2.0)
+    return backoff, tenacity.Retrying(wait=backoff)
 
 
 def _backoff(failures: int) -> float:
-    state = tenacity.RetryCallState(_RETRYING, None, (), {})
+    import tenacity
+
+    backoff, retrying = _strategy()
+    state = tenacity.RetryCallState(retrying, None, (), {})
     state.attempt_number = failures
-    return float(_BACKOFF(state))
+    return float(backoff(state))
 
 
 @final

@@ -13,7 +13,6 @@ Proxy variables and ``.netrc`` of the environment are not used (``trust_env=Fals
 from __future__ import annotations
 
 import functools
-import ssl
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
@@ -23,6 +22,8 @@ from orchestra.skills._network import checked_address
 from orchestra.skills._result import OUTPUT_LIMIT, HookResult, HookRunError, parse_result
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
 
 __all__ = ["TLS_MODES", "TlsMode", "post_http"]
@@ -38,6 +39,8 @@ _EXCERPT: Final = 200
 @functools.cache
 def _ssl_context(verify: bool) -> ssl.SSLContext:
     # Built once: loading the CA bundle costs milliseconds per client.
+    import ssl  # here: loading ``orchestra.skills`` loads no ssl
+
     context = ssl.create_default_context()
     if not verify:
         context.check_hostname = False

@@ -13,7 +13,6 @@ redirect it.
 from __future__ import annotations
 
 import ipaddress
-import socket
 from typing import Final
 
 import anyio
@@ -60,6 +59,8 @@ def non_public(address: _IPAddress) -> str | None:
 
 async def _resolve(host: str, port: int) -> list[str]:
     try:
+        import socket  # here: loading ``orchestra.skills`` loads no socket
+
         found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:  # socket.gaierror
         raise HookRunError(f"could not resolve {host}: {exc}") from None
