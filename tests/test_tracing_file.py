@@ -122,3 +122,45 @@ def test_configure_keeps_spans_made_faster_than_they_are_written(tmp_path: Path)
     finally:
         ot.set_tracer_provider(None)
         provider.shutdown()
+
+
+def test_spans_an_unreachable_otlp_backend_never_got_are_counted_at_shutdown(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    import socket
+
+    with socket.socket() as s:  # a local port that nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    endpoint = f"http://127.0.0.1:{port}"
+    provider = ot.configure(
+        otlp=endpoint, provider=TracerProvider(), set_global=False, otlp_timeout=0.2
+    )
+    assert provider is not None
+    try:
+        _spans(provider, 5)
+        with caplog.at_level(logging.WARNING, logger="orchestra"):
+            provider.shutdown()
+    finally:
+        ot.set_tracer_provider(None)
+    said = [r.getMessage() for r in caplog.records if r.name == "orchestra"]
+    assert said == [f"5 of the 5 spans of this process were not exported to {endpoint}"]
+
+
+def test_nothing_is_said_when_every_queued_span_was_exported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from orchestra.tracing._queued import QueuedSpanProcessor
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(QueuedSpanProcessor(memory, max_queue_size=1024, name="memory"))
+    _spans(provider, 20)
+    with caplog.at_level(logging.WARNING, logger="orchestra"):
+        provider.shutdown()
+        provider.shutdown()  # once is enough
+    assert len(memory.get_finished_spans()) == 20
+    assert [r.getMessage() for r in caplog.records if r.name == "orchestra"] == []

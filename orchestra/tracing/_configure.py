@@ -67,9 +67,10 @@ def configure(
     spans (a run that makes spans faster than they are written waits for the file);
     the console and OTLP exporters sit behind a ``BatchSpanProcessor`` whose queue holds
     ``QUEUE_SIZE`` spans, so a slow backend does not slow a run. A span is lost only
-    when its exporter fails (an unreachable backend, a file that cannot be written) or
-    more than ``QUEUE_SIZE`` spans wait for a backend; each is logged on the
-    ``orchestra`` or ``opentelemetry`` logger. Spans still buffered are written at exit
+    when its exporter fails (an unreachable backend, a file that cannot be written),
+    more than ``QUEUE_SIZE`` spans wait for a backend, or the exit comes before the
+    queue is sent; each loss is logged on the ``orchestra`` or ``opentelemetry`` logger
+    (at shutdown, with the number of spans not exported). Spans still buffered are written at exit
     (or call ``provider.shutdown()`` or ``provider.force_flush()``).
 
     Args:
@@ -97,7 +98,9 @@ def configure(
     """
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    from orchestra.tracing._queued import QueuedSpanProcessor
 
     if enabled is not None:
         set_enabled(enabled)
@@ -111,13 +114,15 @@ def configure(
             provider = current
         else:
             provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
-    exporters: list[SpanExporter] = []
+    exporters: list[tuple[SpanExporter, str]] = []
     if console:
-        exporters.append(ConsoleSpanExporter())
+        exporters.append((ConsoleSpanExporter(), "the console"))
     if otlp:
-        exporters.append(_otlp_exporter(otlp, otlp_timeout))
-    for exporter in exporters:
-        provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=QUEUE_SIZE))
+        where = "the OTEL_EXPORTER_OTLP_* endpoint" if otlp is True else str(otlp)
+        exporters.append((_otlp_exporter(otlp, otlp_timeout), where))
+    for exporter, name in exporters:
+        processor = QueuedSpanProcessor(exporter, max_queue_size=QUEUE_SIZE, name=name)
+        provider.add_span_processor(processor)
     if jsonl:
         from orchestra.tracing._jsonl import JsonlSpanExporter, SyncSpanProcessor
 
