@@ -42,6 +42,12 @@ Python hooks (``async_hooks_section``), on each backend:
 (k) a run of no-op tasks with the same hooks on ``before_execute``, ``after_execute`` and
     ``on_end``: CPU per task, ``async def`` against ``def``: target at most 1.5x.
 
+Several matching hooks (``matching_section``), on each backend:
+
+(l) 5 matching command hooks with distinct no-op commands on one event against 1: on
+    PostToolUse (they run at once) target at most 2.5x, on PreToolUse (they may rewrite,
+    so they run in order) at most 5.5x.
+
 Handlers in parallel (``parallel_section``), on each backend:
 
 (i) 3 matching handlers of 0.3 s each (distinct commands: identical ones are kept once)
@@ -638,6 +644,61 @@ async def async_hooks_section() -> None:
         print(f"      {k} hook(s) async def / def = {ratio:.2f}x  {verdict(ratio, 1.5)}")
 
 
+# --- several matching hooks on one event (distinct commands, so none is kept once) ---------
+
+MATCHING = ("true", ":", "exit 0", "true;", ": ;")  # five distinct no-op commands
+MATCHING_ROUNDS = 8 if QUICK else 30
+
+
+def matching_registry(folder: Path, event: str, commands: tuple[str, ...]) -> HookRegistry:
+    """An orchestra.yaml with ``commands`` as hooks matching ``Bash`` on ``event``."""
+    lines = [f"        - {{type: command, command: '{c}'}}" for c in commands]
+    path = folder / "matching" / f"{event}-{len(commands)}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f"hooks:\n  {event}:\n    - matcher: Bash\n      hooks:\n" + "\n".join(lines) + "\n"
+    )
+    return load(path, project_dir=folder)
+
+
+async def matching_section(folder: Path) -> None:
+    """(l): 5 matching command hooks on one event against 1, in interleaved rounds.
+
+    On PostToolUse (its hooks only judge: they run at once) the five should cost far
+    less than five one after another: target at most 2.5x one hook. On PreToolUse (hooks
+    without a phase may rewrite the input: they run in order) the cost is linear: target
+    at most 5.5x one hook (nothing beyond the five processes).
+    """
+    payload = {"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": "ok"}
+    targets = {"PostToolUse": 2.5, "PreToolUse": 5.5}
+    print("  (l) 5 matching command hooks (distinct no-op commands) against 1, wall per event,")
+    print(f"      median (min-max) of {MATCHING_ROUNDS} interleaved rounds")
+    for event, target in targets.items():
+        one = matching_registry(folder, event, MATCHING[:1])
+        five = matching_registry(folder, event, MATCHING)
+        assert len(five.hooks_for(event, payload)) == 5
+
+        async def fire(registry: HookRegistry, event: str = event) -> None:
+            outcome = await registry.fire(event, payload)
+            assert not outcome.errors, outcome.errors
+
+        samples: dict[str, list[float]] = {"1 hook": [], "5 hooks": []}
+        for registry in (one, five):
+            await fire(registry)  # warm up
+        for _ in range(MATCHING_ROUNDS):
+            for name, registry in (("1 hook", one), ("5 hooks", five)):
+                started = time.perf_counter()
+                await fire(registry)
+                samples[name].append(time.perf_counter() - started)
+        ratios = [f / o for f, o in zip(samples["5 hooks"], samples["1 hook"], strict=True)]
+        ratio = statistics.median(ratios)
+        print(
+            f"      {event:<12} 1 hook {spread(samples['1 hook'], 1e3)} ms,"
+            f" 5 hooks {spread(samples['5 hooks'], 1e3)} ms: {ratio:.2f}x"
+            f" ({min(ratios):.2f}-{max(ratios):.2f}; {verdict(ratio, target)})"
+        )
+
+
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "orchestra.yaml"
@@ -654,3 +715,4 @@ if __name__ == "__main__":
             anyio.run(persistent_section, Path(folder), backend=backend)
             anyio.run(parallel_section, Path(folder), backend=backend)
             anyio.run(async_hooks_section, backend=backend)
+            anyio.run(matching_section, Path(folder), backend=backend)
