@@ -29,6 +29,10 @@ from orchestra.skills._sandbox import _etc_files_in
 
 pytestmark = pytest.mark.anyio
 
+# The interpreter the sandboxed scripts run (the stdlib is all they need): the venv's own
+# python may live below /tmp, which the sandbox replaces with a private one.
+PYTHON = os.path.realpath(sys.executable)
+
 CONNECT = """\
 import json, os, socket
 address = os.environ["SOCKET_ADDRESS"]
@@ -127,7 +131,7 @@ async def connect(
     script.write_text(CONNECT)
     hook = CommandHook(
         event="Stop",
-        args=(sys.executable, str(script)),
+        args=(PYTHON, str(script)),
         env=(("SOCKET_ADDRESS", address),),
         sandbox=sandbox,
         **kw,  # type: ignore[arg-type]
@@ -235,7 +239,7 @@ async def test_a_persistent_sandboxed_hook_reaches_no_host_socket(
     leaks = LeakCheck()
     leaks.snapshot()
     hook = CommandHook(
-        event="Stop", args=(sys.executable, str(script)), persistent=True, sandbox=Sandbox()
+        event="Stop", args=(PYTHON, str(script)), persistent=True, sandbox=Sandbox()
     )
     async with HookRegistry([hook], project_dir=folder(tmp_path / "project")) as registry:
         outcome = await registry.fire("Stop", {})
