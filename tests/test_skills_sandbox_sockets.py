@@ -238,9 +238,7 @@ async def test_a_persistent_sandboxed_hook_reaches_no_host_socket(
     )
     leaks = LeakCheck()
     leaks.snapshot()
-    hook = CommandHook(
-        event="Stop", args=(PYTHON, str(script)), persistent=True, sandbox=Sandbox()
-    )
+    hook = CommandHook(event="Stop", args=(PYTHON, str(script)), persistent=True, sandbox=Sandbox())
     async with HookRegistry([hook], project_dir=folder(tmp_path / "project")) as registry:
         outcome = await registry.fire("Stop", {})
     assert outcome.messages == ("refused",)
