@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+import pickle
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 import pytest
@@ -107,3 +110,36 @@ class socket_port:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+class _Planted:
+    """A pickle that, loaded, makes a folder: the proof that it ran."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.mkdir, (str(self.marker),))
+
+
+def _rows() -> list[int]:
+    return [1, 2]
+
+
+def test_a_pickle_written_into_the_database_never_runs_on_resume(
+    postgres: PostgresServer, tmp_path: Path
+) -> None:
+    dsn = postgres.new_database()
+    dag = DAG("rows")
+    dag.add(Task(id="rows", fn=_rows))
+    marker = tmp_path / "pwned"
+    with PostgresJournal(dsn) as journal:
+        orchestra.run_sync(dag, journal=journal)
+    with psycopg.connect(dsn, autocommit=True) as conn:  # the attack: the output replaced
+        conn.execute("UPDATE orchestra_outputs SET payload = %s", (pickle.dumps(_Planted(marker)),))
+    with PostgresJournal(dsn) as journal:
+        again = orchestra.run_sync(dag, journal=journal, resume="last")
+    assert not marker.exists()
+    assert again.reused == frozenset()
+    assert again.outputs == {"rows": [1, 2]}
+    assert "failed authentication" in again.resume_notes["rows"]
