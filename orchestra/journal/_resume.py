@@ -54,8 +54,11 @@ def find_and_hold(journal: Journal, name: str, resume: str, lease: Lease) -> Jou
     """The run ``resume`` names, held by ``lease``'s holder (see the module docstring)."""
     if resume == "last":
         return _last(journal, name, lease)
+    holder = claim(journal, lease.holding(resume))  # held first, then read once
+    if holder is not None:
+        raise _held(journal, resume, holder)
     found = journal.load_run(resume)
-    if found is None or found.info.dag != name:
+    if found is None or found.info.dag != name:  # the caller releases what it held
         ids = [r.run_id for r in journal.list_runs(name, limit=_LIST_IDS)]
         other = f" (it is a run of DAG {found.info.dag!r})" if found is not None else ""
         listed = (
@@ -67,11 +70,7 @@ def find_and_hold(journal: Journal, name: str, resume: str, lease: Lease) -> Jou
             f"journal {journal} has no run {resume!r} to resume{other}{listed}",
             journal=str(journal),
         )
-    holder = claim(journal, lease.holding(resume))
-    if holder is not None:
-        raise _held(journal, resume, holder)
-    # read again now that it is held: a resume that held it before may have ended just now
-    return journal.load_run(resume) or found
+    return found
 
 
 def _last(journal: Journal, name: str, lease: Lease) -> JournaledRun:
