@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = ["HookedGraph", "HookedStateGraph", "with_hooks"]
 
+_MOMENTS = ("before_run", "before_execute", "after_execute", "on_failure", "on_end", "after_run")
+
 
 @final
 class _Bridge:
@@ -242,7 +244,8 @@ def with_hooks(
             run moments around every ``invoke``/``ainvoke``/``stream``/``astream``.
         registry: YAML hooks (``orchestra.skills.load(...)``): every tool call of a
             prebuilt ``ToolNode`` fires ``PreToolUse``/``PostToolUse``/
-            ``PostToolUseFailure``; ``TaskCreated``/``TaskCompleted`` fire around nodes.
+            ``PostToolUseFailure``; its task events (``registry.as_task_hooks()``:
+            ``TaskCreated``, ``TaskCompleted``, ...) fire around nodes as around DAG tasks.
         hook_timeout: seconds a hook call may take unless the hook sets ``timeout``.
         max_attempts: the most attempts of one node run, whatever the hooks answer.
 
@@ -260,7 +263,8 @@ def with_hooks(
     tools = None
     if registry is not None:
         tools = ToolEvents(registry)
-        if registry.has_hooks("TaskCreated") or registry.has_hooks("TaskCompleted"):
-            objects.append(registry.as_task_hooks())
+        task_hooks = registry.as_task_hooks()  # TaskCreated, TaskCompleted, ...: node events
+        if any(getattr(type(task_hooks), m) is not getattr(TaskHooks, m) for m in _MOMENTS):
+            objects.append(task_hooks)
     chain = HookChain(objects, trait=TaskHooks, timeout=hook_timeout)
     return _Bridge(chain, tools, max_attempts).hook(builder, "")

@@ -455,3 +455,16 @@ def test_refused_hook_objects_name_the_problem() -> None:
         with_hooks(builder, [Typo()])
     with pytest.raises(ValueError, match="max_attempts"):
         with_hooks(builder, [], max_attempts=0)
+
+
+def test_an_async_run_is_one_trace_too(exporter: InMemorySpanExporter) -> None:
+    builder, _ = chain_graph(flaky_failures=1)
+    app = with_hooks(builder, [RetryConnection()]).compile()
+    asyncio.run(app.ainvoke({"n": 1, "log": []}))
+
+    spans = exporter.get_finished_spans()
+    run = next(s for s in spans if s.name == "run LangGraph")
+    tasks = [s for s in spans if s.name.startswith("task ")]
+    assert sorted(s.name for s in tasks) == ["task a", "task c", "task flaky", "task flaky"]
+    assert all(s.parent is not None and s.parent.span_id == run.context.span_id for s in tasks)
+    assert len({s.context.trace_id for s in spans}) == 1

@@ -232,3 +232,21 @@ def test_tool_spans_nest_in_the_run(tmp_path: Path, exporter: InMemorySpanExport
     assert tool_span.attributes is not None
     assert tool_span.attributes["orchestra.tool.decision"] == "deny"
     assert len({s.context.trace_id for s in spans}) == 1
+
+
+def test_yaml_task_events_fire_around_nodes(tmp_path: Path) -> None:
+    log = tmp_path / "events"
+    deny = {"type": "permission", "decision": "deny", "reason": "no model calls today"}
+    registry = write_config(
+        tmp_path,
+        {"TaskCreated": [{"hooks": [deny]}], "TaskCompleted": [log_to(log)]},
+    )
+    ran: list[str] = []
+    app = with_hooks(agent_graph([call("/a")], ran), registry=registry).compile()
+
+    with pytest.raises(orchestra.TaskFailed, match="no model calls today"):
+        app.invoke({"messages": [HumanMessage("clean up")]})
+
+    (completed,) = logged(log)
+    assert (completed["task_id"], completed["state"]) == ("model", "failed")
+    assert ran == []
