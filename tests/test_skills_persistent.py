@@ -95,7 +95,8 @@ WORKER = textwrap.dedent(
             print('{"decision": "allow"}', flush=True)
         elif what == "setsid daemon":  # a grandchild that leaves the group for good
             daemon = subprocess.Popen(
-                ["setsid", "sleep", "60"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                ["sleep", "60"], start_new_session=True,  # setsid() in the child itself
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
             answer(event, message=str(daemon.pid))
         elif what == "grandchild":  # something left in its group, and a deaf ear to EOF

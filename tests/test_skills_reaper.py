@@ -34,7 +34,8 @@ HOOK = textwrap.dedent(
         event = json.loads(line)
         if event.get("tool_name") == "daemon":
             daemon = subprocess.Popen(
-                ["setsid", "sleep", "120"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                ["sleep", "120"], start_new_session=True,  # setsid() in the child itself
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
             message = f"{os.getpid()} {daemon.pid}"
         else:
