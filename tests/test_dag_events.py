@@ -17,7 +17,9 @@ from orchestra.skills import EVENTS, HookRegistry, load
 pytestmark = pytest.mark.anyio
 
 # Appends the event JSON, one line each, to events.jsonl in the project folder.
-RECORD = "cat >> events.jsonl; echo >> events.jsonl"
+# One write per event: a hook cancelled by a deny beside it (hooks that only judge run at
+# once) leaves no half line.
+RECORD = 'line=$(cat); printf "%s\\n" "$line" >> events.jsonl'
 
 
 def registry(tmp_path: Path, yaml: str) -> HookRegistry:
@@ -234,7 +236,7 @@ async def test_run_start_block_ends_the_run_before_any_task(tmp_path: Path) -> N
               hooks: [{type: command, command: 'echo frozen >&2; exit 2'}]
           RunEnd:
             - matcher: failed
-              hooks: [{type: command, command: 'cat >> events.jsonl; echo >> events.jsonl'}]
+              hooks: [{type: command, command: 'l=$(cat); printf "%s\\n" "$l" >> events.jsonl'}]
         """,
     )
     dag = orchestra.DAG("nightly")

@@ -18,7 +18,9 @@ from orchestra.skills import HookRegistry, load
 pytestmark = pytest.mark.anyio
 
 # Appends the event JSON, one line each, to events.jsonl in the project folder.
-RECORD = "cat >> events.jsonl; echo >> events.jsonl"
+# One write per event: a hook cancelled by a deny beside it (hooks that only judge run at
+# once) leaves no half line.
+RECORD = 'line=$(cat); printf "%s\\n" "$line" >> events.jsonl'
 
 
 def registry(tmp_path: Path, yaml: str) -> HookRegistry:
@@ -104,7 +106,7 @@ async def test_task_created_deny_fails_the_task_before_it_runs(tmp_path: Path) -
               hooks: [{type: command, command: 'echo "frozen until Monday" >&2; exit 2'}]
           TaskCompleted:
             - matcher: deploy
-              hooks: [{type: command, command: 'cat >> events.jsonl; echo >> events.jsonl'}]
+              hooks: [{type: command, command: 'l=$(cat); printf "%s\\n" "$l" >> events.jsonl'}]
         """,
     )
     dag = orchestra.DAG("d")
@@ -247,9 +249,9 @@ hooks:
             else json.dumps({"modified_input": {"command": c + " --dry-run"}})
             if c.startswith("deploy") else "")'
   PostToolUse:
-    - hooks: [{type: command, command: 'cat >> events.jsonl; echo >> events.jsonl'}]
+    - hooks: [{type: command, command: 'l=$(cat); printf "%s\\n" "$l" >> events.jsonl'}]
   PostToolUseFailure:
-    - hooks: [{type: command, command: 'cat >> events.jsonl; echo >> events.jsonl'}]
+    - hooks: [{type: command, command: 'l=$(cat); printf "%s\\n" "$l" >> events.jsonl'}]
 """
 
 
