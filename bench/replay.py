@@ -92,6 +92,7 @@ async def main() -> int:
             for payload in events:
                 await recording.fire("PreToolUse", payload)
         assert len(path.read_text().splitlines()) == EVENTS
+        size = path.stat().st_size
         live_rates: list[float] = []
         replay_rates: list[float] = []
         async with HookRegistry([guard], project_dir=work) as registry:
@@ -99,7 +100,6 @@ async def main() -> int:
             for _ in range(ROUNDS):
                 live_rates.append(EVENTS / await live(registry, events))
                 replay_rates.append(EVENTS / await replayed(registry, path))
-    size = path.stat().st_size if path.exists() else 0
     ratio = statistics.median(replay_rates) / statistics.median(live_rates)
     print(f"{EVENTS:,} PreToolUse events through a persistent-hook guard, {ROUNDS} rounds")
     print(f"  live fire   {spread(live_rates)}")
