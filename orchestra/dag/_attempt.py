@@ -28,6 +28,7 @@ from orchestra._attempts import after_failure as _after_failure
 from orchestra._decisions import GivenOutput, Replace, Retry
 from orchestra._hooks import NO_INPUTS
 from orchestra.dag._contexts import attempt_context
+from orchestra.dag._run_hooks import ends_first
 from orchestra.dag._settle import decided, end_cancelled, end_fatal, recorded
 from orchestra.tracing._engine import NO_ATTEMPT, STATE_RETRYING
 
@@ -67,6 +68,8 @@ async def run_task(run: _Run, i: int) -> None:
     """Run task ``i`` to its terminal state; a ``BaseException`` stops the run."""
     t = _Task(run, i)
     try:
+        if run.ends_pending and not run.ends_pending.isdisjoint(run.plan.upstreams[i]):
+            await ends_first(run, i)  # an upstream's on_end comes before this task's hooks
         while not await attempt(run, t):
             pass
     except run.cancelled:

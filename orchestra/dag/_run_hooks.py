@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import TYPE_CHECKING
 
 import anyio
@@ -76,11 +77,27 @@ async def end_tasks(run: _Run) -> None:
     Shielded: a cancellation of the run (``fail_fast``, say) cuts none short; each call
     is bounded by its hook's timeout.
     """
-    ending = run.ending
     with anyio.CancelScope(shield=True):
-        while ending:
-            i = ending.popleft()
-            ctx = end_context(run, i)
+        await _end_each(run, run.ending)
+
+
+async def ends_first(run: _Run, i: int) -> None:
+    """Wait until the ``on_end`` calls of task ``i``'s upstreams returned."""
+    upstreams = run.plan.upstreams[i]
+    while not run.ends_pending.isdisjoint(upstreams):
+        if run.ending:  # due and not started: make them here
+            await end_tasks(run)
+            continue
+        if run.ends_over is None:
+            run.ends_over = anyio.Event()
+        await run.ends_over.wait()
+
+
+async def _end_each(run: _Run, ending: deque[int]) -> None:
+    while ending:
+        i = ending.popleft()
+        ctx = end_context(run, i)
+        try:
             await run.chain.call(
                 "on_end",
                 ctx,
@@ -90,5 +107,10 @@ async def end_tasks(run: _Run) -> None:
                 tracer=run.tracer,
                 offload=True,
             )
-            if ctx._notes:
-                run.messages[ctx.task.id] = ctx.messages
+        finally:
+            run.ends_pending.discard(i)
+            if run.ends_over is not None:  # tasks wait on it: they look again
+                run.ends_over.set()
+                run.ends_over = None
+        if ctx._notes:
+            run.messages[ctx.task.id] = ctx.messages

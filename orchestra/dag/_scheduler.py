@@ -129,6 +129,10 @@ class _Run:
         self.record = self.hook_errors.append
         self.messages: dict[str, tuple[str, ...]] = {}
         self.ending: deque[int] = deque()  # tasks whose on_end is due, in the order they ended
+        # tasks whose on_end has not returned yet, and an event set as each one does: a
+        # task's hooks wait for its upstreams', so an upstream's on_end comes first
+        self.ends_pending: set[int] = set()
+        self.ends_over: anyio.Event | None = None
         self.ends: dict[int, tuple[Any, ...]] = {}  # what on_end's context needs of a task that ran
         self.up_views: dict[int, Mapping[str, TaskState]] = {}  # upstream states, by task
         self.reuse: dict[int, Any] = {}  # index -> output, of the tasks a resume reuses
@@ -164,6 +168,7 @@ class _Run:
         """``RunState`` says task ``i`` ended: its ``on_end`` is due, its upstreams may go."""
         if self.has_on_end:
             self.ending.append(i)
+            self.ends_pending.add(i)
         if self.remote is not None:
             self.remote.ended(i, self.state.outputs)
 
