@@ -113,11 +113,13 @@ class Narrator(TaskHooks, SubagentHooks):
     def __init__(self) -> None:
         self.results: dict[str, tuple[ExecutionMode, SubagentResult]] = {}
 
-    def before_execute(self, ctx: TaskHookContext) -> None:
+    # async: a DAG run calls a def hook in a worker thread, where two prints at once
+    # could mix their lines; these print on the event loop, one line at a time
+    async def before_execute(self, ctx: TaskHookContext) -> None:
         by = f" (executed by agent {ctx.executor})" if ctx.executor else ""
         print(f"  task   {ctx.task.id:<8} starts{by}")
 
-    def after_execute(self, ctx: TaskHookContext, result: Any) -> None:
+    async def after_execute(self, ctx: TaskHookContext, result: Any) -> None:
         print(f"  task   {ctx.task.id:<8} done")
 
     def before_dispatch(self, ctx: SubagentHookContext) -> None:
