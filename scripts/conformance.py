@@ -219,7 +219,8 @@ def page() -> str:
         "any other non-zero exit is a non-blocking error unless stdout is valid JSON, "
         "which then decides alone. Plain stdout: where stdout that is not a JSON object "
         "(or does not parse as one) goes on exit 0. The catalog's other events (the DAG's "
-        "own moments) are orchestra's, not Claude Code's.",
+        "own moments, and the agent bridges' `StepStart` and `StepEnd`) are orchestra's, "
+        "not Claude Code's.",
         "",
         *_events(),
         "",

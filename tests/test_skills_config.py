@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from orchestra import ConfigError
-from orchestra.skills import EVENTS, HookRegistry, load
+from orchestra.skills import EVENTS, CommandHook, HookRegistry, PromptHook, load
 
 
 def write(path: Path, text: str) -> Path:
@@ -46,6 +47,8 @@ def test_catalog_has_the_events_of_the_contract_and_claude_codes_newer_ones() ->
         "PostToolBatch",
         "SubagentStart",
         "SubagentStop",
+        "StepStart",
+        "StepEnd",
         "TaskCreated",
         "TaskCompleted",
         "Setup",
@@ -83,6 +86,42 @@ def test_catalog_matcher_fields() -> None:
     assert EVENTS["TaskCreated"].matcher_field == "task_id"
     assert EVENTS["PreCompact"].matcher_field == "trigger"
     assert EVENTS["Stop"].matcher_field is None
+
+
+def test_catalog_step_events_are_observe_only_and_match_the_agent() -> None:
+    for name in ("StepStart", "StepEnd"):
+        spec = EVENTS[name]
+        assert spec.matcher_field == "agent_name"
+        assert not spec.can_block
+        assert not spec.can_modify
+        assert not spec.phases
+        assert spec.default_on_error == "continue"
+        assert spec.claude.exit_2 == "ignored"  # no Claude Code event: nothing blocks
+
+
+async def test_step_events_match_the_agent_and_ignore_a_deny(
+    anyio_backend: str, tmp_path: Path
+) -> None:
+    sent = tmp_path / "sent.json"
+    deny = """{"decision": "deny", "reason": "stop here"}"""
+    registry = HookRegistry(
+        [
+            PromptHook(event="StepStart", matcher="planner", prompt="seen"),
+            CommandHook(event="StepEnd", matcher="planner", command=f"cat > {sent}; echo '{deny}'"),
+        ]
+    )
+    start = {"agent_name": "planner", "step": 1, "model": None, "message_count": 2}
+    assert (await registry.fire("StepStart", start)).messages == ("seen",)
+    assert (await registry.fire("StepStart", {**start, "agent_name": "writer"})).records == ()
+    usage = {"input_tokens": 3, "output_tokens": None}
+    end = {**start, "tool_calls": ["search"], "usage": usage, "duration_ms": 1.5, "error": None}
+    outcome = await registry.fire("StepEnd", end)
+    assert not outcome.blocked
+    assert outcome.decision is None
+    assert outcome.records[0].note == "deny ignored: StepEnd cannot block"
+    got = json.loads(sent.read_text())
+    assert got["hook_event_name"] == "StepEnd"
+    assert {k: got[k] for k in end} == end
 
 
 # --- what loads ---------------------------------------------------------------------------

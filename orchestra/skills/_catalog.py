@@ -207,6 +207,19 @@ _SPECS: Final = (
         block=True,
         description="after a subagent answered or raised; a block asks it to go on",
     ),
+    # One model turn of an agent run, as the lobehub runtime's beforeStep/afterStep:
+    # fired by the agent bridges, observe-only (no block, no rewrite).
+    _event(
+        "StepStart",
+        "agent_name",
+        description="before each model turn of an agent run, with step, model and message_count",
+    ),
+    _event(
+        "StepEnd",
+        "agent_name",
+        description="after each model turn of an agent run, with the tool calls asked "
+        "for, usage, duration_ms and error",
+    ),
     _event(
         "TaskCreated",
         "task_id",
