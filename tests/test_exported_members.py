@@ -63,7 +63,7 @@ PINNED: dict[str, set[str]] = {
         "OutcomeCallback", "PermissionHook", "PromptHook", "PythonHook", "ReplayChange",
         "ReplayReport",
         "RegistrySubagentHooks", "RegistryTaskHooks", "Sandbox", "TlsMode", "ToolDenied",
-        "load", "serve",
+        "load", "post_tool_use_payload", "serve",
     },
 }  # fmt: skip
 

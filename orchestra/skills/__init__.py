@@ -53,6 +53,7 @@ from orchestra.skills._result import HookResult as HookResult
 from orchestra.skills._result import HookRunError as HookRunError
 from orchestra.skills._sandbox import Sandbox as Sandbox
 from orchestra.skills._serve import serve as serve
+from orchestra.skills._tool_payloads import post_tool_use_payload as post_tool_use_payload
 from orchestra.skills._types import HOOK_TYPES as HOOK_TYPES
 from orchestra.skills._types import HookType as HookType
 from orchestra.skills._yaml import MAX_FILE_BYTES as MAX_FILE_BYTES
@@ -98,6 +99,7 @@ __all__ = [
     "TlsMode",
     "ToolDenied",
     "load",
+    "post_tool_use_payload",
     "serve",
 ]
 

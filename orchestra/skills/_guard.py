@@ -2,7 +2,9 @@
 
 ``PreToolUse`` may deny the call (``ToolDenied``) or rewrite its arguments, then
 ``PostToolUse`` gets the result or ``PostToolUseFailure`` the error; a denied call
-fires ``PermissionDenied``. A guarded ``def`` tool stays callable from sync code.
+fires ``PermissionDenied``. A ``PreToolUse`` mock (an ``output``) answers instead of the
+tool, and ``PostToolUse`` still fires, with ``mocked: true``. A guarded ``def`` tool
+stays callable from sync code.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import anyio.to_thread
 
 from orchestra._errors import ToolDenied
 from orchestra.skills._adapters import blocked_reason, error_fields
+from orchestra.skills._tool_payloads import post_tool_use_payload
 from orchestra.tracing import get_tracer
 from orchestra.tracing._engine import set_tool_result, tool_span
 from orchestra.tracing.names import ATTR_TOOL_DECISION
@@ -173,7 +176,13 @@ class Guard:
                         retry = (await fire("PermissionDenied", payload)).retry
                     raise ToolDenied(tool, refusal, retry=retry)
                 if pre.output is not None:  # a mock: the tool is not called
-                    return pre.output
+                    if not post_hooks:
+                        return pre.output
+                    payload = post_tool_use_payload(
+                        {**fields, "tool_input": tool_input}, pre.output, mocked=True
+                    )
+                    post = await fire("PostToolUse", payload)
+                    return pre.output if post.output is None else post.output
                 if pre.modified_input is not None:
                     tool_input = dict(pre.modified_input)
                     modified = True
@@ -187,7 +196,7 @@ class Guard:
                     await fire("PostToolUseFailure", payload)
                 raise
             if post_hooks:
-                payload = {**fields, "tool_input": tool_input, "tool_response": result}
+                payload = post_tool_use_payload({**fields, "tool_input": tool_input}, result)
                 post = await fire("PostToolUse", payload)
                 if post.output is not None:  # a rewrite of what the caller gets
                     return post.output

@@ -126,9 +126,11 @@ class HookOutcome:
             ``additionalContext``, prompt hooks' text, plain context output).
         system_message: the hooks' messages for the user (``systemMessage``), joined
             by newlines in config order; None when there are none.
-        output: a tool output a hook gave (the last one in config order): on
-            ``PreToolUse`` a mock (the guarded tool is not called), on ``PostToolUse`` a
-            rewrite of what the caller gets; None when no hook gave one.
+        output: a tool output a hook gave: on ``PreToolUse`` (and the other events
+            that can modify their input, e.g. ``AttemptStart``) a mock, the first one in
+            config order (the guarded tool is not called; later mocks are ignored, noted
+            on their records); on ``PostToolUse`` a rewrite of what the caller gets, the
+            last one in config order; None when no hook gave one.
         retry: a ``PermissionDenied`` hook said the agent may try again.
         decided_by: where the hook that gave the decision was written, as ``file:line``.
         stop: a hook asked the agent to stop (Claude Code's ``continue: false``).
@@ -186,6 +188,7 @@ class Combiner:
         "messages",
         "modified",
         "output",
+        "output_by",
         "records",
         "retry",
         "skipped",
@@ -230,10 +233,12 @@ class Combiner:
         result = record.result
         if result is None:
             return self._error(record)
-        self._collect(result)
-        note = self._verdict(record, result)
-        if note is True:
+        note = self._collect(result, record)
+        verdict = self._verdict(record, result)
+        if verdict is True:
             return True
+        if isinstance(verdict, str):
+            note = f"{verdict}; {note}" if note else verdict
         if result.modified_input is not None:
             if self.spec.can_modify:
                 self.input = dict(result.modified_input)
@@ -268,18 +273,28 @@ class Combiner:
         self.records.append(attrs.evolve(record, note="error ignored (on_error: continue)"))
         return False
 
-    def _collect(self, result: HookResult) -> None:
-        """Keep what every answer may give: messages, a tool output, retry, a stop."""
+    def _collect(self, result: HookResult, record: HookRecord) -> str | None:
+        """Keep what every answer may give: messages, a tool output, retry, a stop.
+
+        Returns a note when the answer's output does not count: on the events before
+        an action (those that can modify their input) an output is a mock, and the first
+        one in config order wins; elsewhere it is a rewrite, and the last one wins.
+        """
+        note = None
         if result.messages:
             self.messages.extend(result.messages)
         if result.system_message:
             self.system_messages.append(result.system_message)
         if result.output is not None:
-            self.output = result.output
+            if self.output is None or not self.spec.can_modify:
+                self.output, self.output_by = result.output, record.hook.source
+            else:
+                note = f"output ignored: the mock of {self.output_by} came first"
         if result.retry:
             self.retry = True
         if result.stop and not self.stop:
             self.stop, self.stop_reason = True, result.stop_reason
+        return note
 
     def _verdict(self, record: HookRecord, result: HookResult) -> str | bool | None:
         """Count the decision: True when it ends the chain, else a note or None."""
