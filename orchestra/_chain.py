@@ -9,8 +9,10 @@ precedence.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, final
+
+import attrs
 
 from orchestra._calling import (
     HookImpl,
@@ -23,12 +25,10 @@ from orchestra._calling import (
 from orchestra._decisions import Decision
 from orchestra._errors import did_you_mean
 from orchestra._hooks import NO_INPUTS, TaskHookContext, TaskHooks, task_context
-from orchestra._moments import MOMENTS, check
+from orchestra._moments import MOMENTS, Moment, check
 from orchestra._sync import run_now
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from opentelemetry.trace import Tracer
 
     from orchestra.dag._model import Task, TaskState
@@ -61,6 +61,14 @@ class HookChain:
             hook object has a ``timeout`` attribute of its own. A call past it is
             cancelled and counts as a hook error. A ``def`` hook runs on the event loop
             and cannot be interrupted, unless ``call`` is asked to offload it.
+        carries: for an engine that carries out only some of a moment's answers, the
+            decision classes it carries out, by moment (a moment left out keeps every
+            answer it allows). Any other answer there is a hook error, as an answer the
+            moment does not allow is: logged, passed to ``on_error``, and no opinion
+            (``Fail`` for a ``fail_closed`` hook). An agent bridge whose model decides
+            handoffs says ``carries={"before_dispatch": (Fail,)}``, and a hook's
+            ``Delegate`` there is refused by name instead of silently dropped. Checked
+            once, here: nothing is added to a call.
 
     Raises:
         TypeError: ``trait`` is not a hook trait; or an object is refused, naming it, the
@@ -69,7 +77,8 @@ class HookChain:
             moment's arguments, an object of the other trait only, an object that
             implements no moment of ``trait``, or a ``timeout`` attribute that is not a
             number > 0 or None. No object is registered when one is refused.
-        ValueError: ``timeout`` is not a number > 0 or None.
+        ValueError: ``timeout`` is not a number > 0 or None; or ``carries`` names a
+            moment the trait does not have, or a class its moment does not allow.
     """
 
     __slots__ = ("_awaiting", "_impls", "_trait", "timeout")
@@ -79,6 +88,8 @@ class HookChain:
         hooks: Iterable[object],
         trait: type = TaskHooks,
         timeout: float | None = DEFAULT_HOOK_TIMEOUT,
+        *,
+        carries: Mapping[str, Iterable[type[Decision]]] | None = None,
     ) -> None:
         moments = MOMENTS.get(trait)
         if moments is None:
@@ -92,6 +103,8 @@ class HookChain:
             raise ValueError(
                 f"hook timeout must be a number of seconds > 0 or None, got {timeout!r}"
             )
+        if carries is not None:
+            moments = _carried(trait, moments, carries)
         # Every object is checked before any is compiled: none is half-registered.
         implemented = [(hook, check(hook, trait)) for hook in hooks]
         self._trait = trait
@@ -282,3 +295,29 @@ class HookChain:
             if impls
         )
         return f"<HookChain {self._trait.__name__}: {moments or 'no hooks'}>"
+
+
+def _carried(
+    trait: type, moments: Mapping[str, Moment], carries: Mapping[str, Iterable[type[Decision]]]
+) -> Mapping[str, Moment]:
+    """The trait's moments, each narrowed to the answers the engine carries out there."""
+    if not isinstance(carries, Mapping):
+        raise TypeError(f"carries must be a mapping of moment -> decision classes, got {carries!r}")
+    narrowed = dict(moments)
+    for moment, classes in carries.items():
+        spec = moments.get(moment)
+        if spec is None:
+            raise ValueError(
+                f"carries names {moment!r}, which is not a moment of {trait.__name__}"
+                + did_you_mean(str(moment), moments)
+            )
+        kept = tuple(classes)
+        stray = ", ".join(getattr(c, "__name__", repr(c)) for c in kept if c not in spec.allowed)
+        if stray:
+            allowed = ", ".join(t.__name__ for t in spec.allowed) or "nothing"
+            raise ValueError(
+                f"carries[{moment!r}] holds {stray}: {trait.__name__}.{moment} may answer "
+                f"{allowed} only"
+            )
+        narrowed[moment] = attrs.evolve(spec, allowed=kept)
+    return narrowed

@@ -3,11 +3,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-import orchestra.tracing as ot
+from orchestra.tracing.testing import recording
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -27,17 +25,8 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def exporter() -> Iterator[InMemorySpanExporter]:
     """orchestra's spans, recorded by a fresh SDK provider into the in-memory exporter."""
-    exp = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exp))
-    ot.set_tracer_provider(provider)
-    try:
+    with recording() as exp:
         yield exp
-    finally:
-        ot.set_tracer_provider(None)
-        ot.set_enabled(None)
-        ot.set_capture_content(None)
-        provider.shutdown()
 
 
 @pytest.fixture

@@ -48,7 +48,8 @@ PINNED: dict[str, set[str]] = {
     "orchestra.tracing": {
         "ENV_CAPTURE_CONTENT", "ENV_TRACING", "JsonlSpanExporter", "capture_content",
         "configure", "decode_attributes", "extract_env", "get_tracer", "inject_env",
-        "inject_headers", "is_enabled", "names", "read_jsonl", "set_capture_content",
+        "inject_headers", "is_enabled", "names", "read_jsonl", "record_decision", "record_error",
+        "set_capture_content",
         "set_enabled", "set_meter_provider", "set_tracer_provider", "traceparent",
     },
     "orchestra.skills": {

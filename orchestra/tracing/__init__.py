@@ -15,7 +15,9 @@ after ``import orchestra`` is used. With no SDK provider installed, or with trac
 switched off (``ORCHESTRA_TRACING=off`` or ``set_enabled(False)``), a run skips all span
 work. Payload content stays off spans unless you opt in (``capture_content=True`` or
 ``ORCHESTRA_CAPTURE_CONTENT=1``). Every span, attribute, event and metric name is a
-constant in ``orchestra.tracing.names``.
+constant in ``orchestra.tracing.names``. An integration that starts its own spans puts
+decisions and errors on them with ``record_decision`` and ``record_error``, as orchestra's
+engines do; ``orchestra.tracing.testing.recording()`` records spans in a test.
 """
 
 import typing as _typing
@@ -27,6 +29,8 @@ from orchestra.tracing._carriers import extract_env as extract_env
 from orchestra.tracing._carriers import inject_env as inject_env
 from orchestra.tracing._carriers import inject_headers as inject_headers
 from orchestra.tracing._carriers import traceparent as traceparent
+from orchestra.tracing._spans import record_decision as record_decision
+from orchestra.tracing._spans import record_error as record_error
 from orchestra.tracing._state import ENV_CAPTURE_CONTENT as ENV_CAPTURE_CONTENT
 from orchestra.tracing._state import ENV_TRACING as ENV_TRACING
 from orchestra.tracing._state import capture_content as capture_content
@@ -57,6 +61,8 @@ __all__ = [
     "is_enabled",
     "names",
     "read_jsonl",
+    "record_decision",
+    "record_error",
     "set_capture_content",
     "set_enabled",
     "set_meter_provider",

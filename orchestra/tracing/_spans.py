@@ -10,7 +10,7 @@ import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Final
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
@@ -31,6 +31,9 @@ __all__ = [
 ]
 
 
+_REASON_CHARS: Final = 256  # a decision's reason on a span (payload stays off spans)
+
+
 def decision_kind(decision: object) -> str:
     """``retry``, ``skip``, ``fail``, ``delegate`` for decision objects; strings as given."""
     if isinstance(decision, str):
@@ -48,6 +51,10 @@ def record_decision(
 ) -> None:
     """Record a decision on ``span``: ``orchestra.decision*`` attributes and an event.
 
+    What orchestra's engines put on a task attempt, dispatch or tool span when a hook
+    decides; an integration's own spans take it the same way (and the decisions metric
+    counts it). The reason is cut to 256 characters.
+
     Args:
         span: the span of the work decided about (a task attempt, a dispatch, a tool).
         decision: a ``Retry``/``Skip``/``Fail``/``Delegate`` or a kind string (``deny``...).
@@ -62,7 +69,7 @@ def record_decision(
     if reason is None:
         reason = getattr(decision, "reason", None)
     if reason:
-        attributes[n.ATTR_DECISION_REASON] = str(reason)
+        attributes[n.ATTR_DECISION_REASON] = str(reason)[:_REASON_CHARS]
     delay = getattr(decision, "delay", None)
     if delay is not None:
         attributes[n.ATTR_DECISION_DELAY] = float(delay)
@@ -79,7 +86,11 @@ def record_decision(
 
 
 def record_error(span: Span, error: BaseException, *, escaped: bool = False) -> None:
-    """Record ``error`` on ``span`` (an ``exception`` event), ``error.type``, status ERROR."""
+    """Record ``error`` on ``span`` (an ``exception`` event), ``error.type``, status ERROR.
+
+    As orchestra's engines record a failed attempt, dispatch or run; ``escaped``: the
+    error leaves the span's scope (OpenTelemetry's ``exception.escaped``).
+    """
     span.record_exception(error, escaped=escaped)
     span.set_attribute(n.ATTR_ERROR_TYPE, type(error).__qualname__)
     span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))

@@ -27,7 +27,7 @@ from opentelemetry.trace import Span
 import orchestra
 import orchestra.tracing as ot
 from orchestra import Fail, HookChain, HookError, Replace, Retry, Skip, TaskFailed, TaskState
-from orchestra_hamilton._run import Run, record_decision, record_error
+from orchestra_hamilton._run import Run
 
 __all__ = ["Nodes", "reason"]
 
@@ -276,7 +276,7 @@ class Nodes:
     ) -> tuple[float, _End | None]:
         """After a failed attempt: a retry's delay, or how the node ends."""
         if span is not None:
-            record_error(span, exc)
+            ot.record_error(span, exc)
         if isinstance(decision, Retry):
             _decided(span, decision, by, attempt)
             if attempt < self.max_attempts:
@@ -357,7 +357,7 @@ def reason(decision: object) -> str:
 
 def _decided(span: Span | None, decision: object, by: str | None, attempt: int) -> None:
     if span is not None:
-        record_decision(span, decision, by, attempt)
+        ot.record_decision(span, decision, by, attempt=attempt)
 
 
 @final

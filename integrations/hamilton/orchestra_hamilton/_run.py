@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import Any, Final, final
 
 from opentelemetry import trace
-from opentelemetry.trace import Link, Span, Status, StatusCode
+from opentelemetry.trace import Link, Span
 
 import orchestra
 import orchestra.tracing as ot
@@ -52,30 +52,8 @@ class Trace:
         self.span.set_attribute(ot.ATTR_RUN_OK, ok)
         self.span.set_attribute(ot.ATTR_RUN_FAILED, failed)
         if error is not None:
-            record_error(self.span, error)
+            ot.record_error(self.span, error)
         self.span.end()
-
-
-def record_error(span: Span, error: BaseException) -> None:
-    """Record ``error`` on ``span`` the way orchestra's scheduler does."""
-    span.record_exception(error)
-    span.set_attribute(ot.ATTR_ERROR_TYPE, type(error).__qualname__)
-    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
-
-
-def record_decision(span: Span, decision: object, by: str | None, attempt: int) -> None:
-    """Put a decision on an attempt span: ``orchestra.decision*`` attributes and an event."""
-    attributes: dict[str, Any] = {ot.ATTR_DECISION: type(decision).__name__.lower()}
-    if by:
-        attributes[ot.ATTR_DECISION_BY] = by
-    reason = getattr(decision, "reason", None)
-    if reason:
-        attributes[ot.ATTR_DECISION_REASON] = str(reason)[:256]
-    delay = getattr(decision, "delay", None)
-    if delay is not None:
-        attributes[ot.ATTR_DECISION_DELAY] = float(delay)
-    span.set_attributes(attributes)
-    span.add_event(ot.EVENT_DECISION, {**attributes, ot.ATTR_DECISION_ATTEMPT: attempt})
 
 
 @final

@@ -30,7 +30,7 @@ from opentelemetry.trace import Span
 import orchestra
 import orchestra.tracing as ot
 from orchestra import Fail, HookChain, Replace, Retry, Skip, TaskFailed, TaskState
-from orchestra_langgraph._run import Run, current, record_decision, record_error
+from orchestra_langgraph._run import Run, current
 from orchestra_langgraph._sync import blocking
 
 __all__ = ["HookedNode", "Moments", "node_runnable", "reason"]
@@ -198,7 +198,7 @@ class HookedNode:
             return state, None
         if type(decision) is Replace:
             return decision.value, None
-        record_decision(span, decision, by, attempt)
+        _decided(span, decision, by, attempt)
         return state, _refused(run, self.task.id, decision, by)
 
     def failed(
@@ -213,16 +213,16 @@ class HookedNode:
         """After a failed attempt: a retry's delay, or how the node run ends."""
         name, cap = self.task.id, self.moments.max_attempts
         if span is not None:
-            record_error(span, exc)
+            ot.record_error(span, exc)
         if isinstance(decision, Retry):
-            record_decision(span, decision, by, attempt)
+            _decided(span, decision, by, attempt)
             if attempt < cap:
                 if span is not None:
                     span.set_attribute(ot.names.ATTR_TASK_STATE, ot.names.STATE_RETRYING)
                 return decision.delay, None
             decision, by = Fail(f"attempt cap of {cap} reached"), "orchestra"
         if decision is not None:
-            record_decision(span, decision, by, attempt)
+            _decided(span, decision, by, attempt)
         run.errors[name] = exc
         if type(decision) is Replace:  # recovered: the substitute is the update
             return 0.0, (_SUCCEEDED, decision.value, None)
@@ -242,7 +242,7 @@ class HookedNode:
             return (_SUCCEEDED, update, None)
         if type(decision) is Replace:
             return (_SUCCEEDED, decision.value, None)
-        record_decision(span, decision, by, attempt)
+        _decided(span, decision, by, attempt)
         return _refused(run, self.task.id, decision, by)
 
 
@@ -292,3 +292,8 @@ def reason(decision: object) -> str:
     """``": reason"`` of a decision that gives one, else ``""``."""
     why = getattr(decision, "reason", None)
     return f": {why}" if why else ""
+
+
+def _decided(span: Span | None, decision: object, by: str | None, attempt: int) -> None:
+    if span is not None:
+        ot.record_decision(span, decision, by, attempt=attempt)

@@ -16,13 +16,13 @@ from types import MappingProxyType
 from typing import Any, Final, final
 
 from opentelemetry import trace
-from opentelemetry.trace import Link, Span, Status, StatusCode
+from opentelemetry.trace import Link, Span
 
 import orchestra
 import orchestra.tracing as ot
 from orchestra import HookChain, TaskHookContext, TaskState
 
-__all__ = ["Run", "current", "record_decision", "record_error"]
+__all__ = ["Run", "current"]
 
 _NOT_OK: Final = (TaskState.FAILED, TaskState.UPSTREAM_FAILED, TaskState.CANCELLED)
 
@@ -160,29 +160,5 @@ class Run:
         self.span.set_attribute(ot.names.ATTR_RUN_OK, error is None and not failed)
         self.span.set_attribute(ot.names.ATTR_RUN_FAILED, failed)
         if error is not None:
-            record_error(self.span, error)
+            ot.record_error(self.span, error)
         self.span.end()
-
-
-def record_error(span: Span, error: BaseException) -> None:
-    """Record ``error`` on ``span`` the way orchestra's scheduler does."""
-    span.record_exception(error)
-    span.set_attribute(ot.names.ATTR_ERROR_TYPE, type(error).__qualname__)
-    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
-
-
-def record_decision(span: Span | None, decision: object, by: str | None, attempt: int) -> None:
-    """Put a decision on an attempt span: ``orchestra.decision*`` attributes and an event."""
-    if span is None:
-        return
-    attributes: dict[str, Any] = {ot.names.ATTR_DECISION: type(decision).__name__.lower()}
-    if by:
-        attributes[ot.names.ATTR_DECISION_BY] = by
-    reason = getattr(decision, "reason", None)
-    if reason:
-        attributes[ot.names.ATTR_DECISION_REASON] = str(reason)[:256]
-    delay = getattr(decision, "delay", None)
-    if delay is not None:
-        attributes[ot.names.ATTR_DECISION_DELAY] = float(delay)
-    span.set_attributes(attributes)
-    span.add_event(ot.names.EVENT_DECISION, {**attributes, ot.names.ATTR_DECISION_ATTEMPT: attempt})

@@ -2,80 +2,35 @@
 
 Tool calls are tasks (``TaskHooks``: ``before_execute``, ``after_execute``,
 ``on_failure``); agents are subagent dispatches (``SubagentHooks``). One hook object may
-be both (``RetryPolicy`` is). Both chains are ``orchestra.HookChain``, orchestra's seam.
+be both (``RetryPolicy`` is). Both chains are ``orchestra.HookChain``, orchestra's seam,
+compiled with the answers the bridge carries out at each moment (``carries``): any other
+answer (a ``Delegate``: the SDK's model decides handoffs) is a hook error, no opinion.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterable
-from typing import Any, Final, final
+from collections.abc import Iterable
+from typing import Final
 
-from orchestra import Decision, Fail, HookChain, HookError, Retry, Skip, SubagentHooks, TaskHooks
-from orchestra.tracing import get_tracer
+from orchestra import Decision, Fail, HookChain, Retry, Skip, SubagentHooks, TaskHooks
 
-__all__ = ["Chain", "split_hooks"]
+__all__ = ["split_hooks"]
 
-logger: Final = logging.getLogger("orchestra")
-
-# What the bridge carries out at each moment (a subset of what HookChain accepts).
-_TASK_ANSWERS: Final[dict[str, tuple[type, ...]]] = {
+_TASK_ANSWERS: Final[dict[str, tuple[type[Decision], ...]]] = {
     "before_execute": (Skip, Fail),
     "after_execute": (),
     "on_failure": (Retry, Skip, Fail),
 }
-_AGENT_ANSWERS: Final[dict[str, tuple[type, ...]]] = {
+_AGENT_ANSWERS: Final[dict[str, tuple[type[Decision], ...]]] = {
     "before_dispatch": (Fail,),
     "after_dispatch": (),
     "on_failure": (Retry, Fail),
 }
 
 
-@final
-class Chain:
-    """A ``HookChain`` and the answers the bridge can carry out at each moment.
-
-    An answer the bridge cannot carry out (a ``Delegate``: the SDK's model decides
-    handoffs) is recorded as a ``HookError`` and counts as no opinion.
-    """
-
-    __slots__ = ("carried", "chain")
-
-    def __init__(self, chain: HookChain, carried: dict[str, tuple[type, ...]]) -> None:
-        self.chain = chain
-        self.carried = carried
-
-    def has(self, moment: str) -> bool:
-        """Whether any hook implements ``moment`` (the zero-cost check)."""
-        return self.chain.has(moment)
-
-    async def call(
-        self,
-        moment: str,
-        *args: Any,
-        subject: str | None = None,
-        record: Callable[[HookError], None] | None = None,
-    ) -> tuple[Decision | None, str | None]:
-        """Call ``moment``'s hooks: (the merged decision the bridge carries out, who)."""
-        decision, by = await self.chain.call(
-            moment, *args, subject=subject, on_error=record, tracer=get_tracer()
-        )
-        if decision is None or isinstance(decision, self.carried[moment]):
-            return decision, by
-        error = HookError(
-            f"hook {by} answered {decision!r}, which the OpenAI Agents bridge does not carry "
-            "out (the SDK's model decides handoffs); it counts as no opinion",
-            hook=(by or "?").split(".")[0],
-            moment=moment,
-            subject=subject,
-        )
-        logger.warning("%s", error)
-        if record is not None:
-            record(error)
-        return None, None
-
-
-def split_hooks(hooks: Iterable[object], timeout: float | None = 60.0) -> tuple[Chain, Chain]:
+def split_hooks(
+    hooks: Iterable[object], timeout: float | None = 60.0
+) -> tuple[HookChain, HookChain]:
     """The (tool-call ``TaskHooks``, agent ``SubagentHooks``) chains of ``hooks``.
 
     Raises:
@@ -89,9 +44,9 @@ def split_hooks(hooks: Iterable[object], timeout: float | None = 60.0) -> tuple[
                 f"{hook!r} is neither a TaskHooks (tool calls) nor a SubagentHooks (agents): "
                 "subclass one of them"
             )
-    tasks = HookChain([h for h in hooks if isinstance(h, TaskHooks)], TaskHooks, timeout)
-    agents = HookChain([h for h in hooks if isinstance(h, SubagentHooks)], SubagentHooks, timeout)
+    tasks = [h for h in hooks if isinstance(h, TaskHooks)]
+    agents = [h for h in hooks if isinstance(h, SubagentHooks)]
     return (
-        Chain(tasks, _TASK_ANSWERS),
-        Chain(agents, _AGENT_ANSWERS),
+        HookChain(tasks, TaskHooks, timeout, carries=_TASK_ANSWERS),
+        HookChain(agents, SubagentHooks, timeout, carries=_AGENT_ANSWERS),
     )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestra import ExecutionMode, Fail, SubagentHookContext
 from orchestra.skills import RegistrySubagentHooks
+from orchestra.tracing import get_tracer
 from orchestra_openai_agents._spans import current
 from orchestra_openai_agents._state import RunState, input_text, state_for
 
@@ -54,7 +55,11 @@ async def refusal(
         if bridge._agents.has("before_dispatch"):
             record = state.hook_errors.append
             decision, by = await bridge._agents.call(
-                "before_dispatch", ctx, subject=ctx.subagent_name, record=record
+                "before_dispatch",
+                ctx,
+                subject=ctx.subagent_name,
+                on_error=record,
+                tracer=get_tracer(),
             )
             if isinstance(decision, Fail):
                 return decision.reason or f"failed by {by}"

@@ -17,6 +17,7 @@ from agents import Agent
 from agents.retry import RetryDecision, RetryPolicyContext
 
 from orchestra import DispatchError, ExecutionMode, HookError, Retry, SubagentHookContext
+from orchestra.tracing import get_tracer
 from orchestra_openai_agents._spans import current
 from orchestra_openai_agents._state import RunState, claim_var, end_span, input_text
 
@@ -79,7 +80,12 @@ async def on_run_failure(
         record = state.hook_errors.append if state is not None else None
         with current(state.span if state is not None else None):
             decision, by = await bridge._agents.call(
-                "on_failure", ctx, error, subject=ctx.subagent_name, record=record
+                "on_failure",
+                ctx,
+                error,
+                subject=ctx.subagent_name,
+                on_error=record,
+                tracer=get_tracer(),
             )
     with current(state.span if state is not None else None):
         await bridge.subagent_stop(ctx, "failed", None, error)
@@ -105,7 +111,8 @@ async def model_retry(bridge: OrchestraRunHooks, context: RetryPolicyContext) ->
             ctx,
             context.error,
             subject=ctx.subagent_name,
-            record=state.hook_errors.append,
+            on_error=state.hook_errors.append,
+            tracer=get_tracer(),
         )
     state.answered[id(context.error)] = decision if decision is not None else False
     if state.llm_span is not None:

@@ -28,9 +28,8 @@ from agents import (
 )
 from opentelemetry import trace
 
-from orchestra import ToolDenied
+from orchestra import HookChain, ToolDenied
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
-from orchestra_openai_agents._chain import Chain
 from orchestra_openai_agents._state import state_for
 
 if TYPE_CHECKING:
@@ -127,7 +126,7 @@ class ToolGuard:
     def __init__(
         self,
         registry: HookRegistry | None,
-        tasks: Chain,
+        tasks: HookChain,
         *,
         ask: AskCallback | None = None,
         on_deny: OnDeny = "reject",

@@ -30,6 +30,7 @@ from orchestra import (
 )
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra.skills import RegistrySubagentHooks
+from orchestra.tracing import get_tracer
 from orchestra_openai_agents import _dispatch, _run, _spans
 from orchestra_openai_agents._chain import split_hooks
 from orchestra_openai_agents._graph import guard_graph
@@ -299,7 +300,8 @@ class OrchestraRunHooks(RunHooks[Any]):
                     ctx,
                     result,
                     subject=ctx.subagent_name,
-                    record=state.hook_errors.append,
+                    on_error=state.hook_errors.append,
+                    tracer=get_tracer(),
                 )
             await self.subagent_stop(ctx, stop_state, output, None, extra)
         span, state.span = state.span, None

@@ -211,7 +211,11 @@ class _GuardedInvoker:
         guard, tasks = self.guard, self.guard.tasks
         if tasks.has("before_execute"):
             decision, by = await tasks.call(
-                "before_execute", call.context(), subject=name, record=call.record
+                "before_execute",
+                call.context(),
+                subject=name,
+                on_error=call.record,
+                tracer=get_tracer(),
             )
             if isinstance(decision, Skip):
                 return True, f"Tool call skipped: {decision.reason or f'skipped by {by}'}"
@@ -227,7 +231,14 @@ class _GuardedInvoker:
             call.state.tool_calls += 1
         if tasks.has("after_execute"):
             tctx = call.context()
-            await tasks.call("after_execute", tctx, result, subject=name, record=call.record)
+            await tasks.call(
+                "after_execute",
+                tctx,
+                result,
+                subject=name,
+                on_error=call.record,
+                tracer=get_tracer(),
+            )
         return True, result
 
     async def _after_failure(
@@ -246,7 +257,12 @@ class _GuardedInvoker:
         tasks = self.guard.tasks
         if tasks.has("on_failure"):
             decision, by = await tasks.call(
-                "on_failure", call.context(), exc, subject=name, record=call.record
+                "on_failure",
+                call.context(),
+                exc,
+                subject=name,
+                on_error=call.record,
+                tracer=get_tracer(),
             )
         if decision is not None and span is not None:
             _record_decision(span, decision, by)

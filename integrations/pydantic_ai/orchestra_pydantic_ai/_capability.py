@@ -155,7 +155,9 @@ class OrchestraCapability(AbstractCapability[Any]):
         agents, record = self._agents, state.hook_errors.append
         sctx = state.dispatch_context(name, parent_agent.get(), _prompt(ctx))
         if agents.has("before_dispatch"):
-            decision, by = await agents.call("before_dispatch", sctx, subject=name, record=record)
+            decision, by = await agents.call(
+                "before_dispatch", sctx, subject=name, on_error=record, tracer=ot.get_tracer()
+            )
             if isinstance(decision, Fail):
                 why = decision.reason or f"failed by {by}"
                 raise DispatchError(
@@ -169,7 +171,12 @@ class OrchestraCapability(AbstractCapability[Any]):
             answer = SubagentResult(agent=name, output=result.output, attempts=state.attempt)
             sctx = state.dispatch_context(name, parent_agent.get(), _prompt(ctx))
             decision, by = await agents.call(
-                "after_dispatch", sctx, answer, subject=name, record=record
+                "after_dispatch",
+                sctx,
+                answer,
+                subject=name,
+                on_error=record,
+                tracer=ot.get_tracer(),
             )
             if type(decision) is Replace:
                 result = dataclasses.replace(result, output=decision.value)
@@ -186,7 +193,12 @@ class OrchestraCapability(AbstractCapability[Any]):
         state.errors += (error,)
         sctx = state.dispatch_context(name, parent_agent.get(), _prompt(ctx))
         decision, _ = await self._agents.call(
-            "on_failure", sctx, error, subject=name, record=state.hook_errors.append
+            "on_failure",
+            sctx,
+            error,
+            subject=name,
+            on_error=state.hook_errors.append,
+            tracer=ot.get_tracer(),
         )
         if isinstance(decision, Retry) and state.attempt < self._max_attempts:
             state.attempt += 1

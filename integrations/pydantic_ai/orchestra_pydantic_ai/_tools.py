@@ -38,8 +38,7 @@ from pydantic_ai.exceptions import (
 )
 
 import orchestra.tracing as ot
-from orchestra import Fail, Replace, Retry, Skip, Task, TaskState
-from orchestra_pydantic_ai._chains import Chain
+from orchestra import Fail, HookChain, Replace, Retry, Skip, Task, TaskState
 from orchestra_pydantic_ai._state import RunState
 
 if TYPE_CHECKING:
@@ -66,7 +65,7 @@ class ToolCalls:
 
     __slots__ = ("events", "has", "max_attempts", "registry", "tasks", "watching")
 
-    def __init__(self, registry: HookRegistry | None, tasks: Chain, max_attempts: int) -> None:
+    def __init__(self, registry: HookRegistry | None, tasks: HookChain, max_attempts: int) -> None:
         self.registry = registry
         self.tasks = tasks
         self.max_attempts = max_attempts
@@ -198,7 +197,12 @@ class ToolCalls:
         self, moment: str, state: RunState, name: str, ctx: Any, *more: Any
     ) -> tuple[Any, str | None]:
         decision, by = await self.tasks.call(
-            moment, ctx, *more, subject=name, record=state.hook_errors.append
+            moment,
+            ctx,
+            *more,
+            subject=name,
+            on_error=state.hook_errors.append,
+            tracer=ot.get_tracer(),
         )
         if decision is not None:
             _decided(decision, by)
