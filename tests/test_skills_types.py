@@ -42,6 +42,7 @@ SAMPLES: dict[str, HookSpec] = {
         allowed_env_vars=("TOKEN",),
         tls="no_verify",
         strict_output=True,
+        body={"team": "core"},
     ),
     "mcp_tool": McpToolHook(
         event="PreToolUse",
@@ -54,7 +55,7 @@ SAMPLES: dict[str, HookSpec] = {
     "python": PythonHook(event="PreToolUse", callable="json:dumps"),
 }
 # Fields that do not make a hook different: where it was written, the compiled matcher.
-WHERE = {"file", "line", "pattern", "condition"}  # where, and what is compiled from a field
+WHERE = {"file", "line", "position", "pattern", "condition"}  # where, and what is compiled
 
 
 def test_every_type_is_one_frozen_class_in_the_table() -> None:
@@ -116,6 +117,8 @@ def test_every_field_but_where_makes_a_hook_different(name: str) -> None:
             "rewake_summary": "found",
             "server_name": "other",
             "input_template": {"a": "${tool_input.x}"},
+            "id": "other-id",
+            "body": {"team": "other"},
         }
         if field.name == "args":  # command and args go together
             other = attrs.evolve(hook, command=None, args=("true",))

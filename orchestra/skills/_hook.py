@@ -1,4 +1,4 @@
-"""``HookSpec``: what every hook type shares; ``HookCall``: what one hook run gets.
+"""``HookSpec``: what every hook type shares; ``HookCall`` (from ``_hook_call``) re-exported.
 
 Each hook type is one frozen attrs class below ``HookSpec`` (``CommandHook``,
 ``HttpHook``, ...) with its own fields, the reading of those fields from a config
@@ -26,6 +26,7 @@ import attrs
 from orchestra._errors import did_you_mean
 from orchestra.skills._catalog import EVENTS, EventSpec, OnError, Phase
 from orchestra.skills._event_json import event_data, event_json, utc_timestamp
+from orchestra.skills._hook_call import HookCall
 from orchestra.skills._matchers import (
     ClaudeMatcher,
     Matcher,
@@ -37,8 +38,6 @@ from orchestra.skills._yaml import kind
 
 if TYPE_CHECKING:
     from orchestra.skills._fields import Entry
-    from orchestra.skills._judge import Judge
-    from orchestra.skills._persistent import HookProcesses
     from orchestra.skills._result import HookResult
 
 __all__ = [
@@ -90,6 +89,11 @@ def _valid_timeout(hook: HookSpec, _field: object, timeout: float) -> None:
     error = check_timeout(timeout, CLAUDE_MAX_TIMEOUT if hook.claude_code else MAX_TIMEOUT)
     if error is not None:
         raise ValueError(f"timeout: {error}")
+
+
+def _valid_id(_hook: object, _field: object, value: str | None) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ValueError(f"id: expected a non-empty string, got {value!r}")
 
 
 PHASES: Final[tuple[Phase, ...]] = ("transform", "guard")
@@ -184,6 +188,11 @@ class HookSpec:
         enforce: False for a hook in audit mode (``enforce: false``): it runs as usual,
             what it decided is kept on ``HookOutcome.audited`` and on its span, and the
             outcome is as if it had not answered.
+        id: the hook's id (``id:``), sent by http hooks as ``hook_id``; None: see
+            ``hook_id``.
+        position: where an orchestra config file has the hook, as
+            ``FILE#Event/GROUP/HOOK`` (``orchestra.yaml#PreToolUse/0/1``: the second hook
+            of the first matcher group of ``PreToolUse``), None for other sources.
         pattern: the compiled matcher, None for every value.
         condition: the compiled ``if_rule``, or None.
     """
@@ -216,6 +225,8 @@ class HookSpec:
     claude_code: bool = attrs.field(default=False, metadata=NOT_CONFIG)
     enforce: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     if_rule: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
+    id: str | None = attrs.field(default=None, validator=_valid_id)
+    position: str | None = attrs.field(default=None, metadata=_WHERE)
     pattern: Matcher | ClaudeMatcher | None = attrs.field(
         init=False,
         eq=False,
@@ -239,6 +250,15 @@ class HookSpec:
     def source(self) -> str:
         """Where the hook was defined, as ``file:line``."""
         return f"{self.file}:{self.line}"
+
+    @property
+    def hook_id(self) -> str:
+        """The hook's id: its ``id``, else its ``position``, else its ``source``.
+
+        A position stays the same while lines are added above the hook; set ``id:`` for
+        an id that survives reordering, or moving the file.
+        """
+        return self.id or self.position or self.source
 
     def key(self) -> tuple[Any, ...]:
         """What makes two hooks identical: the type and every field but where it was written."""
@@ -348,44 +368,3 @@ def _key_fields(cls: type[HookSpec]) -> _KeyFields:
             if field.metadata.get("key", _plain_key) is not None
         )
     return found
-
-
-class HookCall:
-    """What one hook run gets: the event's fields, its JSON, the project folder.
-
-    Args:
-        event: the event's name.
-        data: the event JSON's fields (payload plus common fields).
-        project_dir: the hooks' working directory.
-        body: the event JSON already encoded, if the caller has it.
-        judge: the registry's judge, for hooks that ask a model.
-        processes: the registry's persistent hook processes (None: none to use).
-    """
-
-    __slots__ = ("_body", "data", "event", "judge", "processes", "project_dir")
-
-    def __init__(
-        self,
-        event: str,
-        data: Mapping[str, Any],
-        project_dir: str,
-        body: bytes | None = None,
-        judge: Judge | None = None,
-        processes: HookProcesses | None = None,
-    ) -> None:
-        self.event = event
-        self.data = data
-        self.project_dir = project_dir
-        self._body = body
-        self.judge = judge
-        self.processes = processes
-
-    def body(self) -> bytes:
-        """The event JSON, encoded once.
-
-        Raises:
-            TypeError, ValueError: the payload cannot be encoded as JSON.
-        """
-        if self._body is None:
-            self._body = event_json(self.data)
-        return self._body

@@ -1,18 +1,27 @@
-"""``HttpHook``: the event JSON POSTed to a URL, the answer read as a result."""
+"""``HttpHook``: the event JSON POSTed to a URL, the answer read as a result.
+
+The body is the event JSON plus ``hook_id`` and ``hook_type`` and the hook's own
+``body:`` fields (as the lobehub runtime's webhooks carry ``hookId``, ``hookType`` and a
+configured ``body``); the event's own fields are never overwritten. A hook of a Claude
+Code file sends the event JSON alone, as Claude Code does.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 from urllib.parse import urlsplit
 
 import attrs
 
 from orchestra._errors import did_you_mean
-from orchestra.skills._hook import HookCall, HookSpec, key_by
+from orchestra.skills._hook import HookCall, HookSpec, event_json, key_by
 from orchestra.skills._http import TLS_MODES, TlsMode, post_http
 from orchestra.skills._result import HookRunError
+from orchestra.skills._yaml import kind, plain
 from orchestra.tracing import inject_headers
 
 if TYPE_CHECKING:
@@ -35,6 +44,61 @@ def _broken(text: str) -> bool:
     return "\r" in text or "\n" in text or "\0" in text
 
 
+# Fields every event JSON has (or the hook adds): a ``body:`` field of that name could
+# never be sent.
+_SET_BY_THE_EVENT: Final = (
+    "hook_id",
+    "hook_type",
+    "hook_event_name",
+    "event",
+    "session_id",
+    "cwd",
+    "timestamp",
+)
+
+
+def json_problem(value: Any) -> str | None:
+    """What keeps ``value`` from being a JSON value (a date, NaN, a set...), or None."""
+    if value is None or isinstance(value, str | bool | int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{value!r} is not a JSON number"
+    if isinstance(value, list | tuple):
+        items: list[tuple[Any, Any]] = list(enumerate(value))
+    elif isinstance(value, Mapping):
+        items = list(value.items())
+        if not all(isinstance(key, str) for key, _ in items):
+            return "expected string keys"
+    else:
+        return f"expected a JSON value, got {kind(value)}"
+    for key, item in items:
+        problem = json_problem(item)
+        if problem is not None:
+            return f"[{key!r}]: {problem}"
+    return None
+
+
+def body_problem(body: object) -> str | None:
+    """What is wrong with an http hook's ``body:``, or None."""
+    if not isinstance(body, Mapping):
+        return f"expected a mapping of JSON values, got {kind(body)}"
+    for name, value in body.items():
+        if not isinstance(name, str):
+            return f"expected string keys, got {kind(name)}"
+        if name in _SET_BY_THE_EVENT:
+            return f"{name!r} is set by the event: body never overwrites it"
+        problem = json_problem(value)
+        if problem is not None:
+            return f"{name}: {problem}"
+    return None
+
+
+def _valid_body(_hook: object, _field: object, body: Mapping[str, Any]) -> None:
+    problem = body_problem(body)
+    if problem is not None:
+        raise ValueError(f"body: {problem}")
+
+
 @final
 @attrs.frozen(kw_only=True, repr=False)
 class HttpHook(HookSpec):
@@ -48,6 +112,8 @@ class HttpHook(HookSpec):
         strict_output: unknown fields in the result are errors.
         allow_private_network: the URL may reach loopback, private, link-local, CGNAT,
             multicast and reserved addresses (refused by default, after DNS resolution).
+        body: JSON fields added to the request body; the event's own fields, and
+            ``hook_id`` and ``hook_type``, are never overwritten.
     """
 
     type: ClassVar[str] = "http"
@@ -62,6 +128,7 @@ class HttpHook(HookSpec):
     tls: TlsMode = "verify"
     strict_output: bool = False
     allow_private_network: bool = False
+    body: Mapping[str, Any] = attrs.field(factory=dict, hash=False, validator=_valid_body)
 
     def describe(self) -> str:
         """``POST url``, and the TLS mode unless it verifies."""
@@ -95,7 +162,12 @@ class HttpHook(HookSpec):
                 if var not in allowed:
                     hint = did_you_mean(var, allowed)
                     in_headers.bad(name, f"${var} is not in allowed_env_vars{hint}")
+        body = entry.get("body")
+        problem = None if body is None else body_problem(body)
+        if problem is not None:
+            entry.bad("body", problem)
         return {
+            "body": plain(body or {}) if problem is None else {},
             "url": url,
             "headers": headers,
             "allowed_env_vars": allowed,
@@ -109,12 +181,23 @@ class HttpHook(HookSpec):
         return await post_http(
             url=self.url,
             headers=inject_headers(self.expand_headers()),
-            body=call.body(),
+            body=call.body() if self.claude_code else self.request_body(call.data),
             timeout=self.timeout,
             tls=self.tls,
             strict_output=self.strict_output,
             allow_private_network=self.allow_private_network,
         )
+
+    def request_body(self, data: Mapping[str, Any]) -> bytes:
+        """The JSON POSTed for the event's fields ``data``.
+
+        ``body`` first, then ``hook_id`` and ``hook_type``, then the event's fields, so
+        that the event's own fields are never overwritten.
+
+        Raises:
+            TypeError, ValueError: the payload cannot be encoded as JSON.
+        """
+        return event_json({**self.body, "hook_id": self.hook_id, "hook_type": self.type, **data})
 
     def expand_headers(self) -> dict[str, str]:
         """The headers with ``$VAR`` read from the environment.

@@ -52,6 +52,7 @@ _ON_ERROR: Final[tuple[OnError, ...]] = ("continue", "block")
 # A matcher written as a glob ("env_habitat__*"): as a regex it matches "env_habitat_"
 # and underscores only, so on task events it would silently match nothing.
 _GLOB_LIKE: Final = re.compile(r"[\w-]_\*$")
+_INDEX: Final = re.compile(r"\[(\d+)\](?:\.hooks)?")  # Event[0].hooks[1] -> Event/0/1
 
 
 @final
@@ -337,6 +338,7 @@ class _Checker:
         if problem is not None:
             entry.bad(*problem)
         enforce = _enforce(entry)
+        hook_id = entry.string("id", required=False)
         fields = cls.parse_fields(entry)
         if entry.count() > count:
             return None
@@ -347,6 +349,8 @@ class _Checker:
             phase=phase,
             on_error=on_error,
             enforce=enforce,
+            id=hook_id,
+            position=self.file + "#" + _INDEX.sub(r"/\1", where.removeprefix("hooks.")),
             file=self.file,
             line=entry.line(),
             skill_dir=self.skill_dir,
