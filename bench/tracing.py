@@ -9,9 +9,10 @@ process), the subprocesses interleaved over rounds:
     (``ORCHESTRA_TRACING=off``);
 (b) the SDK keeping every span in memory (``SimpleSpanProcessor`` + the in-memory
     exporter): the baseline of what a span costs;
-(j) ``tracing.configure(jsonl=PATH)``, what users and ``orchestra run --trace`` run: the
-    time of the run and of ``provider.force_flush()`` that writes its last line, and the
-    spans counted in the file.
+(j) ``tracing.configure(jsonl=PATH)``, what users and ``orchestra run --trace`` run
+    (lines encoded to OTLP protobuf by the run's thread, to JSON by a writer process):
+    the time of the run and of ``provider.force_flush()``, which waits until the file
+    holds every span, and the spans counted in the file.
 
 (a), (b), (c) at 10,000 tasks; (b) and (j) at 10,000 and 100,000 tasks (a
 ``BatchSpanProcessor`` with OpenTelemetry's default queue, what ``configure`` used

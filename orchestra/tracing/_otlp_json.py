@@ -18,9 +18,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["decode_attributes", "encode_request", "read_jsonl", "read_requests", "spans_of"]
+__all__ = [
+    "decode_attributes",
+    "encode_request",
+    "read_jsonl",
+    "read_requests",
+    "request_json",
+    "spans_of",
+]
 
 # The fields that hold ids (bytes in the proto messages, hex in OTLP/JSON).
 _SPAN_IDS = ("traceId", "spanId", "parentSpanId")
@@ -40,17 +50,23 @@ def encode_request(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     Spans are grouped by resource and instrumentation scope, as an OTLP exporter sends
     them.
     """
-    from google.protobuf.json_format import MessageToDict
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-    request: dict[str, Any] = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
-    for resource_spans in request.get("resourceSpans", ()):
+    return request_json(encode_spans(spans))
+
+
+def request_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
+    """An ``ExportTraceServiceRequest`` message as its OTLP/JSON object (ids in hex)."""
+    from google.protobuf.json_format import MessageToDict
+
+    body: dict[str, Any] = MessageToDict(request, use_integers_for_enums=True)
+    for resource_spans in body.get("resourceSpans", ()):
         for scope_spans in resource_spans.get("scopeSpans", ()):
             for span in scope_spans.get("spans", ()):
                 _hex(span, _SPAN_IDS)
                 for link in span.get("links", ()):
                     _hex(link, _LINK_IDS)
-    return request
+    return body
 
 
 def _decode_value(value: Mapping[str, Any]) -> Any:
