@@ -29,6 +29,7 @@ from orchestra import Fail, HookChain, TaskFailed, TaskHooks
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra_langgraph._node import HookedNode, Moments, node_runnable, reason
 from orchestra_langgraph._run import Run, current
+from orchestra_langgraph._steps import StepEvents
 from orchestra_langgraph._sync import blocking
 from orchestra_langgraph._tools import ToolEvents, guarded_tool_node
 
@@ -44,7 +45,7 @@ _MOMENTS = ("before_run", "before_execute", "after_execute", "on_failure", "on_e
 class _Bridge:
     """What a hooked graph and its subgraphs share: the chain, the tool events."""
 
-    __slots__ = ("chain", "has_after_run", "has_before_run", "moments", "tools")
+    __slots__ = ("chain", "has_after_run", "has_before_run", "moments", "steps", "tools")
 
     @property
     def active(self) -> bool:
@@ -54,13 +55,21 @@ class _Bridge:
             or self.has_before_run
             or self.has_after_run
             or self.tools is not None
+            or self.steps is not None
             or ot.get_tracer() is not None
         )
 
-    def __init__(self, chain: HookChain, tools: ToolEvents | None, max_attempts: int) -> None:
+    def __init__(
+        self,
+        chain: HookChain,
+        tools: ToolEvents | None,
+        steps: StepEvents | None,
+        max_attempts: int,
+    ) -> None:
         self.chain = chain
         self.moments = Moments(chain, max_attempts)
         self.tools = tools if tools is not None and tools.watching else None
+        self.steps = steps if steps is not None and steps.watching else None
         self.has_before_run = chain.has("before_run")
         self.has_after_run = chain.has("after_run")
 
@@ -130,6 +139,9 @@ class HookedGraph(CompiledStateGraph):  # type: ignore[type-arg]  # generic like
             yield from super().stream(*args, **kwargs)
             return
         run, context = self._start()
+        steps = self._bridge().steps
+        if steps is not None:  # the run's config gets a handler of the model calls
+            args, kwargs = steps.configured(run.graph, args, kwargs)
         error: BaseException | None = None
         try:
             self._before_run_sync(run, context)
@@ -153,6 +165,9 @@ class HookedGraph(CompiledStateGraph):  # type: ignore[type-arg]  # generic like
                 yield chunk
             return
         run, context = self._start()
+        steps = self._bridge().steps
+        if steps is not None:  # the run's config gets a handler of the model calls
+            args, kwargs = steps.configured(run.graph, args, kwargs)
         error: BaseException | None = None
         try:
             await asyncio.create_task(self._before_run(run), context=context)
@@ -244,7 +259,8 @@ def with_hooks(
             run moments around every ``invoke``/``ainvoke``/``stream``/``astream``.
         registry: YAML hooks (``orchestra.skills.load(...)``): every tool call of a
             prebuilt ``ToolNode`` fires ``PreToolUse``/``PostToolUse``/
-            ``PostToolUseFailure``; its task events (``registry.as_task_hooks()``:
+            ``PostToolUseFailure``; every chat-model call of a run fires ``StepStart``/
+            ``StepEnd`` (see the module ``_steps``); its task events (``registry.as_task_hooks()``:
             ``TaskCreated``, ``TaskCompleted``, ...) fire around nodes as around DAG tasks.
         hook_timeout: seconds a hook call may take unless the hook sets ``timeout``.
         max_attempts: the most attempts of one node run, whatever the hooks answer.
@@ -260,11 +276,12 @@ def with_hooks(
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
     objects = list(hooks)
-    tools = None
+    tools = steps = None
     if registry is not None:
         tools = ToolEvents(registry)
+        steps = StepEvents(registry)
         task_hooks = registry.as_task_hooks()  # TaskCreated, TaskCompleted, ...: node events
         if any(getattr(type(task_hooks), m) is not getattr(TaskHooks, m) for m in _MOMENTS):
             objects.append(task_hooks)
     chain = HookChain(objects, trait=TaskHooks, timeout=hook_timeout)
-    return _Bridge(chain, tools, max_attempts).hook(builder, "")
+    return _Bridge(chain, tools, steps, max_attempts).hook(builder, "")

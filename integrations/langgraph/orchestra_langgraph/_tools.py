@@ -7,7 +7,8 @@ interceptors, around each call:
 - ``PreToolUse`` with ``tool_name``, ``tool_input`` (the model's arguments) and
   ``tool_use_id``: a deny, a block or an unanswered ``ask`` becomes the error
   ``ToolMessage`` the model reads (the reason as its content; ``PermissionDenied`` fires);
-  a ``modified_input`` is what the tool gets; a mock ``output`` answers without the tool.
+  a ``modified_input`` is what the tool gets; a mock ``output`` answers without the tool
+  (the first mock in config order), and ``PostToolUse`` still fires, with ``mocked: true``.
 - ``PostToolUse`` with ``tool_response`` (the message's content): an ``output`` rewrite is
   the content the model reads. ``PostToolUseFailure`` with ``error``/``error_type`` when
   the tool raised (the error then goes on as the ``ToolNode`` handles it) or answered an
@@ -30,6 +31,7 @@ from langgraph.types import Command
 from opentelemetry import trace
 
 import orchestra.tracing as ot
+from orchestra.skills import post_tool_use_payload
 from orchestra_langgraph._sync import blocking
 
 if TYPE_CHECKING:
@@ -74,13 +76,15 @@ class ToolEvents:
                 await self.registry.fire("PermissionDenied", {**fields, "reason": refusal})
             return request, _message(call, refusal, error=True)
         _mark("allow")
-        if outcome.output is not None:  # a mock: the tool is not called
-            return request, _message(call, outcome.output, error=False)
+        if outcome.output is not None:  # a mock: the tool is not called, PostToolUse fires
+            return request, await self.post(request, _message(call, outcome.output), mocked=True)
         if outcome.modified_input is not None:
             request = request.override(tool_call={**call, "args": dict(outcome.modified_input)})
         return request, None
 
-    async def post(self, request: ToolCallRequest, result: _Result) -> _Result:
+    async def post(
+        self, request: ToolCallRequest, result: _Result, *, mocked: bool = False
+    ) -> _Result:
         """``PostToolUse`` (or ``PostToolUseFailure`` for an error message) on a result."""
         if not isinstance(result, ToolMessage):
             return result  # a Command: the tool steers the graph, nothing to judge
@@ -92,9 +96,8 @@ class ToolEvents:
             return result
         if not self.has["PostToolUse"]:
             return result
-        outcome = await self.registry.fire(
-            "PostToolUse", {**fields, "tool_response": result.content}
-        )
+        payload = post_tool_use_payload(fields, result.content, mocked=mocked)
+        outcome = await self.registry.fire("PostToolUse", payload)
         if outcome.output is not None:  # a rewrite of what the model reads
             return result.model_copy(update={"content": _content(outcome.output)})
         return result
@@ -183,7 +186,7 @@ def _content(value: Any) -> Any:
     return value if isinstance(value, str | list) else str(value)
 
 
-def _message(call: Mapping[str, Any], content: Any, *, error: bool) -> ToolMessage:
+def _message(call: Mapping[str, Any], content: Any, *, error: bool = False) -> ToolMessage:
     return ToolMessage(
         content=_content(content),
         name=call["name"],

@@ -72,6 +72,8 @@ async def on_run_failure(
 
     Then ``SubagentStop`` (``"failed"``) and the open spans end with the error.
     """
+    if state is not None and state.step is not None:  # the model turn the error ended
+        await bridge.steps.finish(state, None, error)
     answered = state.answered.pop(id(error), None) if state is not None else None
     decision, by = None, None
     if isinstance(error, DispatchError):  # the hooks refused an agent: nothing failed

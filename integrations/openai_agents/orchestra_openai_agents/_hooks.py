@@ -44,6 +44,7 @@ from orchestra_openai_agents._guard import (
 from orchestra_openai_agents._invoker import is_guarded
 from orchestra_openai_agents._spans import current
 from orchestra_openai_agents._state import RunState, end_span, input_text, state_for
+from orchestra_openai_agents._steps import Steps
 
 if TYPE_CHECKING:
     from agents.items import ModelResponse
@@ -133,6 +134,7 @@ class OrchestraRunHooks(RunHooks[Any]):
             max_attempts=max_attempts,
         )
         self.registry = registry
+        self.steps = Steps(registry)
         self.parent = parent
         self.max_attempts = max_attempts
         if self._agents.has("before_dispatch") or (
@@ -332,18 +334,22 @@ class OrchestraRunHooks(RunHooks[Any]):
     async def on_llm_start(
         self, context: RunContextWrapper[Any], agent: Any, system_prompt: Any, input_items: Any
     ) -> None:
-        """Open the model call's ``chat`` span."""
+        """Fire ``StepStart`` and open the model call's ``chat`` span."""
         state = state_for(context)
         if state is None:
             return
+        if self.steps.watching:
+            await self.steps.begin(state, agent, input_items)
         end_span(state.llm_span, "superseded")
         state.llm_span = _spans.llm_span(agent, state.span or state.run_span)
 
     async def on_llm_end(
         self, context: RunContextWrapper[Any], agent: Any, response: ModelResponse
     ) -> None:
-        """End the model call's span with its token usage."""
+        """Fire ``StepEnd``, then end the model call's span with its token usage."""
         state = state_for(context, create=False)
+        if state is not None and self.steps.watching:
+            await self.steps.finish(state, response, None)
         if state is None or state.llm_span is None:
             return
         span, state.llm_span = state.llm_span, None

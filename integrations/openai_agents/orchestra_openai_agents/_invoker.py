@@ -20,14 +20,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
 import anyio
-from agents import (
-    Agent,
-    FunctionTool,
-)
+from agents import Agent, FunctionTool
 from agents.tool import maybe_invoke_function_tool_failure_error_function
 from opentelemetry import trace
 
 from orchestra import Fail, Retry, Skip, Task, TaskHookContext, ToolDenied
+from orchestra.skills import post_tool_use_payload
 from orchestra.tracing import get_tracer
 from orchestra.tracing.names import (
     ATTR_DECISION,
@@ -144,6 +142,7 @@ class _GuardedInvoker:
         fields: dict[str, Any] = {"tool_name": name, "tool_use_id": call_id}
         if agent is not None:
             fields["agent_name"] = agent.name
+        mock: Any = None
         if guard.pre():
             verdict = state.verdicts.pop(call_id, None) if state is not None else None
             if verdict is None:
@@ -157,17 +156,20 @@ class _GuardedInvoker:
                 payload = {**fields, "tool_input": tool_input}
                 retry = await guard.permission_denied(payload, refusal)
                 return guard.deny(name, refusal, retry=retry)
-            if verdict.output is not None:  # a mock: the tool is not called
-                return verdict.output
-            if verdict.modified is not None:
+            mock = verdict.output  # a mock: the tool is not called, PostToolUse fires
+            if mock is None and verdict.modified is not None:
                 tool_input = verdict.modified
                 input = json.dumps(verdict.modified)
                 # Arguments the SDK prepared for an approval check match the old input.
                 if getattr(ctx, "_function_tool_arguments", None) is not None:
                     ctx._function_tool_arguments = None
-        result = await self._attempts(ctx, name, input, tool_input, fields, state, span)
+        if mock is None:
+            result = await self._attempts(ctx, name, input, tool_input, fields, state, span)
+        else:
+            result = mock
         if registry is not None and registry.has_hooks("PostToolUse"):
-            payload = {**fields, "tool_input": tool_input, "tool_response": result}
+            called = {**fields, "tool_input": tool_input}
+            payload = post_tool_use_payload(called, result, mocked=mock is not None)
             post = await registry.fire("PostToolUse", payload)
             if post.output is not None:  # a rewrite of what the model gets
                 return post.output

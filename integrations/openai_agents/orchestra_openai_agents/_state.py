@@ -78,6 +78,8 @@ class RunState:
     verdicts: dict[str, Any] = attrs.Factory(dict)  # PreToolUse verdicts taken before a call
     answered: dict[int, Any] = attrs.Factory(dict)  # id(error) -> on_failure answer
     last_agent: Any = None  # the last agent that started
+    steps: int = 0  # model turns so far (StepStart's step)
+    step: tuple[dict[str, Any], float] | None = None  # the open turn's fields, start time
 
     def open_spans(self) -> list[Span]:
         """The spans still open, innermost first."""

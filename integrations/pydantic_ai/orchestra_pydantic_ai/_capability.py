@@ -41,10 +41,15 @@ from orchestra import (
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra_pydantic_ai._chains import split_hooks
 from orchestra_pydantic_ai._state import RunState, parent_agent
+from orchestra_pydantic_ai._steps import Steps
 from orchestra_pydantic_ai._tools import ToolCalls
 
 if TYPE_CHECKING:
-    from pydantic_ai.capabilities.abstract import WrapRunHandler, WrapToolExecuteHandler
+    from pydantic_ai.capabilities.abstract import (
+        WrapModelRequestHandler,
+        WrapRunHandler,
+        WrapToolExecuteHandler,
+    )
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.run import AgentRunResult
 
@@ -102,6 +107,7 @@ class OrchestraCapability(AbstractCapability[Any]):
         tasks, agents = split_hooks(objects, hook_timeout)
         self._agents = agents
         self._tools = ToolCalls(registry, tasks, max_attempts)
+        self._steps = Steps(registry)
         self._max_attempts = max_attempts
         self._state: RunState | None = None
         self._last: list[RunState] = []
@@ -181,6 +187,19 @@ class OrchestraCapability(AbstractCapability[Any]):
             if type(decision) is Replace:
                 result = dataclasses.replace(result, output=decision.value)
         return result
+
+    async def wrap_model_request(
+        self,
+        ctx: RunContext[Any],
+        *,
+        request_context: ModelRequestContext,
+        handler: WrapModelRequestHandler,
+    ) -> ModelResponse:
+        """One model request (a step): ``StepStart`` before it, ``StepEnd`` after it."""
+        if not self._steps.watching:
+            return await handler(request_context)
+        state = self._state or RunState(getattr(ctx.agent, "name", None), ctx.run_id)
+        return await self._steps.around(state, request_context, handler)
 
     async def on_model_request_error(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception

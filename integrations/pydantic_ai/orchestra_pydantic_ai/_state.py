@@ -24,13 +24,23 @@ parent_agent: Final[contextvars.ContextVar[str | None]] = contextvars.ContextVar
 class RunState:
     """One agent run: its id, the hook errors, how many tool calls ran."""
 
-    __slots__ = ("agent", "attempt", "errors", "hook_errors", "run_id", "started", "tool_calls")
+    __slots__ = (
+        "agent",
+        "attempt",
+        "errors",
+        "hook_errors",
+        "run_id",
+        "started",
+        "steps",
+        "tool_calls",
+    )
 
     def __init__(self, agent: str | None, run_id: str | None = None) -> None:
         self.agent = agent
         self.run_id = run_id or uuid.uuid4().hex
         self.hook_errors: list[orchestra.HookError] = []
         self.tool_calls = 0
+        self.steps = 0  # model requests so far (StepStart's step)
         self.attempt = 1  # of the run's model calls: 1 + the retries hooks asked for
         self.errors: tuple[BaseException, ...] = ()
         self.started = time.monotonic()

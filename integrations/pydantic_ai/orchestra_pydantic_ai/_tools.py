@@ -7,7 +7,8 @@ arguments and pydantic-ai's ``handler`` (the inner capabilities' tool hooks and 
   or block is pydantic-ai's ``ToolDenied`` (the model reads the reason; ``PermissionDenied``
   fires), an ``ask`` is pydantic-ai's ``ApprovalRequired`` (the run ends with
   ``DeferredToolRequests``; once a person approves, the call goes on), a
-  ``modified_input`` is what the tool gets, a mock ``output`` answers without the tool;
+  ``modified_input`` is what the tool gets, a mock ``output`` answers without the tool
+  (the first mock in config order; ``PostToolUse`` still fires, with ``mocked: true``);
 - the tool-call ``TaskHooks`` around each attempt (task id: the tool's name):
   ``before_execute`` may ``Skip`` (the model reads "Tool call skipped: ..."), ``Fail`` (the
   model reads the reason) or ``Replace`` the arguments; ``on_failure`` sees the tool's own
@@ -39,6 +40,7 @@ from pydantic_ai.exceptions import (
 
 import orchestra.tracing as ot
 from orchestra import Fail, HookChain, Replace, Retry, Skip, Task, TaskState
+from orchestra.skills import post_tool_use_payload
 from orchestra_pydantic_ai._state import RunState
 
 if TYPE_CHECKING:
@@ -90,18 +92,30 @@ class ToolCalls:
         tool_input = dict(args)
         if self.events["PreToolUse"]:
             verdict = await self._pre(fields, tool_input, approved)
-            if verdict is not None and not isinstance(verdict, dict):
+            if isinstance(verdict, _Answer):
+                if verdict.mocked and self.events["PostToolUse"]:
+                    return await self._post(fields, tool_input, verdict.answer, mocked=True)
                 return verdict.answer
             if verdict is not None:
                 tool_input = verdict
         result, returned = await self._attempts(state, name, fields, tool_input, handler)
         if returned and self.events["PostToolUse"]:
-            assert self.registry is not None
-            payload = {**fields, "tool_input": tool_input, "tool_response": result}
-            post = await self.registry.fire("PostToolUse", payload)
-            if post.output is not None:  # a rewrite of what the model reads
-                return post.output
+            return await self._post(fields, tool_input, result)
         return result
+
+    async def _post(
+        self,
+        fields: dict[str, Any],
+        tool_input: dict[str, Any],
+        result: Any,
+        *,
+        mocked: bool = False,
+    ) -> Any:
+        """``PostToolUse`` on what the tool (or a mock) answered: what the model reads."""
+        assert self.registry is not None
+        payload = post_tool_use_payload({**fields, "tool_input": tool_input}, result, mocked=mocked)
+        post = await self.registry.fire("PostToolUse", payload)
+        return result if post.output is None else post.output  # an output: a rewrite
 
     async def _pre(
         self, fields: dict[str, Any], tool_input: dict[str, Any], approved: bool
@@ -122,7 +136,7 @@ class ToolCalls:
             raise ApprovalRequired(metadata={"reason": reason, "hook": outcome.decided_by})
         _mark("allow")
         if outcome.output is not None:  # a mock: the tool is not called
-            return _Answer(outcome.output)
+            return _Answer(outcome.output, mocked=True)
         if outcome.modified_input is not None:
             return dict(outcome.modified_input)
         return None
@@ -238,10 +252,11 @@ class ToolCalls:
 class _Answer:
     """What the model reads instead of the tool's result (a denial, a mock)."""
 
-    __slots__ = ("answer",)
+    __slots__ = ("answer", "mocked")
 
-    def __init__(self, answer: Any) -> None:
+    def __init__(self, answer: Any, *, mocked: bool = False) -> None:
         self.answer = answer
+        self.mocked = mocked  # a PreToolUse mock (PostToolUse still fires), not a denial
 
 
 def _given_up(decision: object, by: str | None) -> tuple[TaskState, Any]:

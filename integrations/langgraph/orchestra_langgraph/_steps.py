@@ -1,0 +1,134 @@
+"""The step events of a hooked graph run: ``StepStart``/``StepEnd`` (internal).
+
+A step is one chat-model call made inside the run: LangChain's ``on_chat_model_start``
+opens it and ``on_llm_end`` (or ``on_llm_error``) closes it. The bridge hears them
+through a callback handler it adds to the run's config, for the run only, when the
+registry has step hooks; the config reaches every node, subgraph and model the run
+calls. ``agent_name`` is the graph's name (``create_agent(name=...)`` sets it), ``node``
+the node that called the model, ``step`` the call's 1-based rank in the run. Both events
+are observe-only: their outcome is not read; a hook that fails or times out is recorded
+as its ``on_error`` says, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from typing import TYPE_CHECKING, Any, final
+from uuid import UUID
+
+from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.runnables.config import merge_configs
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+    from langchain_core.outputs import LLMResult
+
+    from orchestra.skills import HookRegistry
+
+__all__ = ["StepEvents"]
+
+
+@final
+class StepEvents:
+    """Whether a registry listens to the step events; the handler that fires them."""
+
+    __slots__ = ("end", "registry", "start", "watching")
+
+    def __init__(self, registry: HookRegistry) -> None:
+        self.registry = registry
+        self.start = registry.has_hooks("StepStart")
+        self.end = registry.has_hooks("StepEnd")
+        self.watching = self.start or self.end
+
+    def configured(
+        self, graph: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The run's ``(args, kwargs)`` with a step handler of its own added to its config."""
+        handler = _StepHandler(self, graph)
+        if len(args) > 1:
+            config = merge_configs(args[1], {"callbacks": [handler]})
+            return (args[0], config, *args[2:]), kwargs
+        kwargs = {**kwargs, "config": merge_configs(kwargs.get("config"), {"callbacks": [handler]})}
+        return args, kwargs
+
+
+@final
+class _StepHandler(AsyncCallbackHandler):
+    """One run's steps: their count, the ones in flight (parallel nodes may overlap).
+
+    An async handler serves both kinds of run: under ``ainvoke``/``astream`` LangChain
+    awaits it on the graph's loop; under ``invoke``/``stream`` it runs it to its end in the
+    node's worker thread, on a loop of its own.
+    """
+
+    raise_error = False  # a failure here is LangChain's warning, never the run's error
+    run_inline = True  # StepStart is heard before the model is called, in order
+
+    def __init__(self, events: StepEvents, graph: str) -> None:
+        self.events = events
+        self.graph = graph
+        self.count = itertools.count(1)
+        self.open: dict[UUID, tuple[dict[str, Any], float]] = {}
+        self.lock = threading.Lock()
+
+    async def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        metadata = metadata or {}
+        model = metadata.get("ls_model_name") or (kwargs.get("invocation_params") or {}).get(
+            "model"
+        )
+        fields: dict[str, Any] = {
+            "agent_name": self.graph,
+            "node": metadata.get("langgraph_node"),
+            "step": next(self.count),
+            "model": model if isinstance(model, str) else None,
+            "message_count": len(messages[0]) if messages else 0,
+        }
+        with self.lock:
+            self.open[run_id] = (fields, time.perf_counter())
+        if self.events.start:
+            await self.events.registry.fire("StepStart", fields)
+
+    async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        await self._finish(run_id, response, None)
+
+    async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        await self._finish(run_id, None, error)
+
+    async def _finish(
+        self, run_id: UUID, response: LLMResult | None, error: BaseException | None
+    ) -> None:
+        with self.lock:
+            opened = self.open.pop(run_id, None)
+        if opened is None or not self.events.end:  # not a chat-model step of this run
+            return
+        fields, started = opened
+        message = _message(response)
+        usage = getattr(message, "usage_metadata", None) or {}
+        payload = {
+            **fields,
+            "tool_calls": [call["name"] for call in getattr(message, "tool_calls", None) or ()],
+            "usage": {
+                "input_tokens": usage.get("input_tokens"),
+                "output_tokens": usage.get("output_tokens"),
+            },
+            "duration_ms": (time.perf_counter() - started) * 1000.0,
+            "error": None if error is None else (str(error) or type(error).__name__),
+        }
+        await self.events.registry.fire("StepEnd", payload)
+
+
+def _message(response: LLMResult | None) -> Any:
+    """The chat message a model call answered, if any."""
+    if response is None or not response.generations or not response.generations[0]:
+        return None
+    return getattr(response.generations[0][0], "message", None)
