@@ -54,6 +54,7 @@ PINNED: dict[str, set[str]] = {
     },
     "orchestra.skills": {
         "AgentHook", "AskCallback", "AuditedDecision", "CommandHook", "ConfigError",
+        "CriticalHookError",
         "DEFAULT_TIMEOUT", "EVENTS",
         "EventSpec",
         "Guard", "HOOK_TYPES", "HookDecision", "HookOutcome", "HookRecord", "HookRegistry",

@@ -24,6 +24,7 @@ from orchestra.skills._catalog import EventSpec as EventSpec
 from orchestra.skills._catalog import OnError as OnError
 from orchestra.skills._command_hook import MAX_COMMAND_BYTES as MAX_COMMAND_BYTES
 from orchestra.skills._command_hook import CommandHook as CommandHook
+from orchestra.skills._critical import CriticalHookError as CriticalHookError
 from orchestra.skills._fixed_hooks import AgentHook as AgentHook
 from orchestra.skills._fixed_hooks import PermissionHook as PermissionHook
 from orchestra.skills._fixed_hooks import PromptHook as PromptHook
@@ -70,6 +71,7 @@ __all__ = [
     "AuditedDecision",
     "CommandHook",
     "ConfigError",
+    "CriticalHookError",
     "EventSpec",
     "Guard",
     "HookDecision",

@@ -28,8 +28,9 @@ from orchestra.skills._claude_events import ClaudeEvent, Exit2, claude_event
 
 __all__ = ["EVENTS", "ClaudeEvent", "EventSpec", "Exit2", "OnError", "Phase"]
 
-OnError: TypeAlias = Literal["continue", "block"]
-"""What a hook error (crash, timeout, bad output) means: go on, or block the event."""
+OnError: TypeAlias = Literal["continue", "block", "raise"]
+"""What a hook error (crash, timeout, bad output) means: go on, block the event, or raise
+it from ``fire`` once the event's other hooks ran (``CriticalHookError``)."""
 Phase: TypeAlias = Literal["transform", "guard"]
 """The phase of a hook on an event that has phases: it rewrites the input, or judges it."""
 

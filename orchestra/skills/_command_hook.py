@@ -221,7 +221,7 @@ class CommandHook(HookSpec):
         """
         if self.event in CONTEXT_EVENTS:
             return "context"
-        return "error" if self.on_error == "block" else "ignore"
+        return "error" if self.on_error != "continue" else "ignore"
 
 
 def _command_and_args(entry: Entry) -> tuple[str | None, tuple[str, ...] | None]:

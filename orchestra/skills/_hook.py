@@ -96,6 +96,13 @@ def _valid_id(_hook: object, _field: object, value: str | None) -> None:
         raise ValueError(f"id: expected a non-empty string, got {value!r}")
 
 
+def _valid_on_error(hook: HookSpec, _field: object, on_error: OnError) -> None:
+    if on_error not in ("continue", "block", "raise"):
+        raise ValueError(f"on_error: expected continue, block or raise, got {on_error!r}")
+    if on_error == "raise" and hook.claude_code:
+        raise ValueError("on_error: raise is orchestra's; a Claude Code hook has none")
+
+
 PHASES: Final[tuple[Phase, ...]] = ("transform", "guard")
 
 
@@ -169,8 +176,9 @@ class HookSpec:
             ``"transform"`` (runs before every other hook and may only rewrite the
             input), ``"guard"`` (runs after the transforms, judges the final input: it
             runs again when a later hook rewrites it, and fails closed), or None.
-        on_error: what a hook error means: ``"continue"`` or ``"block"`` (default:
-            ``"block"`` for a guard, else the event's, see
+        on_error: what a hook error means: ``"continue"``, ``"block"`` or ``"raise"``
+            (``fire`` raises a ``CriticalHookError`` once the event's other hooks ran;
+            default: ``"block"`` for a guard, else the event's, see
             ``EventSpec.default_on_error``).
         file: the config file it comes from.
         line: the line its entry starts on in that file (1-based).
@@ -213,7 +221,7 @@ class HookSpec:
     phase: Phase | None = attrs.field(default=None, validator=_valid_phase)
     on_error: OnError = attrs.field(
         default=attrs.Factory(_default_on_error, takes_self=True),
-        validator=attrs.validators.in_(("continue", "block")),
+        validator=_valid_on_error,
     )
     file: str = attrs.field(default="<python>", metadata=_WHERE)
     line: int = attrs.field(default=0, metadata=_WHERE)

@@ -48,7 +48,7 @@ __all__ = ["Loaded", "load_hooks", "read_sources"]
 
 _GROUP_FIELDS: Final = ("matcher", "hooks")
 _TOP_FIELDS: Final = ("hooks", "env", "pass_env")
-_ON_ERROR: Final[tuple[OnError, ...]] = ("continue", "block")
+_ON_ERROR: Final[tuple[OnError, ...]] = ("continue", "block", "raise")
 # A matcher written as a glob ("env_habitat__*"): as a regex it matches "env_habitat_"
 # and underscores only, so on task events it would silently match nothing.
 _GLOB_LIKE: Final = re.compile(r"[\w-]_\*$")

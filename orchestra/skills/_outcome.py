@@ -7,7 +7,8 @@
   if any allowed, else None (no opinion);
 - messages accumulate in config order; a ``continue: false`` becomes a stop request;
 - a hook error follows its ``on_error``: ``block`` ends the chain blocked, ``continue``
-  counts the hook as no opinion;
+  counts the hook as no opinion, ``raise`` too, and ``outcome()`` then raises it
+  (``CriticalHookError``), once every hook was folded;
 - a ``skip`` (on events that can skip: a DAG task's ``AttemptStart``) does not end the
   chain: a later block still wins, as in Arc (block > skip > proceed); the first skip
   gives the reason.
@@ -28,8 +29,9 @@ from typing import Any, Final, Literal, TypeAlias, final
 import attrs
 
 from orchestra.skills._catalog import EventSpec
+from orchestra.skills._critical import critical_error
 from orchestra.skills._hook import HookSpec
-from orchestra.skills._result import PLAIN_RESULTS, HookResult
+from orchestra.skills._result import HookResult
 
 __all__ = [
     "EMPTY",
@@ -38,7 +40,6 @@ __all__ = [
     "HookDecision",
     "HookOutcome",
     "HookRecord",
-    "plain_outcome",
 ]
 
 HookDecision: TypeAlias = Literal["allow", "deny", "ask"]
@@ -184,6 +185,7 @@ class Combiner:
         "asked",
         "audited",
         "blocked_by",
+        "critical",
         "input",
         "messages",
         "modified",
@@ -214,6 +216,7 @@ class Combiner:
         self.retry = False
         self.skipped: tuple[str | None, str] | None = None
         self.audited: list[AuditedDecision] = []
+        self.critical: list[HookRecord] | None = None  # failed on_error: raise hooks
 
     def ends(self, record: HookRecord) -> bool:
         """Whether ``record`` ends the chain (a deny, a block, a blocking error)."""
@@ -233,12 +236,12 @@ class Combiner:
         result = record.result
         if result is None:
             return self._error(record)
-        note = self._collect(result, record)
-        verdict = self._verdict(record, result)
-        if verdict is True:
+        self._collect(result)
+        note = self._verdict(record, result)
+        if note is True:
             return True
-        if isinstance(verdict, str):
-            note = f"{verdict}; {note}" if note else verdict
+        if result.output is not None:
+            note = self._output(result, record, note)
         if result.modified_input is not None:
             if self.spec.can_modify:
                 self.input = dict(result.modified_input)
@@ -270,33 +273,41 @@ class Combiner:
             self.blocked_by = (f"hook error: {record.error}", record.hook.source)
             self.records.append(attrs.evolve(record, note="error blocks (on_error: block)"))
             return True
-        self.records.append(attrs.evolve(record, note="error ignored (on_error: continue)"))
+        if record.hook.on_error == "raise":
+            note = "error raised after the other hooks (on_error: raise)"
+            if self.critical is None:
+                self.critical = []
+            self.critical.append(record)
+        else:
+            note = "error ignored (on_error: continue)"
+        self.records.append(attrs.evolve(record, note=note))
         return False
 
-    def _collect(self, result: HookResult, record: HookRecord) -> str | None:
-        """Keep what every answer may give: messages, a tool output, retry, a stop.
-
-        Returns a note when the answer's output does not count: on the events before
-        an action (those that can modify their input) an output is a mock, and the first
-        one in config order wins; elsewhere it is a rewrite, and the last one wins.
-        """
-        note = None
+    def _collect(self, result: HookResult) -> None:
+        """Keep what every answer may give: messages, retry, a stop."""
         if result.messages:
             self.messages.extend(result.messages)
         if result.system_message:
             self.system_messages.append(result.system_message)
-        if result.output is not None:
-            if self.output is None or not self.spec.can_modify:
-                self.output, self.output_by = result.output, record.hook.source
-            else:
-                note = f"output ignored: the mock of {self.output_by} came first"
         if result.retry:
             self.retry = True
         if result.stop and not self.stop:
             self.stop, self.stop_reason = True, result.stop_reason
-        return note
 
-    def _verdict(self, record: HookRecord, result: HookResult) -> str | bool | None:
+    def _output(self, result: HookResult, record: HookRecord, note: str | None) -> str | None:
+        """Keep an answer's tool output; return the record's note.
+
+        On the events before an action (those that can modify their input) an output is
+        a mock, and the first one in config order wins; elsewhere it is a rewrite, and
+        the last one wins.
+        """
+        if self.output is None or not self.spec.can_modify:
+            self.output, self.output_by = result.output, record
+            return note
+        ignored = f"output ignored: the mock of {self.output_by.hook.source} came first"
+        return f"{note}; {ignored}" if note else ignored
+
+    def _verdict(self, record: HookRecord, result: HookResult) -> str | Literal[True] | None:
         """Count the decision: True when it ends the chain, else a note or None."""
         verdict, spec, source = result.decision, self.spec, record.hook.source
         if verdict is None:
@@ -326,6 +337,12 @@ class Combiner:
         return None
 
     def outcome(self) -> HookOutcome:
+        """The combined outcome.
+
+        Raises:
+            CriticalHookError: a hook with ``on_error: raise`` failed (the outcome is
+                on the error).
+        """
         decision: HookDecision | None = None
         reason = source = None
         if self.blocked_by is not None:
@@ -337,7 +354,7 @@ class Combiner:
         elif self.allowed is not None:
             decision, (reason, source) = "allow", self.allowed
         blocked = self.blocked_by is not None
-        return HookOutcome(
+        outcome = HookOutcome(
             decision,
             blocked,
             reason,
@@ -353,37 +370,6 @@ class Combiner:
             self.skipped is not None and not blocked,
             tuple(self.audited) if self.audited else (),
         )
-
-
-def plain_outcome(spec: EventSpec, record: HookRecord) -> HookOutcome | None:
-    """The outcome of a lone hook's record, as a ``Combiner`` folds it, or None.
-
-    Only a result with a decision at most (the most common answer) is read here, at a
-    third of a ``Combiner``'s cost; None for any other record, which one folds.
-
-    Args:
-        spec: the event.
-        record: the only hook's record.
-    """
-    result = record.result
-    if result is None or not record.hook.enforce:
-        return None
-    if id(result) not in PLAIN_RESULTS and (
-        result.messages
-        or result.system_message
-        or result.output is not None
-        or result.retry
-        or result.stop
-        or result.modified_input is not None
-    ):
-        return None
-    verdict = result.decision
-    if verdict is None:
-        return HookOutcome(None, False, None, None, (), None, False, None, (record,))
-    if not spec.can_block or verdict == "skip":  # the decision is ignored, with a note
-        return None
-    reason = (result.reason.strip() or None) if result.reason else None
-    decision: HookDecision = "deny" if verdict == "block" else verdict
-    return HookOutcome(
-        decision, decision == "deny", reason, None, (), record.hook.source, False, None, (record,)
-    )
+        if self.critical is not None:
+            raise critical_error(self.critical, outcome)
+        return outcome

@@ -23,13 +23,23 @@ from __future__ import annotations
 import datetime
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
+from orchestra.skills._critical import CriticalHookError
 from orchestra.skills._outcome import AuditedDecision, HookOutcome
 
-__all__ = ["DEFAULT_RECORD_BYTES", "RECORD_VERSION", "EventRecorder", "outcome_json"]
+if TYPE_CHECKING:
+    from orchestra.skills._background import BackgroundHooks
+
+__all__ = [
+    "DEFAULT_RECORD_BYTES",
+    "RECORD_VERSION",
+    "EventRecorder",
+    "outcome_json",
+    "recorded",
+]
 
 DEFAULT_RECORD_BYTES: Final = 64 * 1024 * 1024
 """How large a record file grows before it is rotated (``PATH.1``), in bytes."""
@@ -105,3 +115,34 @@ class EventRecorder:
             os.replace(self.path, self.path.with_name(self.path.name + ".1"))
         with self.path.open("ab") as file:
             file.write(data)
+
+
+async def recorded(
+    fire: Callable[[str, Mapping[str, Any] | None], Awaitable[HookOutcome]],
+    event: str,
+    payload: Mapping[str, Any] | None,
+    background: BackgroundHooks | None,
+    recorder: EventRecorder | None,
+) -> HookOutcome:
+    """``fire(event, payload)``, with background hooks' words delivered, and recorded.
+
+    An event whose critical hook failed is recorded with the outcome on the error.
+
+    Args:
+        fire: fires the event (the registry's own firing).
+        event: the event.
+        payload: its fields.
+        background: the background hooks whose words come along, or None.
+        recorder: where the event goes, or None.
+    """
+    try:
+        outcome = await fire(event, payload)
+    except CriticalHookError as exc:
+        if recorder is not None:
+            recorder.write(event, payload or {}, exc.outcome)
+        raise
+    if background is not None:
+        outcome = background.deliver(outcome)
+    if recorder is not None:
+        recorder.write(event, payload or {}, outcome)
+    return outcome

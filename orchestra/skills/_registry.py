@@ -53,9 +53,10 @@ from orchestra.skills._fixed_hooks import refuse_agent_hooks
 from orchestra.skills._guard import AskCallback, Guard, OutcomeCallback
 from orchestra.skills._hook import HookCall, HookSpec, event_data
 from orchestra.skills._judge import Judge
-from orchestra.skills._outcome import EMPTY, HookOutcome, HookRecord, plain_outcome
+from orchestra.skills._outcome import EMPTY, HookOutcome, HookRecord
 from orchestra.skills._persistent import HookProcesses
-from orchestra.skills._record import DEFAULT_RECORD_BYTES, EventRecorder
+from orchestra.skills._plain_outcome import plain_outcome
+from orchestra.skills._record import DEFAULT_RECORD_BYTES, EventRecorder, recorded
 from orchestra.skills._replay import ReplayChange, ReplayReport, replay
 from orchestra.skills._waiters import Gate
 from orchestra.tracing._engine import last_tracer
@@ -284,20 +285,17 @@ class HookRegistry:
                 ``timestamp`` added.
 
         Returns:
-            The combined outcome; hook errors are in it (``records``), never raised.
+            The combined outcome; hook errors are in it (``records``), not raised.
 
         Raises:
             ValueError: for an event the catalog does not know.
+            CriticalHookError: a hook with ``on_error: raise`` failed; raised once every
+                other hook of the event ran, with their outcome on it.
         """
-        if self._background.waiting:  # background hooks ended: their words come along
-            outcome = self._background.deliver(await self._fire(event, payload))
-        elif self._recorder is None:
-            return await self._fire(event, payload)
-        else:
-            outcome = await self._fire(event, payload)
-        if self._recorder is not None:
-            self._recorder.write(event, payload or {}, outcome)
-        return outcome
+        if self._background.waiting or self._recorder is not None:
+            background = self._background if self._background.waiting else None
+            return await recorded(self._fire, event, payload, background, self._recorder)
+        return await self._fire(event, payload)
 
     async def replay(
         self,

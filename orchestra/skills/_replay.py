@@ -29,6 +29,7 @@ import attrs
 
 from orchestra._errors import ConfigError
 from orchestra.skills._catalog import EVENTS
+from orchestra.skills._critical import CriticalHookError
 from orchestra.skills._outcome import HookOutcome
 
 if TYPE_CHECKING:
@@ -186,7 +187,10 @@ async def replay(
     changes: list[ReplayChange] = []
     by_change: dict[tuple[str, str], int] = {}
     for number, event, payload, was in _lines(file):
-        outcome = await registry.fire(event, payload)
+        try:
+            outcome = await registry.fire(event, payload)
+        except CriticalHookError as exc:  # replayed for its decision, as the others
+            outcome = exc.outcome
         events += 1
         now = verdict(outcome)
         if now == was:
