@@ -23,7 +23,7 @@ meaning; what has no orchestra field is listed in the notes.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -147,6 +147,28 @@ def _left_out(hook: HookSpec) -> list[str]:
     return [name for name, value in fields if value]
 
 
+def _plain(value: Any) -> Any:
+    """A hook field's value as orchestra.yaml writes it (what ``load`` reads back).
+
+    attrs values (an mcp_tool's ``server``, a ``sandbox``) and pairs (``env``,
+    ``headers``) become mappings, tuples lists, read-only mappings plain ones.
+    """
+    if attrs.has(type(value)):
+        fields = attrs.fields(type(value))
+        return {f.name: _plain(v) for f in fields if (v := getattr(value, f.name)) != f.default}
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, tuple) and value and all(_is_pair(item) for item in value):
+        return {key: _plain(item) for key, item in value}
+    if isinstance(value, tuple | list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _is_pair(item: object) -> bool:
+    return isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+
+
 def _entry(hook: HookSpec, notes: list[str]) -> dict[str, Any]:
     """One hook as an orchestra.yaml entry; what does not carry over goes to ``notes``."""
     entry: dict[str, Any] = {"type": hook.type}
@@ -156,7 +178,7 @@ def _entry(hook: HookSpec, notes: list[str]) -> dict[str, Any]:
         value = getattr(hook, field.name)
         if value == field.default or value is None or value == ():
             continue
-        entry[field.name] = list(value) if isinstance(value, tuple) else value
+        entry[field.name] = _plain(value)
     if hook.plugin_root is not None and hook.type == "command":
         plugin = {"CLAUDE_PLUGIN_ROOT": hook.plugin_root}
         plugin["CLAUDE_PLUGIN_DATA"] = plugin_data(hook.plugin_root)
