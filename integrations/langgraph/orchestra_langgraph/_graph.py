@@ -141,7 +141,7 @@ class HookedGraph(CompiledStateGraph):  # type: ignore[type-arg]  # generic like
         run, context = self._start()
         steps = self._bridge().steps
         if steps is not None:  # the run's config gets a handler of the model calls
-            args, kwargs = steps.configured(run.graph, args, kwargs)
+            args, kwargs = steps.configured(run, args, kwargs)
         error: BaseException | None = None
         try:
             self._before_run_sync(run, context)
@@ -167,7 +167,7 @@ class HookedGraph(CompiledStateGraph):  # type: ignore[type-arg]  # generic like
         run, context = self._start()
         steps = self._bridge().steps
         if steps is not None:  # the run's config gets a handler of the model calls
-            args, kwargs = steps.configured(run.graph, args, kwargs)
+            args, kwargs = steps.configured(run, args, kwargs)
         error: BaseException | None = None
         try:
             await asyncio.create_task(self._before_run(run), context=context)

@@ -7,27 +7,37 @@ registry has step hooks; the config reaches every node, subgraph and model the r
 calls. ``agent_name`` is the graph's name (``create_agent(name=...)`` sets it), ``node``
 the node that called the model, ``step`` the call's 1-based rank in the run. Both events
 are observe-only: their outcome is not read; a hook that fails or times out is recorded
-as its ``on_error`` says, and the run goes on.
+as its ``on_error`` says, and the run goes on; a critical hook's ``CriticalHookError``
+(``on_error: raise``) is a hook error of the run (``after_run``'s
+``RunResult.hook_errors``), never the end of the run.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, final
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.runnables.config import merge_configs
+
+from orchestra import HookError
+from orchestra.skills import CriticalHookError
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
     from langchain_core.outputs import LLMResult
 
     from orchestra.skills import HookRegistry
+    from orchestra_langgraph._run import Run
 
 __all__ = ["StepEvents"]
+
+logger: Final = logging.getLogger("orchestra")
 
 
 @final
@@ -43,10 +53,10 @@ class StepEvents:
         self.watching = self.start or self.end
 
     def configured(
-        self, graph: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, run: Run, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The run's ``(args, kwargs)`` with a step handler of its own added to its config."""
-        handler = _StepHandler(self, graph)
+        handler = _StepHandler(self, run.graph, run.record)
         if len(args) > 1:
             config = merge_configs(args[1], {"callbacks": [handler]})
             return (args[0], config, *args[2:]), kwargs
@@ -66,9 +76,10 @@ class _StepHandler(AsyncCallbackHandler):
     raise_error = False  # a failure here is LangChain's warning, never the run's error
     run_inline = True  # StepStart is heard before the model is called, in order
 
-    def __init__(self, events: StepEvents, graph: str) -> None:
+    def __init__(self, events: StepEvents, graph: str, record: Callable[[HookError], None]) -> None:
         self.events = events
         self.graph = graph
+        self.record = record
         self.count = itertools.count(1)
         self.open: dict[UUID, tuple[dict[str, Any], float]] = {}
         self.lock = threading.Lock()
@@ -96,7 +107,7 @@ class _StepHandler(AsyncCallbackHandler):
         with self.lock:
             self.open[run_id] = (fields, time.perf_counter())
         if self.events.start:
-            await self.events.registry.fire("StepStart", fields)
+            await self._fire("StepStart", fields)
 
     async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         await self._finish(run_id, response, None)
@@ -124,7 +135,14 @@ class _StepHandler(AsyncCallbackHandler):
             "duration_ms": (time.perf_counter() - started) * 1000.0,
             "error": None if error is None else (str(error) or type(error).__name__),
         }
-        await self.events.registry.fire("StepEnd", payload)
+        await self._fire("StepEnd", payload)
+
+    async def _fire(self, event: str, payload: dict[str, Any]) -> None:
+        try:
+            await self.events.registry.fire(event, payload)
+        except CriticalHookError as error:  # observe-only: a hook error of the run
+            logger.warning("%s", error)
+            self.record(error)
 
 
 def _message(response: LLMResult | None) -> Any:

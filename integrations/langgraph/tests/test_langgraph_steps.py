@@ -20,7 +20,8 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from orchestra_langgraph import with_hooks
 
-from orchestra.skills import HookRegistry, load
+from orchestra import RunContext, TaskHooks
+from orchestra.skills import CriticalHookError, HookRegistry, load
 
 APPEND = {"type": "command", "command": 'line=$(cat); printf "%s\\n" "$line" >> events.jsonl'}
 HOW = pytest.mark.parametrize("how", ["invoke", "ainvoke"])
@@ -192,3 +193,27 @@ def test_a_call_the_tool_answered_has_no_mocked_field(tmp_path: Path) -> None:
     (post,) = events(tmp_path)
     assert post["tool_response"] == "value of k"
     assert "mocked" not in post
+
+
+@HOW
+def test_a_critical_step_hook_is_a_hook_error_of_the_run_not_its_end(
+    tmp_path: Path, how: str
+) -> None:
+    critical = {"type": "command", "command": "exit 1", "on_error": "raise"}
+    registry = hooks(tmp_path, {"StepStart": [{"hooks": [critical, APPEND]}]})
+    results: list[Any] = []
+
+    class Keep(TaskHooks):
+        def after_run(self, ctx: RunContext, result: Any) -> None:
+            results.append(result)
+
+    app = with_hooks(graph(ran := []), [Keep()], registry=registry).compile(name="ops")
+    start = {"messages": [HumanMessage("find k")]}
+    final = app.invoke(start) if how == "invoke" else asyncio.run(app.ainvoke(start))
+
+    assert final["messages"][-1].content == "done"
+    assert ran == ["k"]
+    assert [e["step"] for e in events(tmp_path)] == [1, 2]  # its sibling ran each time
+    (result,) = results
+    errors = [e for e in result.hook_errors if isinstance(e, CriticalHookError)]
+    assert [(e.event, e.error) for e in errors] == [("StepStart", "exited 1")] * 2

@@ -6,14 +6,18 @@ attempts of the same step). A model call that fails ends its step with ``error``
 run fails (``on_run_failure``: through the entry points, not under a plain
 ``Runner.run(hooks=...)``, where the bridge never hears of the failure). Both events are
 observe-only: their outcome is not read; a hook that fails or times out is recorded as
-its ``on_error`` says, and the run goes on.
+its ``on_error`` says, and the run goes on; a critical hook's ``CriticalHookError``
+(``on_error: raise``) is a hook error of the run (``SubagentResult.hook_errors``), never
+the end of the run.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Final, final
 
+from orchestra.skills import CriticalHookError
 from orchestra_openai_agents._spans import current, model_name
 
 if TYPE_CHECKING:
@@ -21,6 +25,8 @@ if TYPE_CHECKING:
     from orchestra_openai_agents._state import RunState
 
 __all__ = ["Steps"]
+
+logger: Final = logging.getLogger("orchestra")
 
 
 @final
@@ -48,8 +54,7 @@ class Steps:
         state.step = (fields, time.perf_counter())
         if self.start:
             assert self.registry is not None
-            with current(state.span):
-                await self.registry.fire("StepStart", fields)
+            await _fire(self.registry, "StepStart", fields, state)
 
     async def finish(self, state: RunState, response: Any, error: BaseException | None) -> None:
         """``StepEnd`` of the open model turn: its response, or the error that ended it."""
@@ -74,5 +79,15 @@ class Steps:
             "duration_ms": (time.perf_counter() - started) * 1000.0,
             "error": None if error is None else (str(error) or type(error).__name__),
         }
+        await _fire(self.registry, "StepEnd", payload, state)
+
+
+async def _fire(
+    registry: HookRegistry, event: str, payload: dict[str, Any], state: RunState
+) -> None:
+    try:
         with current(state.span):
-            await self.registry.fire("StepEnd", payload)
+            await registry.fire(event, payload)
+    except CriticalHookError as error:  # observe-only: a hook error of the run, not its end
+        logger.warning("%s", error)
+        state.hook_errors.append(error)

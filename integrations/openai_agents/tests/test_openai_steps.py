@@ -15,6 +15,9 @@ from agents.usage import Usage
 from bridge_helpers import drive, events, log_hook, tool_outputs, write_config
 from orchestra_openai_agents import OrchestraRunHooks
 
+from orchestra import SubagentHookContext, SubagentHooks, SubagentResult
+from orchestra.skills import CriticalHookError
+
 pytestmark = pytest.mark.anyio
 
 
@@ -152,3 +155,26 @@ async def test_a_call_the_tool_answered_has_no_mocked_field(tmp_path: Path) -> N
     (post,) = events(log)
     assert post["tool_response"] == "value of k"
     assert "mocked" not in post
+
+
+async def test_a_critical_step_hook_is_a_hook_error_of_the_run_not_its_end(
+    tmp_path: Path, mode: str
+) -> None:
+    log = tmp_path / "events.jsonl"
+    critical = {"type": "command", "command": "exit 1", "on_error": "raise"}
+    registry = write_config(tmp_path, {"StepStart": [{"hooks": [critical]}, log_hook(log)]})
+    results: list[SubagentResult] = []
+
+    class Keep(SubagentHooks):
+        def after_dispatch(self, ctx: SubagentHookContext, result: SubagentResult) -> None:
+            results.append(result)
+
+    bridge = OrchestraRunHooks([Keep()], registry=registry)
+    result = await drive(bridge, lookup_agent(two_turns(), ran := []), "find k", mode)
+
+    assert result.final_output == "found it"
+    assert ran == ["k"]
+    assert [e["step"] for e in events(log)] == [1, 2]  # its sibling ran each time
+    (done,) = results
+    errors = [e for e in done.hook_errors if isinstance(e, CriticalHookError)]
+    assert [(e.event, e.error) for e in errors] == [("StepStart", "exited 1")] * 2

@@ -5,15 +5,20 @@ A step is one model request of the run: what pydantic-ai wraps in
 ``on_model_request_error`` recovery, ``after_model_request``). A model call that hooks
 ``Retry`` (pydantic-ai's ``RetryModelRequest``) is another attempt of the same step.
 Both events are observe-only: their outcome is not read, a hook that fails or times out
-is recorded as its ``on_error`` says, and the run goes on.
+is recorded as its ``on_error`` says, and the run goes on; a critical hook's
+``CriticalHookError`` (``on_error: raise``) is a hook error of the run
+(``capability.hook_errors``), never the end of the run.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+from orchestra.skills import CriticalHookError
 
 if TYPE_CHECKING:
     from pydantic_ai.capabilities.abstract import WrapModelRequestHandler
@@ -23,6 +28,8 @@ if TYPE_CHECKING:
     from orchestra_pydantic_ai._state import RunState
 
 __all__ = ["Steps"]
+
+logger: Final = logging.getLogger("orchestra")
 
 
 @final
@@ -53,21 +60,32 @@ class Steps:
             "message_count": len(request.messages),
         }
         if self.start:
-            await registry.fire("StepStart", fields)
+            await _fire(registry, "StepStart", fields, state)
         started = time.perf_counter()
         try:
             response = await handler(request)
         except Exception as exc:
             if self.end:
                 ended = _ended(fields, started, [], None, None)
-                await registry.fire("StepEnd", {**ended, "error": str(exc) or type(exc).__name__})
+                error = str(exc) or type(exc).__name__
+                await _fire(registry, "StepEnd", {**ended, "error": error}, state)
             raise
         if self.end:
             calls = [p.tool_name for p in response.parts if isinstance(p, ToolCallPart)]
             usage = response.usage
             ended = _ended(fields, started, calls, usage.input_tokens, usage.output_tokens)
-            await registry.fire("StepEnd", {**ended, "error": None})
+            await _fire(registry, "StepEnd", {**ended, "error": None}, state)
         return response
+
+
+async def _fire(
+    registry: HookRegistry, event: str, payload: dict[str, Any], state: RunState
+) -> None:
+    try:
+        await registry.fire(event, payload)
+    except CriticalHookError as error:  # observe-only: a hook error of the run, not its end
+        logger.warning("%s", error)
+        state.hook_errors.append(error)
 
 
 def _ended(

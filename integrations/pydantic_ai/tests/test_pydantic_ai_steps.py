@@ -16,7 +16,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from orchestra.skills import HookRegistry, load
+from orchestra.skills import CriticalHookError, HookRegistry, load
 
 pytestmark = pytest.mark.anyio
 
@@ -162,3 +162,22 @@ async def test_a_call_the_tool_answered_has_no_mocked_field(tmp_path: Path) -> N
     (post,) = events(tmp_path)
     assert post["tool_response"] == "value of k"
     assert "mocked" not in post
+
+
+async def test_a_critical_step_hook_is_a_hook_error_of_the_run_not_its_end(
+    tmp_path: Path,
+) -> None:
+    critical = {"type": "command", "command": "exit 1", "on_error": "raise"}
+    registry = hooks(tmp_path, {"StepStart": [{"hooks": [critical, APPEND]}]})
+    capability = OrchestraCapability(registry=registry)
+    built: Agent[None, str] = Agent(
+        FunctionModel(lookup_then_answer), capabilities=[capability], name="ops"
+    )
+    built.tool_plain(lambda key: f"value of {key}", name="lookup")
+
+    result = await built.run("find k")
+
+    assert result.output == "read value of k"
+    assert [e["step"] for e in events(tmp_path)] == [1, 2]  # its sibling ran each time
+    errors = [e for e in capability.hook_errors if isinstance(e, CriticalHookError)]
+    assert [(e.event, e.error) for e in errors] == [("StepStart", "exited 1")] * 2
