@@ -290,3 +290,22 @@ async def test_in_a_dag_run_it_is_a_hook_error_of_the_run(tmp_path: Path, server
     assert result.states == {"task": orchestra.TaskState.SUCCEEDED}
     (error,) = result.hook_errors
     assert isinstance(error.__cause__, CriticalHookError)
+
+
+async def test_a_deny_still_ends_the_chain_and_is_on_the_raised_outcome(tmp_path: Path) -> None:
+    reg = registry(
+        tmp_path,
+        """
+        hooks:
+          PreToolUse:
+            - hooks:
+                - {type: command, command: "exit 1", on_error: raise}
+                - {type: permission, decision: deny, reason: "no"}
+                - {type: command, command: "echo ran > late.txt; exit 1", on_error: raise}
+        """,
+    )
+    with pytest.raises(CriticalHookError) as info:
+        await reg.fire("PreToolUse", TOOL)
+    assert info.value.outcome.blocked  # read by whoever handles the error: it was denied
+    assert info.value.others == ()
+    assert not (tmp_path / "late.txt").exists()  # after the deny: never ran

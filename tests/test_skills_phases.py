@@ -221,6 +221,11 @@ async def test_a_guard_fails_closed_on_every_unexpected_outcome(
             "PreToolUse",
             "on_error: a guard fails closed: on_error: continue is not allowed",
         ),
+        (  # a critical hook's error does not block: a guard's must
+            "{type: command, command: x, phase: guard, on_error: raise}",
+            "PreToolUse",
+            "on_error: a guard fails closed: on_error: raise is not allowed",
+        ),
         (
             "{type: permission, decision: deny, phase: transform}",
             "PreToolUse",

@@ -124,8 +124,8 @@ def check_phase(
         return "phase", f"{spec.name} has no phases (only {with_phases})"
     if phase == "transform" and not cls.can_transform:
         return "phase", f"a {cls.type} hook cannot rewrite the input; it cannot be a transform"
-    if phase == "guard" and on_error == "continue":
-        return "on_error", "a guard fails closed: on_error: continue is not allowed"
+    if phase == "guard" and on_error in ("continue", "raise"):
+        return "on_error", f"a guard fails closed: on_error: {on_error} is not allowed"
     return None
 
 
