@@ -28,6 +28,7 @@ from orchestra._hooks import (
     TaskHooks,
 )
 from orchestra._reporting import report_hook_error
+from orchestra.skills._critical import CriticalHookError
 from orchestra.skills._dag_payloads import (
     end_payload,
     error_fields,
@@ -251,8 +252,18 @@ async def fire_reported(
     moment: str,
     subject: str | None,
 ) -> HookOutcome:
-    """Fire ``event``; report each hook error of it (logged once, on the run's result)."""
-    outcome = await registry.fire(event, payload)
+    """Fire ``event``; report each hook error of it (logged once, on the run's result).
+
+    A ``CriticalHookError`` goes on up (the engine reports it, as a hook that raised),
+    after the errors of the event's other hooks were reported.
+    """
+    try:
+        outcome = await registry.fire(event, payload)
+    except CriticalHookError as exc:
+        for record in exc.outcome.errors:
+            if record.hook.on_error != "raise":
+                report_hook_error(yaml_hook_error(record, moment, subject))
+        raise
     if outcome.records:
         for record in outcome.errors:
             report_hook_error(yaml_hook_error(record, moment, subject))
