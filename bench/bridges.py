@@ -12,12 +12,17 @@ asks for a tool call, reads the answer, asks for a second one, then answers.
 - OpenAI Agents SDK: an ``Agent`` on the SDK's ``ScriptedModel``, ``Runner.run`` against
   ``OrchestraRunHooks().run`` with 0 hooks and with 2 no-op hooks (as for pydantic-ai).
 
+Each bridge also runs given an empty ``HookRegistry`` (``registry, 0 hooks``): it asks the
+registry once which tool and step events have hooks, and nothing more may happen per
+model turn or tool call.
+
 The variants of one engine run in turn, ``RUNS`` runs each per round, for ``ROUNDS``
 rounds (a burst of load from other processes hits them alike). Printed per variant: the
 median time per run over the rounds with its spread (min-max), in CPU time of this
 process (what the bridge adds; other processes' load does not count) and in wall time,
 and the ratio of the medians to the plain engine. Verdict: with 0 hooks a bridge must
-cost at most 1.1x the plain engine (CPU medians); 2 no-op hooks are reported. Run with
+cost at most 1.1x the plain engine (CPU medians), with no registry or an empty one; 2
+no-op hooks are reported. Run with
 ``python bench/bridges.py [ROUNDS] [RUNS]``.
 """
 
@@ -112,6 +117,14 @@ def noop_hooks() -> tuple[Any, Any, Any]:
     return NoopTask(), NoopTask(), NoopAgent()
 
 
+def empty_registry() -> Any:
+    """A registry with no hooks: the bridges ask it which events have hooks (step events
+    included) and must then cost what they cost without one."""
+    from orchestra.skills import HookRegistry
+
+    return HookRegistry([])
+
+
 # --- LangGraph ---------------------------------------------------------------------------
 
 
@@ -151,6 +164,7 @@ def langgraph_variants() -> dict[str, Callable[[], Awaitable[object]]]:
     graphs = {
         "plain compile()": builder.compile(),
         "with_hooks, 0 hooks": with_hooks(builder).compile(),
+        "registry, 0 hooks": with_hooks(builder, registry=empty_registry()).compile(),
         "with_hooks, 2 no-op hooks": with_hooks(builder, [one, two]).compile(),
     }
     start = {"messages": [HumanMessage("add")]}
@@ -195,6 +209,7 @@ def pydantic_ai_variants() -> dict[str, Callable[[], Awaitable[object]]]:
     capabilities: dict[str, list[Any]] = {
         "plain Agent": [],
         "capability, 0 hooks": [OrchestraCapability()],
+        "registry, 0 hooks": [OrchestraCapability(registry=empty_registry())],
         "capability, 2 no-op hooks": [OrchestraCapability([agents, tools])],
     }
 
@@ -238,6 +253,7 @@ def openai_agents_variants() -> dict[str, Callable[[], Awaitable[object]]]:
     model = ScriptedModel()
     agent = Agent(name="calc", model=model, tools=[add])
     bare, hooked = OrchestraRunHooks(), OrchestraRunHooks([agents, tools])
+    listened = OrchestraRunHooks(registry=empty_registry())
 
     def scripted(run: Callable[[], Awaitable[object]]) -> Callable[[], Awaitable[object]]:
         async def one() -> object:
@@ -249,6 +265,7 @@ def openai_agents_variants() -> dict[str, Callable[[], Awaitable[object]]]:
     return {
         "Runner.run": scripted(lambda: Runner.run(agent, "add")),
         "bridge.run, 0 hooks": scripted(lambda: bare.run(agent, "add")),
+        "registry, 0 hooks": scripted(lambda: listened.run(agent, "add")),
         "bridge.run, 2 no-op hooks": scripted(lambda: hooked.run(agent, "add")),
     }
 
