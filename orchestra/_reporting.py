@@ -16,7 +16,7 @@ from typing import Final, TypeAlias
 
 from orchestra._errors import HookError
 
-__all__ = ["Recorder", "report_hook_error", "start_reporting", "stop_reporting"]
+__all__ = ["Recorder", "report_also", "report_hook_error", "start_reporting", "stop_reporting"]
 
 _logger: Final = logging.getLogger("orchestra")
 Recorder: TypeAlias = "Callable[[HookError], object] | None"
@@ -26,6 +26,22 @@ _RECORDER: Final[ContextVar[Recorder]] = ContextVar("orchestra_hook_errors", def
 def start_reporting(record: Recorder) -> Token[Recorder]:
     """Make ``record`` what ``report_hook_error`` calls in this context (and its copies)."""
     return _RECORDER.set(record)
+
+
+def report_also(record: Callable[[HookError], object]) -> Token[Recorder]:
+    """Make ``report_hook_error`` call ``record``, then what it called before, if anything.
+
+    A dispatch inside a DAG run: its hooks' errors are on its result and on the run's.
+    """
+    outer = _RECORDER.get()
+    if outer is None:
+        return _RECORDER.set(record)
+
+    def both(error: HookError) -> None:
+        record(error)
+        outer(error)
+
+    return _RECORDER.set(both)
 
 
 def stop_reporting(token: Token[Recorder]) -> None:

@@ -286,12 +286,59 @@ async def test_in_a_dag_run_it_is_a_hook_error_of_the_run(tmp_path: Path, server
 
     result = await orchestra.run(dag, hooks=[reg.as_task_hooks()])
     assert (tmp_path / "sibling.txt").exists()
-    # as any hook that raised: logged, on the result, and the task goes on (fail_closed
-    # on a subclass of the adapter fails it instead)
+    # a hook error of the run: logged, on the result, and the task goes on
     assert result.states == {"task": orchestra.TaskState.SUCCEEDED}
     ignored, critical = result.hook_errors  # each error of the event, once
     assert "exited 3" in str(ignored)
-    assert isinstance(critical.__cause__, CriticalHookError)
+    assert isinstance(critical, CriticalHookError)
+    assert critical.error.startswith("http 500")
+
+
+@pytest.mark.parametrize("event", ["TaskCreated", "SubagentStart"])
+async def test_a_sibling_deny_still_denies_when_a_critical_hook_fails(
+    tmp_path: Path, closed_port: int, event: str
+) -> None:
+    # The critical hook fails at once, the deny comes later: the deny must stand (it was
+    # lost when the error went on up to the engine's hook isolation, as no opinion).
+    reg = registry(
+        tmp_path,
+        f"""
+        hooks:
+          {event}:
+            - hooks:
+                - {http(f"http://127.0.0.1:{closed_port}/x")}
+                - {{type: command, command: "sleep 0.3; echo no >&2; exit 2"}}
+        """,
+    )
+    ran: list[str] = []
+    if event == "TaskCreated":
+        dag = orchestra.DAG("d")
+
+        @dag.task
+        def task() -> int:
+            ran.append("task")
+            return 1
+
+        result = await orchestra.run(dag, hooks=[reg.as_task_hooks()])
+        assert result.states == {"task": orchestra.TaskState.FAILED}
+        errors = result.hook_errors
+    else:
+
+        class Solo:
+            name = "solo"
+
+            async def run(self, task: str, ctx: object) -> str:
+                ran.append("agent")
+                return "done"
+
+        dispatcher = orchestra.Dispatcher([Solo()], hooks=[reg.as_subagent_hooks()])
+        with pytest.raises(orchestra.DispatchError, match="no") as failed:
+            await dispatcher.dispatch("solo", "go")
+        errors = failed.value.hook_errors
+    assert ran == []
+    (critical,) = errors
+    assert isinstance(critical, CriticalHookError)
+    assert "ConnectError" in critical.error
 
 
 async def test_a_deny_still_ends_the_chain_and_is_on_the_raised_outcome(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from orchestra._attempts import after_failure
 from orchestra._decisions import Decision, Delegate, Replace, Retry
 from orchestra._errors import DispatchError, HookError
 from orchestra._hooks import ExecutionMode, SubagentHookContext, subagent_context
+from orchestra._reporting import report_also, stop_reporting
 from orchestra.agents._types import AgentContext, Subagent, SubagentResult, _Session
 from orchestra.tracing._engine import NO_ATTEMPT, AttemptSpan, agent_attempt
 
@@ -142,6 +143,18 @@ class _Dispatch:
 
     async def run(self) -> SubagentResult:
         """Run the dispatch to its end: a result, a ``DispatchError``, or a BaseException."""
+        if not self.d._hooked:
+            return await self.run_agents()
+        # Adapters report the errors of the hooks they run (YAML hooks) to this dispatch
+        # (and to the DAG run around it, if any).
+        reporting = report_also(self.record)
+        try:
+            return await self.run_agents()
+        finally:
+            stop_reporting(reporting)
+
+    async def run_agents(self) -> SubagentResult:
+        """The agent dispatched to, then each one it delegates to, until a result."""
         d = self.d
         agent = d._agents.get(self.name)
         if agent is None:

@@ -254,8 +254,11 @@ async def fire_reported(
 ) -> HookOutcome:
     """Fire ``event``; report each hook error of it (logged once, on the run's result).
 
-    A ``CriticalHookError`` goes on up (the engine reports it, as a hook that raised),
-    after the errors of the event's other hooks were reported.
+    A critical hook's failure (``CriticalHookError``) is reported too, as the
+    ``CriticalHookError`` itself, and the outcome of the event's other hooks is returned:
+    their answers stand (a sibling's deny still denies). Raising it on would hand it to
+    the engine's hook isolation, which turns an exception into no opinion: a deny lost
+    because another hook failed.
     """
     try:
         outcome = await registry.fire(event, payload)
@@ -263,7 +266,9 @@ async def fire_reported(
         for record in exc.outcome.errors:
             if record.hook.on_error != "raise":
                 report_hook_error(yaml_hook_error(record, moment, subject))
-        raise
+        for critical in (exc, *exc.others):
+            report_hook_error(critical)
+        return exc.outcome
     if outcome.records:
         for record in outcome.errors:
             report_hook_error(yaml_hook_error(record, moment, subject))
