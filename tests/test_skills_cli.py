@@ -204,3 +204,22 @@ def test_validate_notes_and_import_of_a_claude_code_file(tmp_path: Path) -> None
         ("PreToolUse", "./check.sh", "block", 300.0),
         ("SessionStart", "cat notes.md", "continue", 300.0),
     ]
+
+
+def test_list_shows_each_hook_id(tmp_path: Path) -> None:
+    (tmp_path / "orchestra.yaml").write_text(
+        textwrap.dedent(
+            """
+            hooks:
+              Stop:
+                - hooks:
+                    - {type: command, command: "true", id: audit}
+                    - {type: command, command: "false"}
+            """
+        ).lstrip("\n")
+    )
+    proc = orchestra("hooks", "list", "--json", "orchestra.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [h["id"] for h in json.loads(proc.stdout)] == ["audit", "orchestra.yaml#Stop/0/1"]
+    proc = orchestra("hooks", "list", "orchestra.yaml", cwd=tmp_path)
+    assert "orchestra.yaml:4 (audit)" in proc.stdout

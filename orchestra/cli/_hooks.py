@@ -91,7 +91,11 @@ def import_hooks(paths: tuple[Path, ...]) -> None:
 @PATHS
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def list_hooks(paths: tuple[Path, ...], as_json: bool) -> None:
-    """Show the merged hooks in the order they run: event, matcher, type, source."""
+    """Show the merged hooks in the order they run: event, matcher, type, source.
+
+    A hook's ``id:`` follows its source; ``--json`` gives every hook's id (its ``id:``,
+    else its place in the file), as its http requests carry it (``hook_id``).
+    """
     registry = review_registry(paths)
     if as_json:
         click.echo(json.dumps([spec_json(hook) for hook in registry.hooks], indent=2))
@@ -110,7 +114,7 @@ def list_hooks(paths: tuple[Path, ...], as_json: bool) -> None:
             escape(hook.describe()),
             hook.on_error,
             f"{hook.timeout:g} s",
-            escape(hook.source),
+            escape(f"{hook.source} ({hook.id})" if hook.id else hook.source),
         )
     console.print(table)
 

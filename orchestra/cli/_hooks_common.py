@@ -102,4 +102,5 @@ def spec_json(hook: HookSpec) -> dict[str, Any]:
         "timeout": hook.timeout,
         "on_error": hook.on_error,
         "source": hook.source,
+        "id": hook.hook_id,
     }
