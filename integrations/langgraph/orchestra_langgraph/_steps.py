@@ -141,8 +141,9 @@ class _StepHandler(AsyncCallbackHandler):
         try:
             await self.events.registry.fire(event, payload)
         except CriticalHookError as error:  # observe-only: a hook error of the run
-            logger.warning("%s", error)
-            self.record(error)
+            for failed in (error, *error.others):  # each critical hook that failed
+                logger.warning("%s", failed)
+                self.record(failed)
 
 
 def _message(response: LLMResult | None) -> Any:

@@ -200,7 +200,8 @@ def test_a_critical_step_hook_is_a_hook_error_of_the_run_not_its_end(
     tmp_path: Path, how: str
 ) -> None:
     critical = {"type": "command", "command": "exit 1", "on_error": "raise"}
-    registry = hooks(tmp_path, {"StepStart": [{"hooks": [critical, APPEND]}]})
+    second = {"type": "command", "command": "exit 3", "on_error": "raise"}  # both reported
+    registry = hooks(tmp_path, {"StepStart": [{"hooks": [critical, APPEND, second]}]})
     results: list[Any] = []
 
     class Keep(TaskHooks):
@@ -216,4 +217,7 @@ def test_a_critical_step_hook_is_a_hook_error_of_the_run_not_its_end(
     assert [e["step"] for e in events(tmp_path)] == [1, 2]  # its sibling ran each time
     (result,) = results
     errors = [e for e in result.hook_errors if isinstance(e, CriticalHookError)]
-    assert [(e.event, e.error) for e in errors] == [("StepStart", "exited 1")] * 2
+    assert [(e.event, e.error) for e in errors] == [
+        ("StepStart", "exited 1"),
+        ("StepStart", "exited 3"),
+    ] * 2

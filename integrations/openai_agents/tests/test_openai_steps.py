@@ -162,7 +162,8 @@ async def test_a_critical_step_hook_is_a_hook_error_of_the_run_not_its_end(
 ) -> None:
     log = tmp_path / "events.jsonl"
     critical = {"type": "command", "command": "exit 1", "on_error": "raise"}
-    registry = write_config(tmp_path, {"StepStart": [{"hooks": [critical]}, log_hook(log)]})
+    second = {"type": "command", "command": "exit 3", "on_error": "raise"}  # both reported
+    registry = write_config(tmp_path, {"StepStart": [{"hooks": [critical, second]}, log_hook(log)]})
     results: list[SubagentResult] = []
 
     class Keep(SubagentHooks):
@@ -177,4 +178,7 @@ async def test_a_critical_step_hook_is_a_hook_error_of_the_run_not_its_end(
     assert [e["step"] for e in events(log)] == [1, 2]  # its sibling ran each time
     (done,) = results
     errors = [e for e in done.hook_errors if isinstance(e, CriticalHookError)]
-    assert [(e.event, e.error) for e in errors] == [("StepStart", "exited 1")] * 2
+    assert [(e.event, e.error) for e in errors] == [
+        ("StepStart", "exited 1"),
+        ("StepStart", "exited 3"),
+    ] * 2

@@ -84,8 +84,9 @@ async def _fire(
     try:
         await registry.fire(event, payload)
     except CriticalHookError as error:  # observe-only: a hook error of the run, not its end
-        logger.warning("%s", error)
-        state.hook_errors.append(error)
+        for failed in (error, *error.others):  # each critical hook that failed
+            logger.warning("%s", failed)
+            state.hook_errors.append(failed)
 
 
 def _ended(

@@ -168,7 +168,8 @@ async def test_a_critical_step_hook_is_a_hook_error_of_the_run_not_its_end(
     tmp_path: Path,
 ) -> None:
     critical = {"type": "command", "command": "exit 1", "on_error": "raise"}
-    registry = hooks(tmp_path, {"StepStart": [{"hooks": [critical, APPEND]}]})
+    second = {"type": "command", "command": "exit 3", "on_error": "raise"}  # both reported
+    registry = hooks(tmp_path, {"StepStart": [{"hooks": [critical, APPEND, second]}]})
     capability = OrchestraCapability(registry=registry)
     built: Agent[None, str] = Agent(
         FunctionModel(lookup_then_answer), capabilities=[capability], name="ops"
@@ -180,4 +181,7 @@ async def test_a_critical_step_hook_is_a_hook_error_of_the_run_not_its_end(
     assert result.output == "read value of k"
     assert [e["step"] for e in events(tmp_path)] == [1, 2]  # its sibling ran each time
     errors = [e for e in capability.hook_errors if isinstance(e, CriticalHookError)]
-    assert [(e.event, e.error) for e in errors] == [("StepStart", "exited 1")] * 2
+    assert [(e.event, e.error) for e in errors] == [
+        ("StepStart", "exited 1"),
+        ("StepStart", "exited 3"),
+    ] * 2
