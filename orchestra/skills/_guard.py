@@ -196,8 +196,7 @@ class Guard:
                     await fire("PostToolUseFailure", payload)
                 raise
             if post_hooks:
-                # post_tool_use_payload's shape, built in one copy (the common path)
-                payload = {**fields, "tool_input": tool_input, "tool_response": result}
+                payload = post_tool_use_payload({**fields, "tool_input": tool_input}, result)
                 post = await fire("PostToolUse", payload)
                 if post.output is not None:  # a rewrite of what the caller gets
                     return post.output
