@@ -64,7 +64,8 @@ PINNED: dict[str, set[str]] = {
         "OpenAICompatibleJudge",
         "OutcomeCallback", "PermissionHook", "PromptHook", "PythonHook", "ReplayChange",
         "ReplayReport",
-        "RegistrySubagentHooks", "RegistryTaskHooks", "Sandbox", "TlsMode", "ToolDenied",
+        "RegistrySubagentHooks", "RegistryTaskHooks", "Sandbox", "Step", "StepEvents", "TlsMode",
+        "ToolDenied",
         "load", "post_tool_use_payload", "serve",
     },
 }  # fmt: skip

@@ -54,6 +54,8 @@ from orchestra.skills._result import HookResult as HookResult
 from orchestra.skills._result import HookRunError as HookRunError
 from orchestra.skills._sandbox import Sandbox as Sandbox
 from orchestra.skills._serve import serve as serve
+from orchestra.skills._steps import Step as Step
+from orchestra.skills._steps import StepEvents as StepEvents
 from orchestra.skills._tool_payloads import post_tool_use_payload as post_tool_use_payload
 from orchestra.skills._types import HOOK_TYPES as HOOK_TYPES
 from orchestra.skills._types import HookType as HookType
@@ -98,6 +100,8 @@ __all__ = [
     "ReplayChange",
     "ReplayReport",
     "Sandbox",
+    "Step",
+    "StepEvents",
     "TlsMode",
     "ToolDenied",
     "load",

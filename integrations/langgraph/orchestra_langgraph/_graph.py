@@ -27,9 +27,10 @@ from opentelemetry import trace
 import orchestra.tracing as ot
 from orchestra import Fail, HookChain, TaskFailed, TaskHooks
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
+from orchestra.skills import StepEvents
 from orchestra_langgraph._node import HookedNode, Moments, node_runnable, reason
 from orchestra_langgraph._run import Run, current
-from orchestra_langgraph._steps import StepEvents
+from orchestra_langgraph._steps import configured
 from orchestra_langgraph._sync import blocking
 from orchestra_langgraph._tools import ToolEvents, guarded_tool_node
 
@@ -141,7 +142,7 @@ class HookedGraph(CompiledStateGraph):  # type: ignore[type-arg]  # generic like
         run, context = self._start()
         steps = self._bridge().steps
         if steps is not None:  # the run's config gets a handler of the model calls
-            args, kwargs = steps.configured(run, args, kwargs)
+            args, kwargs = configured(steps, run, args, kwargs)
         error: BaseException | None = None
         try:
             self._before_run_sync(run, context)
@@ -167,7 +168,7 @@ class HookedGraph(CompiledStateGraph):  # type: ignore[type-arg]  # generic like
         run, context = self._start()
         steps = self._bridge().steps
         if steps is not None:  # the run's config gets a handler of the model calls
-            args, kwargs = steps.configured(run, args, kwargs)
+            args, kwargs = configured(steps, run, args, kwargs)
         error: BaseException | None = None
         try:
             await asyncio.create_task(self._before_run(run), context=context)

@@ -15,53 +15,36 @@ as its ``on_error`` says, and the run goes on; a critical hook's ``CriticalHookE
 from __future__ import annotations
 
 import itertools
-import logging
 import threading
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, final
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.runnables.config import merge_configs
 
 from orchestra import HookError
-from orchestra.skills import CriticalHookError
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
     from langchain_core.outputs import LLMResult
 
-    from orchestra.skills import HookRegistry
+    from orchestra.skills import Step, StepEvents
     from orchestra_langgraph._run import Run
 
-__all__ = ["StepEvents"]
-
-logger: Final = logging.getLogger("orchestra")
+__all__ = ["configured"]
 
 
-@final
-class StepEvents:
-    """Whether a registry listens to the step events; the handler that fires them."""
-
-    __slots__ = ("end", "registry", "start", "watching")
-
-    def __init__(self, registry: HookRegistry) -> None:
-        self.registry = registry
-        self.start = registry.has_hooks("StepStart")
-        self.end = registry.has_hooks("StepEnd")
-        self.watching = self.start or self.end
-
-    def configured(
-        self, run: Run, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """The run's ``(args, kwargs)`` with a step handler of its own added to its config."""
-        handler = _StepHandler(self, run.graph, run.record)
-        if len(args) > 1:
-            config = merge_configs(args[1], {"callbacks": [handler]})
-            return (args[0], config, *args[2:]), kwargs
-        kwargs = {**kwargs, "config": merge_configs(kwargs.get("config"), {"callbacks": [handler]})}
-        return args, kwargs
+def configured(
+    steps: StepEvents, run: Run, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The run's ``(args, kwargs)`` with a step handler of its own added to its config."""
+    handler = _StepHandler(steps, run.graph, run.record)
+    if len(args) > 1:
+        config = merge_configs(args[1], {"callbacks": [handler]})
+        return (args[0], config, *args[2:]), kwargs
+    kwargs = {**kwargs, "config": merge_configs(kwargs.get("config"), {"callbacks": [handler]})}
+    return args, kwargs
 
 
 @final
@@ -81,7 +64,7 @@ class _StepHandler(AsyncCallbackHandler):
         self.graph = graph
         self.record = record
         self.count = itertools.count(1)
-        self.open: dict[UUID, tuple[dict[str, Any], float]] = {}
+        self.open: dict[UUID, Step] = {}
         self.lock = threading.Lock()
 
     async def on_chat_model_start(
@@ -97,17 +80,16 @@ class _StepHandler(AsyncCallbackHandler):
         model = metadata.get("ls_model_name") or (kwargs.get("invocation_params") or {}).get(
             "model"
         )
-        fields: dict[str, Any] = {
-            "agent_name": self.graph,
-            "node": metadata.get("langgraph_node"),
-            "step": next(self.count),
-            "model": model if isinstance(model, str) else None,
-            "message_count": len(messages[0]) if messages else 0,
-        }
+        turn = await self.events.begin(
+            self.record,
+            agent_name=self.graph,
+            step=next(self.count),
+            model=model,
+            message_count=len(messages[0]) if messages else 0,
+            node=metadata.get("langgraph_node"),
+        )
         with self.lock:
-            self.open[run_id] = (fields, time.perf_counter())
-        if self.events.start:
-            await self._fire("StepStart", fields)
+            self.open[run_id] = turn
 
     async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         await self._finish(run_id, response, None)
@@ -119,31 +101,19 @@ class _StepHandler(AsyncCallbackHandler):
         self, run_id: UUID, response: LLMResult | None, error: BaseException | None
     ) -> None:
         with self.lock:
-            opened = self.open.pop(run_id, None)
-        if opened is None or not self.events.end:  # not a chat-model step of this run
+            turn = self.open.pop(run_id, None)
+        if turn is None:  # not a chat-model step of this run
             return
-        fields, started = opened
         message = _message(response)
         usage = getattr(message, "usage_metadata", None) or {}
-        payload = {
-            **fields,
-            "tool_calls": [call["name"] for call in getattr(message, "tool_calls", None) or ()],
-            "usage": {
-                "input_tokens": usage.get("input_tokens"),
-                "output_tokens": usage.get("output_tokens"),
-            },
-            "duration_ms": (time.perf_counter() - started) * 1000.0,
-            "error": None if error is None else (str(error) or type(error).__name__),
-        }
-        await self._fire("StepEnd", payload)
-
-    async def _fire(self, event: str, payload: dict[str, Any]) -> None:
-        try:
-            await self.events.registry.fire(event, payload)
-        except CriticalHookError as error:  # observe-only: a hook error of the run
-            for failed in (error, *error.others):  # each critical hook that failed
-                logger.warning("%s", failed)
-                self.record(failed)
+        await self.events.finish(
+            turn,
+            self.record,
+            tool_calls=[call["name"] for call in getattr(message, "tool_calls", None) or ()],
+            input_tokens=usage.get("input_tokens"),
+            output_tokens=usage.get("output_tokens"),
+            error=error,
+        )
 
 
 def _message(response: LLMResult | None) -> Any:

@@ -20,6 +20,7 @@ from orchestra import DispatchError, ExecutionMode, HookError, Retry, SubagentHo
 from orchestra.tracing import get_tracer
 from orchestra_openai_agents._spans import current
 from orchestra_openai_agents._state import RunState, claim_var, end_span, input_text
+from orchestra_openai_agents._steps import finish
 
 if TYPE_CHECKING:
     from orchestra_openai_agents._hooks import OrchestraRunHooks
@@ -73,7 +74,7 @@ async def on_run_failure(
     Then ``SubagentStop`` (``"failed"``) and the open spans end with the error.
     """
     if state is not None and state.step is not None:  # the model turn the error ended
-        await bridge.steps.finish(state, None, error)
+        await finish(bridge.steps, state, None, error)
     answered = state.answered.pop(id(error), None) if state is not None else None
     decision, by = None, None
     if isinstance(error, DispatchError):  # the hooks refused an agent: nothing failed

@@ -29,7 +29,7 @@ from orchestra import (
     ToolDenied,
 )
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
-from orchestra.skills import RegistrySubagentHooks
+from orchestra.skills import RegistrySubagentHooks, StepEvents
 from orchestra.tracing import get_tracer
 from orchestra_openai_agents import _dispatch, _run, _spans
 from orchestra_openai_agents._chain import split_hooks
@@ -44,7 +44,7 @@ from orchestra_openai_agents._guard import (
 from orchestra_openai_agents._invoker import is_guarded
 from orchestra_openai_agents._spans import current
 from orchestra_openai_agents._state import RunState, end_span, input_text, state_for
-from orchestra_openai_agents._steps import Steps
+from orchestra_openai_agents._steps import begin, finish
 
 if TYPE_CHECKING:
     from agents.items import ModelResponse
@@ -134,7 +134,7 @@ class OrchestraRunHooks(RunHooks[Any]):
             max_attempts=max_attempts,
         )
         self.registry = registry
-        self.steps = Steps(registry)
+        self.steps = StepEvents(registry)
         self.parent = parent
         self.max_attempts = max_attempts
         if self._agents.has("before_dispatch") or (
@@ -339,7 +339,7 @@ class OrchestraRunHooks(RunHooks[Any]):
         if state is None:
             return
         if self.steps.watching:
-            await self.steps.begin(state, agent, input_items)
+            await begin(self.steps, state, agent, input_items)
         end_span(state.llm_span, "superseded")
         state.llm_span = _spans.llm_span(agent, state.span or state.run_span)
 
@@ -349,7 +349,7 @@ class OrchestraRunHooks(RunHooks[Any]):
         """Fire ``StepEnd``, then end the model call's span with its token usage."""
         state = state_for(context, create=False)
         if state is not None and self.steps.watching:
-            await self.steps.finish(state, response, None)
+            await finish(self.steps, state, response, None)
         if state is None or state.llm_span is None:
             return
         span, state.llm_span = state.llm_span, None

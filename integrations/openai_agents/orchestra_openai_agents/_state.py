@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
     from orchestra import HookError, SubagentHookContext
+    from orchestra.skills import Step
 
 __all__ = [
     "Claim",
@@ -79,7 +80,7 @@ class RunState:
     answered: dict[int, Any] = attrs.Factory(dict)  # id(error) -> on_failure answer
     last_agent: Any = None  # the last agent that started
     steps: int = 0  # model turns so far (StepStart's step)
-    step: tuple[dict[str, Any], float] | None = None  # the open turn's fields, start time
+    step: Step | None = None  # the open turn
 
     def open_spans(self) -> list[Span]:
         """The spans still open, innermost first."""

@@ -39,9 +39,10 @@ from orchestra import (
     SubagentResult,
 )
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
+from orchestra.skills import StepEvents
 from orchestra_pydantic_ai._chains import split_hooks
 from orchestra_pydantic_ai._state import RunState, parent_agent
-from orchestra_pydantic_ai._steps import Steps
+from orchestra_pydantic_ai._steps import around
 from orchestra_pydantic_ai._tools import ToolCalls
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ class OrchestraCapability(AbstractCapability[Any]):
         tasks, agents = split_hooks(objects, hook_timeout)
         self._agents = agents
         self._tools = ToolCalls(registry, tasks, max_attempts)
-        self._steps = Steps(registry)
+        self._steps = StepEvents(registry)
         self._max_attempts = max_attempts
         self._state: RunState | None = None
         self._last: list[RunState] = []
@@ -199,7 +200,7 @@ class OrchestraCapability(AbstractCapability[Any]):
         if not self._steps.watching:
             return await handler(request_context)
         state = self._state or RunState(getattr(ctx.agent, "name", None), ctx.run_id)
-        return await self._steps.around(state, request_context, handler)
+        return await around(self._steps, state, request_context, handler)
 
     async def on_model_request_error(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
