@@ -26,7 +26,14 @@ dispatch, with ``max_delegations`` it bounds the whole chain: at most
 
 @final
 class RetryBudget:
-    """How many retries a whole run may still spend (internal; None = no limit)."""
+    """How many retries a whole run may still spend (``limit`` None = no limit).
+
+    One per run, shared by its tasks: ``orchestra.run(retry_budget=N)`` makes one; a
+    bridge passes its own to ``AttemptDriver.begin`` for every task of a run.
+
+    Args:
+        limit: the most retries the run may spend (None: no limit).
+    """
 
     __slots__ = ("limit", "used")
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Final, TypeAlias, final
 
 import attrs
 
-__all__ = ["Decision", "Delegate", "Fail", "GivenOutput", "Replace", "Retry", "Skip", "merge"]
+__all__ = ["Decision", "Delegate", "Fail", "GiveOutput", "Replace", "Retry", "Skip", "merge"]
 
 
 def _non_negative_finite(_inst: object, attribute: attrs.Attribute[float], value: float) -> None:
@@ -67,35 +67,21 @@ class Replace:
 
 
 @final
-class GivenOutput(Mapping[str, Any]):
-    """The inputs of a ``before_execute`` ``Replace`` that gives the task's output (internal).
+@attrs.frozen
+class GiveOutput:
+    """A ``before_execute`` answer's value that gives the task's output: no body runs.
 
-    ``Replace(GivenOutput(value))`` in ``before_execute``: the body does not run, the task
-    ends SUCCEEDED with ``value`` as its output (a YAML ``AttemptStart`` hook's output, a
-    graph executor's ``block``: output ``{}``, dependents run). It is an empty mapping, so
-    an engine that does not know it runs the body with no keyword arguments.
-    orchestra's scheduler knows it; it is not part of the public contract.
+    ``Replace(GiveOutput(value))`` in ``before_execute``: the body does not run and the
+    task ends SUCCEEDED with ``value`` as its output (a YAML ``AttemptStart`` hook's
+    output, a graph executor's ``block``: output ``{}``, dependents run). Every engine
+    carries it out: orchestra's scheduler and every bridge through
+    ``orchestra.bridge.TaskAttempts``, whose answer to it is ``DoGive``.
 
     Args:
         value: the output.
     """
 
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __getitem__(self, key: str) -> Any:
-        raise KeyError(key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-    def __repr__(self) -> str:
-        return f"GivenOutput({self.value!r})"
+    value: Any
 
 
 Decision: TypeAlias = Retry | Skip | Fail | Delegate | Replace

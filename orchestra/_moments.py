@@ -16,7 +16,7 @@ from typing import Any, Final, TypeAlias, final
 
 import attrs
 
-from orchestra._decisions import Delegate, Fail, Replace, Retry, Skip
+from orchestra._decisions import Delegate, Fail, GiveOutput, Replace, Retry, Skip
 from orchestra._errors import did_you_mean
 from orchestra._hooks import SubagentHooks, TaskHooks
 
@@ -31,6 +31,8 @@ class BadReplace(Exception):
 
 
 def _inputs(args: _Args, value: Any) -> _Args:
+    if type(value) is GiveOutput:  # the output given: the next hook sees the inputs as they were
+        return args
     if not isinstance(value, Mapping):
         raise BadReplace(
             f"Replace({value!r}) of the inputs; a mapping of keyword arguments expected"

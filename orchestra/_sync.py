@@ -10,6 +10,7 @@ when this thread already runs a loop (a notebook), on a short-lived helper threa
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -47,7 +48,9 @@ def run_now(awaitable: Awaitable[_T], *, needs_loop: bool) -> _T:
     except RuntimeError:
         return asyncio.run(_awaited(awaitable))
     with ThreadPoolExecutor(1, thread_name_prefix="orchestra-hooks") as pool:
-        return pool.submit(asyncio.run, _awaited(awaitable)).result()
+        # the caller's context variables (a run, a span) go with it, as they would on a task
+        context = contextvars.copy_context()
+        return pool.submit(context.run, asyncio.run, _awaited(awaitable)).result()
 
 
 async def _awaited(awaitable: Awaitable[_T]) -> _T:

@@ -41,6 +41,12 @@ PINNED: dict[str, set[str]] = {
         "AgentDispatcher", "DAG", "DEFAULT_MAX_ATTEMPTS", "Executor", "LocalExecutor",
         "RunResult", "Task", "TaskOptions", "TaskState", "TriggerRule", "run", "run_sync",
     },
+    "orchestra.bridge": {
+        # the attempt driver and its answers
+        "DEFAULT_MAX_ATTEMPTS", "Answer", "AttemptDriver", "ContextFactory", "DoFail", "DoGive",
+        "DoRun", "DoSkip", "DoSleep", "Ended", "GiveOutput", "RetryBudget", "SpanFactory",
+        "TaskAttempts",
+    },
     "orchestra.agents": {
         "DEFAULT_MAX_ATTEMPTS", "DispatchError", "Dispatcher", "ExecutionMode", "Fork",
         "AgentContext", "Subagent", "SubagentHookContext", "SubagentHooks", "SubagentResult",

@@ -25,7 +25,7 @@ import anyio
 
 from orchestra._attempts import Verdict
 from orchestra._attempts import after_failure as _after_failure
-from orchestra._decisions import GivenOutput, Replace, Retry
+from orchestra._decisions import GiveOutput, Replace, Retry
 from orchestra._hooks import NO_INPUTS
 from orchestra.dag._contexts import attempt_context
 from orchestra.dag._run_hooks import ends_first
@@ -141,7 +141,7 @@ async def before(run: _Run, t: _Task) -> bool:
     )
     if type(decision) is Replace:  # the inputs, as the hooks replaced them
         t.at.decision(decision, by)
-        if type(decision.value) is GivenOutput:  # the output: no body runs
+        if type(decision.value) is GiveOutput:  # the output: no body runs
             if run.remote is not None:
                 run.remote.replaced(t.i, None)
             reason = f"output given by {by}" if by is not None else "output given"

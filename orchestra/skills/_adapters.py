@@ -18,7 +18,7 @@ import enum
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from orchestra._decisions import Fail, GivenOutput, Replace, Skip
+from orchestra._decisions import Fail, GiveOutput, Replace, Skip
 from orchestra._errors import HookError
 from orchestra._hooks import (
     RunContext,
@@ -237,7 +237,7 @@ def _start_decision(
     if outcome.skip:
         return Skip(outcome.reason or f"skipped by an AttemptStart hook at {outcome.decided_by}")
     if outcome.output is not None:
-        return Replace(GivenOutput(outcome.output))
+        return Replace(GiveOutput(outcome.output))
     modified = outcome.modified_input
     if modified is None:
         return None

@@ -26,9 +26,9 @@ from opentelemetry import trace
 
 import orchestra.tracing as ot
 from orchestra import Fail, HookChain, TaskFailed, TaskHooks
-from orchestra.dag import DEFAULT_MAX_ATTEMPTS
+from orchestra.bridge import DEFAULT_MAX_ATTEMPTS, AttemptDriver
 from orchestra.skills import StepEvents
-from orchestra_langgraph._node import HookedNode, Moments, node_runnable, reason
+from orchestra_langgraph._node import HookedNode, node_runnable, reason
 from orchestra_langgraph._run import Run, current
 from orchestra_langgraph._steps import configured
 from orchestra_langgraph._sync import blocking
@@ -68,7 +68,7 @@ class _Bridge:
         max_attempts: int,
     ) -> None:
         self.chain = chain
-        self.moments = Moments(chain, max_attempts)
+        self.moments = AttemptDriver(chain, max_attempts=max_attempts)
         self.tools = tools if tools is not None and tools.watching else None
         self.steps = steps if steps is not None and steps.watching else None
         self.has_before_run = chain.has("before_run")

@@ -468,3 +468,30 @@ def test_an_async_run_is_one_trace_too(exporter: InMemorySpanExporter) -> None:
     assert sorted(s.name for s in tasks) == ["task a", "task c", "task flaky", "task flaky"]
     assert all(s.parent is not None and s.parent.span_id == run.context.span_id for s in tasks)
     assert len({s.context.trace_id for s in spans}) == 1
+
+
+class GivesOutput(TaskHooks):
+    """Gives node ``flaky``'s update before it runs (as a graph executor's ``block`` does)."""
+
+    def __init__(self) -> None:
+        self.ends: list[tuple[str, TaskState]] = []
+
+    def before_execute(self, ctx: Any) -> Any:
+        from orchestra.bridge import GiveOutput
+
+        return Replace(GiveOutput({"log": ["given"]})) if ctx.task.id == "flaky" else None
+
+    def on_end(self, ctx: Any, state: TaskState) -> None:
+        self.ends.append((ctx.task.id, state))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_given_output_is_the_nodes_update_and_its_body_never_runs(mode: str) -> None:
+    builder, calls = chain_graph(flaky_failures=5)
+    hooks = GivesOutput()
+    graph = with_hooks(builder, hooks=[hooks]).compile()
+    state = {"n": 1, "log": []}
+    out = graph.invoke(state) if mode == "sync" else asyncio.run(graph.ainvoke(state))
+    assert out["log"] == ["a", "given", "c"]
+    assert calls["flaky"] == 0
+    assert hooks.ends == [(n, TaskState.SUCCEEDED) for n in ("a", "flaky", "c")]
