@@ -45,7 +45,7 @@ PINNED: dict[str, set[str]] = {
         # the attempt driver and its answers
         "DEFAULT_MAX_ATTEMPTS", "Answer", "AttemptDriver", "ContextFactory", "DoFail", "DoGive",
         "DoRun", "DoSkip", "DoSleep", "Ended", "GiveOutput", "RetryBudget", "SpanFactory",
-        "TaskAttempts",
+        "TaskAttempts", "carry",
     },
     "orchestra.agents": {
         "DEFAULT_MAX_ATTEMPTS", "DispatchError", "Dispatcher", "ExecutionMode", "Fork",

@@ -32,6 +32,7 @@ from orchestra.bridge._answers import DoRun as DoRun
 from orchestra.bridge._answers import DoSkip as DoSkip
 from orchestra.bridge._answers import DoSleep as DoSleep
 from orchestra.bridge._answers import Ended as Ended
+from orchestra.bridge._answers import carry as carry
 from orchestra.bridge._attempts import AttemptDriver as AttemptDriver
 from orchestra.bridge._attempts import ContextFactory as ContextFactory
 from orchestra.bridge._attempts import SpanFactory as SpanFactory
@@ -52,6 +53,7 @@ __all__ = [
     "RetryBudget",
     "SpanFactory",
     "TaskAttempts",
+    "carry",
 ]
 
 _export(globals())

@@ -23,7 +23,7 @@ import attrs
 from orchestra._decisions import Decision
 from orchestra.dag import TaskState
 
-__all__ = ["Answer", "DoFail", "DoGive", "DoRun", "DoSkip", "DoSleep", "Ended"]
+__all__ = ["Answer", "DoFail", "DoGive", "DoRun", "DoSkip", "DoSleep", "Ended", "carry"]
 
 
 @final
@@ -115,3 +115,14 @@ Ended: TypeAlias = DoGive | DoSkip | DoFail
 
 Answer: TypeAlias = DoRun | DoSleep | DoGive | DoSkip | DoFail
 """Any answer of the driver."""
+
+
+def carry(end: Ended, *, skipped: Any = None) -> Any:
+    """Carry out an ending answer where the engine wants a value: the output, or raise.
+
+    ``DoGive`` -> its output; ``DoSkip`` -> ``skipped`` (what the engine's downstream gets
+    for work given up: None, an unchanged state); ``DoFail`` -> raises its error.
+    """
+    if type(end) is DoFail:
+        raise end.error
+    return end.output if type(end) is DoGive else skipped

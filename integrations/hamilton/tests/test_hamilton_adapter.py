@@ -342,3 +342,28 @@ def test_one_adapter_across_drivers_whose_nodes_share_names() -> None:
         driver.Builder().with_modules(module).with_adapters(adapter).build().execute(["doubled"])
     sources = [ctx.task.fn for ctx in seen.contexts if ctx.task.id == "source"]
     assert [fn() for fn in sources] == [4, 5]
+
+
+def test_a_given_output_is_the_nodes_value_and_its_body_never_runs() -> None:
+    """``Replace(GiveOutput(v))`` (a graph executor's block): the node is ``v``, unrun."""
+    from orchestra.bridge import GiveOutput
+
+    class Gives(orchestra.TaskHooks):
+        def __init__(self) -> None:
+            self.ends: list[tuple[str, orchestra.TaskState]] = []
+
+        def before_execute(self, ctx: Any) -> Any:
+            return orchestra.Replace(GiveOutput(21)) if ctx.task.id == "source" else None
+
+        def on_end(self, ctx: Any, state: orchestra.TaskState) -> None:
+            self.ends.append((ctx.task.id, state))
+
+    hooks = Gives()
+    dr, adapter = build(hooks)
+    assert dr.execute(["doubled"]) == {"doubled": 42}
+    assert hooks.ends == [
+        ("source", orchestra.TaskState.SUCCEEDED),
+        ("doubled", orchestra.TaskState.SUCCEEDED),
+    ]
+    assert adapter.last_result is not None
+    assert adapter.last_result.reasons["source"] == "output given by Gives.before_execute"

@@ -14,6 +14,7 @@ a graph executor's ``block``: ``{}``), ``DoRun`` runs the runnable on the state 
 
 from __future__ import annotations
 
+import functools
 from types import MappingProxyType
 from typing import Any, Final, final
 
@@ -22,7 +23,7 @@ from langgraph.errors import GraphBubbleUp
 from opentelemetry.trace import Span
 
 import orchestra
-from orchestra.bridge import AttemptDriver, DoFail, DoGive, Ended, TaskAttempts
+from orchestra.bridge import AttemptDriver, Ended, TaskAttempts, carry
 from orchestra_langgraph._run import Run, current
 
 __all__ = ["HookedNode", "node_runnable", "reason"]
@@ -53,10 +54,10 @@ class HookedNode:
         attempts = self.begin(run, state)
         end = attempts.run_sync(
             lambda s: self.inner.invoke(s, config),
-            spans=_Spans(run, self.task.id),
+            spans=functools.partial(_attempt_span, run, self.task.id),
             passthrough=_PASS,
         )
-        return carried(end)
+        return carry(end)
 
     async def ainvoke(self, state: Any, config: RunnableConfig) -> Any:
         """Every attempt of one node run under ``ainvoke``/``astream``."""
@@ -66,10 +67,10 @@ class HookedNode:
         attempts = self.begin(run, state)
         end = await attempts.run_async(
             lambda s: self.inner.ainvoke(s, config),
-            spans=_Spans(run, self.task.id),
+            spans=functools.partial(_attempt_span, run, self.task.id),
             passthrough=_PASS,
         )
-        return carried(end)
+        return carry(end)
 
     def begin(self, run: Run, state: Any) -> TaskAttempts:
         """The attempts of one node run, settled into ``run``."""
@@ -95,26 +96,10 @@ class HookedNode:
         return attempts
 
 
-@final
-class _Spans:
-    """Each attempt of a node run: counted in the run, and its span (None: tracing off)."""
-
-    __slots__ = ("name", "run")
-
-    def __init__(self, run: Run, name: str) -> None:
-        self.run = run
-        self.name = name
-
-    def __call__(self, attempt: int, previous: Span | None) -> Span | None:
-        self.run.attempts[self.name] = self.run.attempts.get(self.name, 0) + 1
-        return self.run.attempt_span(self.name, attempt, previous)
-
-
-def carried(end: Ended) -> Any:
-    """What the node returns for how it ended: its update (None when skipped), or raise."""
-    if type(end) is DoFail:
-        raise end.error
-    return end.output if type(end) is DoGive else None
+def _attempt_span(run: Run, name: str, attempt: int, previous: Span | None) -> Span | None:
+    """An attempt of a node run starts: counted in the run; its span (None: tracing off)."""
+    run.attempts[name] = run.attempts.get(name, 0) + 1
+    return run.attempt_span(name, attempt, previous)
 
 
 def node_runnable(node: HookedNode, name: str) -> Runnable[Any, Any]:
