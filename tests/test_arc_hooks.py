@@ -14,6 +14,7 @@ import pytest
 import orchestra
 from orchestra import ConfigError, TaskState
 from orchestra.skills import load
+from orchestra.skills._arc_toml import MINIMAL_ENV_NOTE
 
 pytestmark = pytest.mark.anyio
 
@@ -342,6 +343,7 @@ def test_events_orchestra_has_no_moment_for_are_notes(tmp_path: Path) -> None:
     assert reg.notes == (
         f"{path}:2: checkpoint_saved: orchestra has no such moment; the hook is not loaded",
         f"{path}:7: run_start takes no matcher (Arc ignores it too); the hook runs on every run",
+        f"{path}:5: {MINIMAL_ENV_NOTE}",  # said once per file
     )
 
 
@@ -384,3 +386,68 @@ async def test_edge_selected_override_redirects_a_branch(tmp_path: Path) -> None
     (context,) = logged(tmp_path)
     assert context["event"] == "edge_selected"
     assert (context["edge_from"], context["edge_to"]) == ("review", "release")
+
+
+async def test_sandbox_false_hooks_run_on_the_host_with_its_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the seed's check-env.sh: a host resource the run needs, checked before it starts
+    monkeypatch.setenv("DEPLOY_TOKEN", "t0ken")
+    check_env = script(
+        tmp_path,
+        "check-env.sh",
+        """
+        if [ -z "$DEPLOY_TOKEN" ]; then
+          echo "DEPLOY_TOKEN is not set" >&2
+          exit 2
+        fi
+        exit 0
+        """,
+    )
+    host = write(
+        tmp_path / "run.toml",
+        f"""
+        [[hooks]]
+        name = "check-env"
+        event = "run_start"
+        command = "{check_env}"
+        sandbox = false
+        """,
+    )
+    reg = load(host, project_dir=tmp_path)
+    assert not [n for n in reg.notes if "minimal environment" in n]  # nothing kept from it
+    ran: list[str] = []
+    result = await orchestra.run(workflow(ran), hooks=[reg.as_task_hooks()])
+    assert result.ok
+    assert sorted(ran) == ["deploy", "implement", "lint"]
+
+    # without `sandbox`, orchestra's minimal environment (said once at load)
+    plain = write(tmp_path / "plain.toml", host.read_text().replace("sandbox = false", ""))
+    reg = load(plain, project_dir=tmp_path)
+    assert reg.notes == (f"{plain}:1: {MINIMAL_ENV_NOTE}",)
+    ran.clear()
+    result = await orchestra.run(workflow(ran), hooks=[reg.as_task_hooks()])
+    assert not result.ok
+    assert ran == []
+    assert "DEPLOY_TOKEN is not set" in str(result.reasons)
+    # load(pass_env=...) names it, and it passes again
+    reg = load(plain, project_dir=tmp_path, pass_env=("DEPLOY_TOKEN",))
+    result = await orchestra.run(workflow(ran), hooks=[reg.as_task_hooks()])
+    assert result.ok
+
+
+def test_a_tilde_in_a_path_is_the_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".arc").mkdir()
+    write(
+        tmp_path / ".arc" / "server.toml",
+        """
+        [[hooks]]
+        event = "run_start"
+        command = "true"
+        """,
+    )
+    reg = load("~/.arc/server.toml")
+    assert [h.file for h in reg.hooks] == [str(tmp_path / ".arc" / "server.toml")]

@@ -134,9 +134,9 @@ async def test_modify_merge_replace_block_and_events_in_order(tmp_path: Path, ba
     ]
     pre = [e for e in logged(tmp_path) if e["event"] == "PreNodeExecute"]
     assert pre[0]["node_type"] == "env_habitat__load"
-    assert pre[0]["data"] == {}
-    assert pre[1]["data"] == {"rows": 3}  # the second hook saw the first's change
-    assert pre[2]["data"] == {"train": {"score": 99}}
+    assert pre[0]["inputs"] == {}
+    assert pre[1]["inputs"] == {"rows": 3}  # the second hook saw the first's change
+    assert pre[2]["inputs"] == {"train": {"score": 99}}
     assert logged(tmp_path)[0]["graph"] == "pipeline"
 
 
@@ -169,7 +169,12 @@ async def test_graph_error_on_a_failed_run_and_failures_fail_open(tmp_path: Path
     assert "invalid JSON output" in errors[1]
     assert "timed out after 0.05 s" in errors[2]
     assert "action must be one of" in errors[3]
-    assert [e["event"] for e in logged(tmp_path)] == ["GraphStart", "PreNodeExecute", "GraphError"]
+    assert [e["event"] for e in logged(tmp_path)] == [
+        "GraphStart",
+        "PreNodeExecute",
+        "GraphComplete",  # always, as the seed fires it
+        "GraphError",
+    ]
     error = logged(tmp_path)[-1]
     assert (error["status"], error["failed"]) == ("failed", ["fails"])
 

@@ -104,6 +104,9 @@ class ArcHook(HookSpec):
         regex: the ``matcher``, searched in the stage's id or type; None for all.
         blocking: its decision counts (default: Arc's for the event).
         sandbox: run it under bubblewrap (``sandbox = true``), or None: on the host.
+        pass_env: the parent's variables (names or globs) it gets beyond the minimal
+            environment: ``("*",)`` for ``sandbox = false`` (Arc runs those on the host,
+            with the host's environment), else what ``load(..., pass_env=...)`` names.
         search: the compiled ``regex``.
     """
 
@@ -118,6 +121,7 @@ class ArcHook(HookSpec):
     regex: str | None = None
     blocking: bool = False
     sandbox: Sandbox | None = None
+    pass_env: tuple[str, ...] = attrs.field(default=(), metadata=NOT_CONFIG)
     search: Matcher | None = attrs.field(
         init=False,
         eq=False,
@@ -169,7 +173,7 @@ class ArcHook(HookSpec):
 
     def environment(self, data: Mapping[str, Any], project_dir: str, path: str) -> dict[str, str]:
         """The minimal environment, with ``ARC_*`` (and ``FABRO_*``) set."""
-        env = hook_environment(event=self.event, project_dir=project_dir)
+        env = hook_environment(event=self.event, project_dir=project_dir, pass_env=self.pass_env)
         arc = {
             "EVENT": self.arc_event,
             "RUN_ID": str(data.get("run_id") or ""),

@@ -22,7 +22,7 @@ from orchestra.skills._sandbox import Sandbox
 from orchestra.skills._seed_fields import SeedEntry
 from orchestra.skills._yaml import Map, Problems, kind
 
-__all__ = ["arc_entries", "arc_hook", "read_arc"]
+__all__ = ["MINIMAL_ENV_NOTE", "arc_entries", "arc_hook", "read_arc"]
 
 _FIELDS: Final = (
     "name",
@@ -41,15 +41,30 @@ _MAX_TIMEOUT_MS: Final = 300_000
 _HEADER: Final = re.compile(r"\s*\[\[\s*hooks\s*\]\]")
 _TABLE: Final = re.compile(r"\s*\[")
 _AT_LINE: Final = re.compile(r"at line (\d+)")
+MINIMAL_ENV_NOTE: Final = (
+    "hooks without `sandbox` get orchestra's minimal environment (PATH, HOME, ...), not "
+    "the host's whole one: a hook is not handed the run's secrets; `sandbox = false` "
+    "runs one on the host with the host's environment, as Arc does, and "
+    "load(..., pass_env=(NAME, ...)) passes named variables"
+)
+"""What the loader says once per Arc file whose hooks keep the minimal environment."""
 
 
 def read_arc(file: str, text: str, problems: Problems) -> list[ArcHook]:
-    """The hooks of an Arc TOML file, in order; problems go to ``problems``."""
-    return [
+    """The hooks of an Arc TOML file, in order; problems go to ``problems``.
+
+    Said once per file, in its notes: hooks that set no ``sandbox`` get orchestra's
+    minimal environment, not the host's (a security default orchestra keeps).
+    """
+    hooks = [
         hook
         for entry in arc_entries(file, text, problems)
         if (hook := arc_hook(entry, problems)) is not None
     ]
+    plain = [hook for hook in hooks if hook.sandbox is None and not hook.pass_env]
+    if plain:
+        problems.notes.append(f"{file}:{plain[0].line}: {MINIMAL_ENV_NOTE}")
+    return hooks
 
 
 def arc_entries(file: str, text: str, problems: Problems) -> list[SeedEntry]:
@@ -126,7 +141,9 @@ def arc_hook(entry: SeedEntry, problems: Problems) -> ArcHook | None:
     default_blocking = ARC_EVENTS[arc_event][2] if arc_event is not None else False
     blocking = entry.flag("blocking", default_blocking)
     timeout = entry.milliseconds("timeout_ms", _DEFAULT_TIMEOUT_MS, _MAX_TIMEOUT_MS)
-    sandbox = Sandbox() if entry.flag("sandbox", False) else None
+    sandboxed = entry.flag("sandbox", False)
+    sandbox = Sandbox() if sandboxed else None
+    on_host = "sandbox" in entry.data and not sandboxed  # Arc: the host, its environment
     enabled = entry.flag("enabled", True)
     if entry.count or arc_event is None or command is None or not enabled:
         return None
@@ -146,6 +163,7 @@ def arc_hook(entry: SeedEntry, problems: Problems) -> ArcHook | None:
         regex=regex,
         blocking=blocking,
         sandbox=sandbox,
+        pass_env=("*",) if on_host else (),
         timeout=timeout,
         on_error="block" if blocking and EVENTS[event].can_block else "continue",
         file=entry.file,

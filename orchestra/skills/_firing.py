@@ -14,6 +14,9 @@ the ``phase: guard`` hooks                   one stage, on the input the transfo
                                              hook rewrote the input
 consecutive hooks of Claude Code sources     one stage (Claude Code runs every
                                              matching handler at once)
+a hook of a source that runs its hooks in    its own stage, in config order, on every
+list order (``HookSpec.in_order``: the       event (the first ``block`` ends the chain:
+graph executor's)                            ``HookResult.final``)
 any other hook (it may rewrite the input)    its own stage, in config order
 ==========================================  ==========================================
 
@@ -92,7 +95,7 @@ def combiner_for(spec: EventSpec, payload: Mapping[str, Any]) -> Combiner:
 def stages(spec: EventSpec, hooks: Sequence[HookSpec]) -> Iterator[tuple[HookSpec, ...]]:
     """The stages of ``hooks`` (in phase order) on ``spec``: see the module docstring."""
     if not spec.can_modify:
-        yield tuple(hooks)
+        yield from _at_once_but_in_order(hooks)
         return
     guards = tuple(hook for hook in hooks if hook.phase == "guard")
     together: list[HookSpec] = []
@@ -108,6 +111,21 @@ def stages(spec: EventSpec, hooks: Sequence[HookSpec]) -> Iterator[tuple[HookSpe
                 yield guards
         else:
             yield (hook,)
+    if together:
+        yield tuple(together)
+
+
+def _at_once_but_in_order(hooks: Sequence[HookSpec]) -> Iterator[tuple[HookSpec, ...]]:
+    """One stage of all ``hooks``, but each ``in_order`` hook in a stage of its own."""
+    together: list[HookSpec] = []
+    for hook in hooks:
+        if not hook.in_order:
+            together.append(hook)
+            continue
+        if together:
+            yield tuple(together)
+            together = []
+        yield (hook,)
     if together:
         yield tuple(together)
 

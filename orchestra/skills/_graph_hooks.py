@@ -59,8 +59,8 @@ __all__ = ["GRAPH_EVENTS", "GraphHook", "is_graph_file", "read_graph"]
 GRAPH_EVENTS: Final[Mapping[str, tuple[str, str | None]]] = {
     "GraphStart": ("RunStart", None),
     "PreNodeExecute": ("AttemptStart", None),
-    "PostNodeExecute": ("AttemptEnd", "succeeded"),
-    "GraphComplete": ("RunEnd", "succeeded"),
+    "PostNodeExecute": ("AttemptEnd", None),  # failed nodes too, as the seed fires it
+    "GraphComplete": ("RunEnd", None),  # always, also when the run failed
     "GraphError": ("RunEnd", "failed"),
 }
 """The graph executor's events, each as orchestra's event (and the state it stands for)."""
@@ -78,6 +78,7 @@ _DEFAULT_TIMEOUT_MS: Final = 1000
 _MAX_TIMEOUT_MS: Final = 300_000
 _ACTIONS: Final = ("continue", "block", "modify")
 _NODE_EVENTS: Final = frozenset({"AttemptStart", "AttemptEnd"})
+_STDERR_TAIL: Final = 500  # the end of a failed hook's stderr, in its recorded error
 
 
 def _type_problem(pattern: str) -> str | None:
@@ -101,11 +102,14 @@ class GraphHook(HookSpec):
             ``metadata["type"]``.
         match_node_id: an exact task id, or None; when set, the type is not looked at.
         name: the hook's name in its file, if it has one.
+        pass_env: the parent's variables (names or globs) it gets beyond the minimal
+            environment (``load(..., pass_env=...)``).
     """
 
     type: ClassVar[str] = "graph"
     exit_code_attribute: ClassVar[str | None] = ATTR_PROCESS_EXIT_CODE
     filters: ClassVar[bool] = True
+    in_order: ClassVar[bool] = True
 
     command: str
     graph_event: str = attrs.field(metadata=NOT_CONFIG)
@@ -113,6 +117,7 @@ class GraphHook(HookSpec):
     match_node_type: str = "*"
     match_node_id: str | None = None
     name: str | None = None
+    pass_env: tuple[str, ...] = attrs.field(default=(), metadata=NOT_CONFIG)
 
     def describe(self) -> str:
         """The command, and what it matches."""
@@ -153,9 +158,11 @@ class GraphHook(HookSpec):
             body["node_id"] = data.get("task_id")
             body["node_type"] = data.get("type")
             body["attempt"] = data.get("attempt")
-            body["data"] = (
-                data.get("inputs") if self.event == "AttemptStart" else data.get("output")
-            )
+            if self.event == "AttemptStart":
+                body["inputs"] = data.get("inputs")
+            else:
+                body["outputs"] = data.get("output")
+                body["error"] = data.get("error")
         elif self.event == "RunEnd":
             body["status"] = data.get("state")
             body["failed"] = data.get("failed")
@@ -166,13 +173,17 @@ class GraphHook(HookSpec):
         done = await run_process(
             command_argv(self.command, None),
             stdin=self.event_json(call.data),
-            env=hook_environment(event=call.event, project_dir=call.project_dir),
+            env=hook_environment(
+                event=call.event, project_dir=call.project_dir, pass_env=self.pass_env
+            ),
             cwd=call.project_dir,
             timeout=self.timeout,
         )
         if done.returncode != 0:
+            said = done.stderr.strip()[-_STDERR_TAIL:]
             raise HookRunError(
-                f"{describe_exit(done.returncode, True)} (the graph executor goes on)",
+                f"{describe_exit(done.returncode, True)} (the graph executor goes on)"
+                + (f": {said}" if said else ""),
                 exit_code=done.returncode,
                 stderr=done.stderr,
             )
@@ -197,11 +208,16 @@ class GraphHook(HookSpec):
             raise HookRunError(f"invalid output: action must be one of {', '.join(_ACTIONS)}")
         if action == "continue":
             return NO_OPINION
+        failed = data.get("state") == "failed"  # a failed node's PostNodeExecute: ignored
         if action == "block":
             if self.event == "RunStart":
                 return HookResult(decision="block", reason=f"blocked by {self.graph_event} hook")
-            return HookResult(output={}) if self.event in _NODE_EVENTS else NO_OPINION
+            if self.event in _NODE_EVENTS and not failed:
+                return HookResult(output={}, final=True)
+            return HookResult(final=True)  # the first block ends the chain
         modified = reply.get("modified_data")
+        if failed:
+            return NO_OPINION
         if self.event == "AttemptEnd":
             return HookResult(output=modified) if modified is not None else NO_OPINION
         if self.event != "AttemptStart":
@@ -216,27 +232,62 @@ class GraphHook(HookSpec):
 
 
 def is_graph_file(data: Any) -> bool:
-    """Whether a parsed JSON file is the graph executor's: a list, or ``hooks`` a list."""
-    return isinstance(data, Seq) or (isinstance(data, Map) and isinstance(data.get("hooks"), Seq))
+    """Whether a parsed JSON file is the graph executor's.
+
+    A list (``hooks.json``), an object whose ``hooks`` is a list, or a saved graph
+    (``nodes`` a list) without ``hooks``: Claude Code's settings have no ``nodes``.
+    """
+    if isinstance(data, Seq):
+        return True
+    if not isinstance(data, Map):
+        return False
+    hooks = data.get("hooks")
+    return isinstance(hooks, Seq) or (hooks is None and isinstance(data.get("nodes"), Seq))
 
 
 def read_graph(file: str, data: Map | Seq, problems: Problems) -> list[GraphHook]:
-    """The enabled hooks of a graph executor's file, in list order."""
-    entries = data if isinstance(data, Seq) else data["hooks"]
-    prefix = "" if isinstance(data, Seq) else "hooks"
+    """The enabled hooks of a graph executor's file, in the seed's order.
+
+    The graph's own ``hooks`` first, then each node's ``config.hooks`` (in node order),
+    whose ``match_node_id`` is that node's id.
+    """
+    if isinstance(data, Seq):
+        return _entries(file, data, "", problems)
+    hooks = data.get("hooks")
+    found = _entries(file, hooks, "hooks", problems) if isinstance(hooks, Seq) else []
+    nodes = data.get("nodes")
+    for i, node in enumerate(nodes if isinstance(nodes, Seq) else ()):
+        config = node.get("config") if isinstance(node, Map) else None
+        node_hooks = config.get("hooks") if isinstance(config, Map) else None
+        if node_hooks is None or not isinstance(config, Map):
+            continue
+        where = f"nodes[{i}].config.hooks"
+        node_id = node.get("id")
+        if not isinstance(node_id, str) or not node_id:
+            problems.add(file, node.line, f"nodes[{i}].id", "a node with hooks needs its id")
+        elif not isinstance(node_hooks, Seq):
+            problems.add(file, config.line, where, f"expected a list, got {kind(node_hooks)}")
+        else:
+            found += _entries(file, node_hooks, where, problems, node_id)
+    return found
+
+
+def _entries(
+    file: str, entries: Seq, prefix: str, problems: Problems, node_id: str | None = None
+) -> list[GraphHook]:
     hooks: list[GraphHook] = []
     for i, raw in enumerate(entries):
         where = f"{prefix}[{i}]"
         if not isinstance(raw, Map):
             problems.add(file, entries.lines[i], where, f"expected an object, got {kind(raw)}")
             continue
-        hook = _hook(SeedEntry(raw, where, file, problems))
+        hook = _hook(SeedEntry(raw, where, file, problems), node_id)
         if hook is not None:
             hooks.append(hook)
     return hooks
 
 
-def _hook(entry: SeedEntry) -> GraphHook | None:
+def _hook(entry: SeedEntry, node: str | None) -> GraphHook | None:
     entry.known(_FIELDS, "a graph executor hook")
     seed_event = entry.choice("event", GRAPH_EVENTS)
     command = entry.string("command", required=True)
@@ -245,6 +296,10 @@ def _hook(entry: SeedEntry) -> GraphHook | None:
     if problem is not None:
         entry.bad("match_node_type", problem)
     node_id = entry.string("match_node_id")
+    if node is not None:  # a node's own hook: that node only
+        if node_id not in (None, node):
+            entry.bad("match_node_id", f"a hook of node {node!r} runs on that node only")
+        node_id = node
     timeout = entry.milliseconds("timeout_ms", _DEFAULT_TIMEOUT_MS, _MAX_TIMEOUT_MS)
     enabled = entry.flag("enabled", True)
     name = entry.string("name")

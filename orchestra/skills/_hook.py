@@ -214,6 +214,9 @@ class HookSpec:
     """The hook answers in-process (a function call, a fixed answer)."""
     filters: ClassVar[bool] = False
     """The hook picks its events from the whole payload (``selects``), not only by matcher."""
+    in_order: ClassVar[bool] = False
+    """Its source runs an event's hooks one after the other, in list order (the graph
+    executor's): each in its own stage, even on events whose hooks otherwise run at once."""
 
     event: str = attrs.field(validator=_known_event, metadata=NOT_CONFIG)
     matcher: str | None = attrs.field(default=None, metadata=NOT_CONFIG)

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
+import attrs
+
+from orchestra.skills._env import check_glob
+from orchestra.skills._hook import HookSpec
 from orchestra.skills._judge import Judge
 from orchestra.skills._load import load_hooks
 from orchestra.skills._record import DEFAULT_RECORD_BYTES
@@ -24,6 +30,7 @@ def load(
     record: str | os.PathLike[str] | None = None,
     record_max_bytes: int = DEFAULT_RECORD_BYTES,
     record_payload: bool = True,
+    pass_env: Iterable[str] = (),
 ) -> HookRegistry:
     """Load hooks from config files, ``SKILL.md`` files and folders of skills.
 
@@ -32,7 +39,7 @@ def load(
     ``SKILL.md`` below it); identical hooks are kept once.
 
     Args:
-        *paths: files and folders to read.
+        *paths: files and folders to read (a leading `~` is the home folder).
         project_dir: the hooks' working directory (see ``HookRegistry``).
         session_id: the default ``session_id`` of the event JSON.
         judge: what prompt hooks with a ``model`` and Claude Code's prompt and agent
@@ -47,17 +54,25 @@ def load(
         record_max_bytes: rotate the record file to ``PATH.1`` at this size (64 MiB).
         record_payload: keep each event's payload in the record (default; replay needs
             it, and it holds the tools' inputs).
+        pass_env: names or globs of this process's variables that every hook process
+            of every source gets (command hooks, Claude Code's, the graph executor's,
+            Arc's), beside the minimal environment and each file's own ``pass_env:``.
 
     Returns:
         A registry of every hook, in the order they run.
 
     Raises:
         ConfigError: every problem found, each naming file:line and the field path.
+        TypeError: ``pass_env`` is a string, not a collection of names.
+        ValueError: a ``pass_env`` entry is not a variable name or glob.
     """
+    passed = _pass_env(pass_env)
     notes: list[str] = []
-    hooks = load_hooks([Path(path) for path in paths], notes, require_trust=require_trust)
+    hooks = load_hooks(
+        [Path(path).expanduser() for path in paths], notes, require_trust=require_trust
+    )
     return HookRegistry(
-        hooks,
+        [_passing(hook, passed) for hook in hooks] if passed else hooks,
         project_dir=project_dir,
         session_id=session_id,
         judge=judge,
@@ -68,3 +83,24 @@ def load(
         record_max_bytes=record_max_bytes,
         record_payload=record_payload,
     )
+
+
+def _pass_env(names: Iterable[str]) -> tuple[str, ...]:
+    """``load``'s ``pass_env``, checked."""
+    if isinstance(names, str):
+        raise TypeError(f"pass_env takes names, not a string: write pass_env=({names!r},)")
+    passed = tuple(names)
+    for name in passed:
+        problem = check_glob(name) if isinstance(name, str) else f"{name!r} is not a string"
+        if problem is not None:
+            raise ValueError(f"pass_env: {problem}")
+    return passed
+
+
+def _passing(hook: HookSpec, names: tuple[str, ...]) -> HookSpec:
+    """``hook`` with ``names`` added to what its process gets, if it starts one."""
+    current = getattr(hook, "pass_env", None)
+    if current is None or not attrs.has(type(hook)):
+        return hook  # no process of its own (prompt, http, python, ...)
+    passed: dict[str, Any] = {"pass_env": tuple(dict.fromkeys((*current, *names)))}
+    return attrs.evolve(hook, **passed)  # a field of some hook types, not of HookSpec

@@ -226,7 +226,7 @@ class Combiner:
         result = record.result
         if result is None:
             return record.hook.on_error == "block"
-        return self.spec.can_block and result.decision in ("deny", "block")
+        return result.final or (self.spec.can_block and result.decision in ("deny", "block"))
 
     def add(self, record: HookRecord) -> bool:
         """Count one hook's record; return True when it ends the chain."""
@@ -251,7 +251,7 @@ class Combiner:
                     f"modified_input ignored: {self.spec.name} cannot modify input"
                 )
         self.records.append(attrs.evolve(record, note=note) if note else record)
-        return False
+        return result.final
 
     def _audit(self, record: HookRecord) -> None:
         """Keep what an unenforced hook decided, and count none of it."""

@@ -117,6 +117,8 @@ class HookResult:
         stop_reason: the reason given with ``stop``.
         exit_code: the exit status of a command hook, None for other hook types.
         stderr: what a command hook wrote on stderr (at most 1 MiB), for debugging.
+        final: the hook's own protocol ends the chain here (the graph executor's first
+            ``block``): the hooks after it do not run, whatever the event.
     """
 
     decision: HookVerdict | None = None
@@ -130,6 +132,7 @@ class HookResult:
     system_message: str | None = None
     output: Any = None
     retry: bool = False
+    final: bool = False
 
 
 @final
