@@ -2,28 +2,24 @@
 
 ``HookChain`` (``orchestra._chain``) compiles each overridden hook method into a
 ``HookImpl``; the functions here call a moment's implementations: ``call_all`` awaiting
-(``async def`` hooks, timeouts), ``call_now`` here and now (``def`` hooks only), and
-their ``traced`` twins that put each call in a ``hook {moment}`` span.
+(``async def`` hooks, ``blocking`` objects' threads), ``call_now`` here and now (``def``
+hooks only), and their ``traced`` twins that put each call in a ``hook {moment}`` span.
+How each kind of call is bounded by its timeout is ``orchestra._bounds``.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import logging
-import sys
-import time
-import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
-from types import CoroutineType
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast, final
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 
-import anyio
-
+from orchestra._bounds import HookTimeout, Waiting, inline, offloaded, on_asyncio, stepped
 from orchestra._decisions import Decision, Fail, Replace, pick
 from orchestra._errors import HookError
 from orchestra._moments import BadReplace, Moment
-from orchestra._offload import call_in_thread
+from orchestra._offload import call_in_thread_now
+from orchestra._watchdog import watch
 from orchestra.tracing._engine import hook_span, record_decision, record_error, record_hook_error
 
 if TYPE_CHECKING:
@@ -47,6 +43,7 @@ class HookImpl:
 
     __slots__ = (
         "allowed",
+        "blocking",
         "chain",
         "fail_closed",
         "fn",
@@ -69,6 +66,9 @@ class HookImpl:
         self.allowed = spec.allowed
         self.chain = spec.chain
         self.timeout = _hook_timeout(hook, timeout)
+        self.blocking = _blocking(hook) and not self.is_async
+        if self.timeout is not None and not self.is_async and not self.blocking:
+            watch(self.timeout)  # a def hook called inline: the watchdog looks at it
 
     def __repr__(self) -> str:
         return f"<HookImpl {self.label}>"
@@ -97,39 +97,46 @@ def _hook_timeout(hook: object, default: float | None) -> float | None:
     return timeout
 
 
+def _blocking(hook: object) -> bool:
+    """The hook object's ``blocking`` attribute: whether its ``def`` hooks run in threads."""
+    blocking = getattr(hook, "blocking", False)
+    if not isinstance(blocking, bool):
+        raise TypeError(f"{type(hook).__name__}.blocking must be True or False, got {blocking!r}")
+    return blocking
+
+
 async def call_all(
     impls: Sequence[HookImpl],
     args: tuple[Any, ...],
     subject: str | None,
     on_error: OnError,
-    offload: bool = False,
 ) -> tuple[Decision | None, str | None]:
     """Call ``impls`` in order (errors isolated), merge the answers, name the winner.
 
-    With ``offload``, each ``def`` hook is called in a daemon thread under its timeout
-    (``orchestra._offload``), so that a hung one is a hook error, not a hung run.
+    A ``def`` hook is called inline, watched (``orchestra._watchdog``); one of a
+    ``blocking`` hook object in a worker thread under its timeout (``orchestra._offload``).
     """
     answers: list[Decision | None] | None = None  # made when a hook has an opinion
     steps: bool | None = None  # whether coroutines may be stepped here: asked once, if needed
     for impl in impls:
         try:
-            if offload and not impl.is_async:
-                answer = await _offloaded(impl, args)
-            else:
+            if impl.is_async:
                 answer = impl.fn(*args)
+            elif impl.blocking:
+                answer = await offloaded(impl, args)
+            else:
+                answer = inline(impl, args, subject)
             if impl.is_async or _awaitable(impl, answer):
                 if impl.timeout is None:
                     answer = await answer
                 else:
                     if steps is None:
-                        steps = _on_asyncio()
-                    answer = _stepped(impl, answer, steps)
-                    if type(answer) is _Waiting:
+                        steps = on_asyncio()
+                    answer = stepped(impl, answer, steps)
+                    if type(answer) is Waiting:
                         answer = await answer
-        except _HookTimeout:
-            answer = _isolate(
-                impl, impl.error(subject, f"timed out after {impl.timeout:g} s"), on_error
-            )
+        except HookTimeout as late:
+            answer = _isolate(impl, impl.error(subject, _timed_out(impl, late)), on_error)
         except Exception as exc:
             answer = _raised(impl, exc, subject, on_error)
         else:
@@ -142,14 +149,30 @@ async def call_all(
     return (None, None) if answers is None else _merged(impls, answers)
 
 
+def _timed_out(impl: HookImpl, late: HookTimeout) -> str:
+    return str(late) or f"timed out after {impl.timeout:g} s"
+
+
 def call_now(
     impls: Sequence[HookImpl], args: tuple[Any, ...], subject: str | None, on_error: OnError
 ) -> tuple[Decision | None, str | None]:
-    """``_call_all`` for ``def`` hooks only, here and now: no coroutine, no event loop."""
+    """``call_all`` for ``def`` hooks only, here and now: no coroutine, no event loop.
+
+    A ``blocking`` hook object's call waits for its worker thread, at most its timeout.
+    """
     answers: list[Decision | None] | None = None  # made when a hook has an opinion
     for impl in impls:
         try:
-            answer = impl.fn(*args)
+            if impl.blocking:
+                answer = call_in_thread_now(impl.fn, args, impl.timeout)
+            else:
+                answer = inline(impl, args, subject)
+        except HookTimeout as late:
+            answer = _isolate(impl, impl.error(subject, _timed_out(impl, late)), on_error)
+        except TimeoutError:  # the worker thread is abandoned
+            answer = _isolate(
+                impl, impl.error(subject, f"timed out after {impl.timeout:g} s"), on_error
+            )
         except Exception as exc:
             answer = _raised(impl, exc, subject, on_error)
         else:
@@ -211,117 +234,12 @@ def _merged(
     return answers[i], impls[i].label
 
 
-class _HookTimeout(Exception):
-    """A hook call ran past its timeout (internal)."""
-
-
-_NOT_STEPPED: Final = object()
-
-
-def _stepped(impl: HookImpl, answer: Awaitable[Any], steps: bool) -> Any:
-    """A hook's answer if it is there without waiting, else the ``_Waiting`` for it.
-
-    A cancel scope costs more than a whole ``async def`` hook that never waits (2-5 µs
-    against 0.5), and cancellation can only reach a call where it waits. On asyncio a
-    coroutine is stepped once here: one that finishes without waiting (most hooks) is
-    done, with nothing to bound; one that waits goes on under ``asyncio.timeout``, armed
-    then (asyncio keeps no stack of scopes, so a deadline armed after the first step is
-    sound), the time already run taken off. trio can only interrupt a wait through a
-    cancel scope opened before the hook's first step (which may open scopes of its own:
-    ``trio.sleep`` does), so on trio, and for any awaitable that is not a coroutine, the
-    call runs in one.
-    """
-    if not steps or type(answer) is not CoroutineType:
-        return _Waiting(impl, answer, _NOT_STEPPED, 0.0)
-    started = time.monotonic()
-    try:
-        waits_on = answer.send(None)
-    except StopIteration as done:
-        return done.value
-    return _Waiting(impl, answer, waits_on, started)
-
-
-def _on_asyncio() -> bool:
-    """Whether this task runs on asyncio (anyio's other backend is trio)."""
-    # Asking asyncio or trio costs about 0.5 µs; trio not imported means asyncio.
-    trio = sys.modules.get("trio")
-    return trio is None or not trio.lowlevel.in_trio_run()
-
-
-@final
-class _Waiting:
-    """The rest of a hook call that waits, bounded by the hook's timeout (internal)."""
-
-    __slots__ = ("answer", "impl", "started", "waits_on")
-
-    def __init__(
-        self, impl: HookImpl, answer: Awaitable[Any], waits_on: Any, started: float
-    ) -> None:
-        self.impl = impl
-        self.answer = answer
-        self.waits_on = waits_on  # what a coroutine stepped once waits on, or _NOT_STEPPED
-        self.started = started
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        return self._bounded().__await__()
-
-    async def _bounded(self) -> Any:
-        limit = self.impl.timeout
-        assert limit is not None  # a call without a timeout is awaited as it is
-        if self.waits_on is _NOT_STEPPED:
-            with anyio.move_on_after(limit):
-                return await self.answer
-            raise _HookTimeout  # only reached when the timeout cancelled the call
-        import asyncio  # loaded: its loop runs this (here: ``import orchestra`` stays light)
-
-        deadline = asyncio.timeout(limit - (time.monotonic() - self.started))
-        try:
-            async with deadline:
-                return await _resumed(cast("Coroutine[Any, Any, Any]", self.answer), self.waits_on)
-        except TimeoutError:
-            if deadline.expired():
-                raise _HookTimeout from None
-            raise  # the hook's own TimeoutError: a hook error like any other
-
-
-@types.coroutine
-def _resumed(coro: Coroutine[Any, Any, Any], waits_on: Any) -> Generator[Any, Any, Any]:
-    """Go on awaiting ``coro`` from where its first step suspended (on ``waits_on``).
-
-    What ``await coro`` does after its first step: what the event loop sends or throws
-    (cancellation included) goes to the coroutine, what it waits on goes to the loop.
-    """
-    while True:
-        try:
-            sent = yield waits_on
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:  # thrown into the hook where it waits, as await does
-            step = functools.partial(coro.throw, exc)
-        else:
-            step = functools.partial(coro.send, sent)
-        try:
-            waits_on = step()
-        except StopIteration as done:
-            return done.value
-
-
-async def _offloaded(impl: HookImpl, args: tuple[Any, ...]) -> Any:
-    if impl.timeout is None:
-        return await call_in_thread(impl.fn, *args)
-    with anyio.move_on_after(impl.timeout):
-        return await call_in_thread(impl.fn, *args)
-    raise _HookTimeout  # only reached when the timeout cancelled the call
-
-
 async def call_traced(
     impls: Sequence[HookImpl],
     args: tuple[Any, ...],
     subject: str | None,
     on_error: OnError,
     tracer: Tracer,
-    offload: bool = False,
 ) -> tuple[Decision | None, str | None]:
     """``_call_all`` with a ``hook {moment}`` span around each call."""
     answers: list[Decision | None] = []
@@ -330,7 +248,7 @@ async def call_traced(
             tracer, impl.moment, hook_type="python", name=impl.name, subject=subject
         ) as span:
             errors: list[HookError] = []
-            answer, _ = await call_all((impl,), args, subject, errors.append, offload)
+            answer, _ = await call_all((impl,), args, subject, errors.append)
             _spanned(span, impl, errors, answer, on_error)
         if impl.chain is not None and type(answer) is Replace:
             args = impl.chain(args, answer.value)  # checked by _call_all already

@@ -57,10 +57,14 @@ class HookChain:
     Args:
         hooks: hook objects, called in this order at each moment.
         trait: ``TaskHooks`` or ``SubagentHooks``: whose moments to compile.
-        timeout: seconds an ``async`` hook call may take (None = no limit), unless the
-            hook object has a ``timeout`` attribute of its own. A call past it is
-            cancelled and counts as a hook error. A ``def`` hook runs on the event loop
-            and cannot be interrupted, unless ``call`` is asked to offload it.
+        timeout: seconds a hook call may take (None = no limit), unless the hook object
+            has a ``timeout`` attribute of its own. An ``async def`` call past it is
+            cancelled and counts as a hook error. A ``def`` hook is called inline (it
+            costs a function call) and cannot be cancelled: one still running past its
+            timeout is reported while it runs (a warning on the ``orchestra`` logger
+            naming the hook and the moment) and is a hook error when it returns. A hook
+            object with ``blocking = True`` has its ``def`` hooks called in worker
+            threads instead, where the timeout abandons them and the engine goes on.
         carries: for an engine that carries out only some of a moment's answers, the
             decision classes it carries out, by moment (a moment left out keeps every
             answer it allows). Any other answer there is a hook error, as an answer the
@@ -75,13 +79,14 @@ class HookChain:
             method and the closest moment: a public method whose name is close to a
             moment (``on_fail``), an overridden moment whose signature cannot take the
             moment's arguments, an object of the other trait only, an object that
-            implements no moment of ``trait``, or a ``timeout`` attribute that is not a
-            number > 0 or None. No object is registered when one is refused.
+            implements no moment of ``trait``, a ``timeout`` attribute that is not a
+            number > 0 or None, or a ``blocking`` attribute that is not a bool. No object
+            is registered when one is refused.
         ValueError: ``timeout`` is not a number > 0 or None; or ``carries`` names a
             moment the trait does not have, or a class its moment does not allow.
     """
 
-    __slots__ = ("_awaiting", "_impls", "_trait", "timeout")
+    __slots__ = ("_async", "_awaiting", "_impls", "_trait", "timeout")
 
     def __init__(
         self,
@@ -117,9 +122,12 @@ class HookChain:
             )
             for moment, spec in moments.items()
         }
-        self._awaiting = frozenset(
+        self._async = frozenset(
             moment for moment, impls in self._impls.items() if any(i.is_async for i in impls)
         )
+        self._awaiting = self._async | {
+            moment for moment, impls in self._impls.items() if any(i.blocking for i in impls)
+        }
 
     @property
     def trait(self) -> type:
@@ -138,10 +146,11 @@ class HookChain:
             raise ValueError(self._unknown(moment)) from None
 
     def awaits(self, moment: str) -> bool:
-        """Whether a call of ``moment`` may suspend (an ``async`` hook implements it).
+        """Whether a call of ``moment`` may suspend.
 
-        A call of ``def`` hooks only never yields to the event loop, so nothing can
-        cancel it half-way.
+        It may when an ``async`` hook implements it, or a ``def`` hook of a ``blocking``
+        object (which runs in a worker thread). A call of inline ``def`` hooks only never
+        yields to the event loop, so nothing can cancel it half-way.
         """
         if moment not in self._impls:
             raise ValueError(self._unknown(moment))
@@ -166,12 +175,13 @@ class HookChain:
         subject: str | None = None,
         on_error: OnError = None,
         tracer: Tracer | None = None,
-        offload: bool = False,
     ) -> Awaitable[tuple[Decision | None, str | None]]:
         """Call every implementation of ``moment`` in order and merge their answers.
 
-        A hook that raises ``Exception``, times out, or answers something its moment does
-        not allow is logged on the ``orchestra`` logger, passed to ``on_error`` as a
+        A ``def`` hook is called inline; one of a ``blocking`` hook object in a worker
+        thread, abandoned at its timeout. A hook that raises ``Exception``, times out (an
+        inline ``def`` hook: returns past its timeout), or answers something its moment
+        does not allow is logged on the ``orchestra`` logger, passed to ``on_error`` as a
         ``HookError``, and counts as no opinion, or as ``Fail`` if the hook object sets
         ``fail_closed = True``. Cancellation and any other ``BaseException`` propagate.
 
@@ -182,10 +192,6 @@ class HookChain:
             on_error: called with each ``HookError``, e.g. a list's ``append``.
             tracer: an OpenTelemetry tracer (``orchestra.tracing.get_tracer()``) to put
                 each call in a ``hook {moment}`` span; None for no spans.
-            offload: call each ``def`` hook in a daemon thread, under its timeout, so
-                that one that hangs is a hook error and never hangs the engine (its
-                thread is abandoned); the DAG scheduler does. Else a ``def`` hook runs
-                on the event loop and cannot be interrupted.
 
         Returns:
             An awaitable of the merged decision and the label (``Class.moment``) of the hook whose
@@ -196,8 +202,8 @@ class HookChain:
         except KeyError:
             raise ValueError(self._unknown(moment)) from None
         if tracer is None:
-            return call_all(impls, args, subject, on_error, offload)
-        return call_traced(impls, args, subject, on_error, tracer, offload)
+            return call_all(impls, args, subject, on_error)
+        return call_traced(impls, args, subject, on_error, tracer)
 
     def call_now(
         self,
@@ -212,7 +218,8 @@ class HookChain:
         What ``await chain.call(...)`` gives, without a coroutine or an event loop: for
         engines that run nodes synchronously (Hamilton's driver, a Prefect task), where
         ``awaits(moment)`` is False. Errors are isolated as in ``call``; a ``def`` hook
-        that returns an awaitable is a hook error here (it cannot be awaited).
+        that returns an awaitable is a hook error here (it cannot be awaited). A
+        ``blocking`` hook object's call is waited for here, at most its timeout.
 
         Raises:
             ValueError: ``moment`` is not a moment of the chain's trait.
@@ -222,7 +229,7 @@ class HookChain:
             impls = self._impls[moment]
         except KeyError:
             raise ValueError(self._unknown(moment)) from None
-        if moment in self._awaiting:
+        if moment in self._async:
             raise RuntimeError(
                 f"{', '.join(i.label for i in impls if i.is_async)} is async: "
                 "await chain.call(...) instead of chain.call_now(...)"

@@ -281,11 +281,16 @@ class TaskHooks:
     A hook that raises is logged on the ``orchestra`` logger, recorded, and counts as no
     opinion, unless the hook object sets ``fail_closed = True``: then its error fails the
     task. Each call has a timeout: the object's ``timeout`` attribute (seconds, None for
-    none) if it has one, else the run's ``hook_timeout``.
+    none) if it has one, else the run's ``hook_timeout``. A ``def`` hook is called inline
+    and cannot be cancelled: past its timeout it is reported while it runs and is a hook
+    error when it returns, unless the object sets ``blocking = True``.
     """
 
     fail_closed: ClassVar[bool] = False
     """If true, an error in this hook fails the task instead of being ignored."""
+
+    blocking: ClassVar[bool] = False
+    """If true, the ``def`` hooks run in worker threads, abandoned past their timeout."""
 
     def before_run(self, ctx: RunContext) -> Fail | Awaitable[Any] | None:
         """Called once before any task starts; ``Fail`` ends the run before it begins."""
@@ -323,11 +328,15 @@ class SubagentHooks:
     Override any method, as ``def`` or ``async def``. Errors are isolated as for
     ``TaskHooks``; ``fail_closed = True`` makes them fail the dispatch. Each call has a
     timeout: the object's ``timeout`` attribute if it has one, else the dispatcher's
-    ``hook_timeout``.
+    ``hook_timeout``; ``blocking = True`` runs the ``def`` hooks in worker threads, as for
+    ``TaskHooks``.
     """
 
     fail_closed: ClassVar[bool] = False
     """If true, an error in this hook fails the dispatch instead of being ignored."""
+
+    blocking: ClassVar[bool] = False
+    """If true, the ``def`` hooks run in worker threads, abandoned past their timeout."""
 
     def before_dispatch(
         self, ctx: SubagentHookContext

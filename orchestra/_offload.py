@@ -1,11 +1,12 @@
-"""``def`` hooks called in daemon threads, so that one past its timeout cannot hang a run.
+"""``def`` hooks of ``blocking`` hook objects, called in daemon threads that may be abandoned.
 
-A plain ``def`` hook never yields to the event loop: called on the loop, a hook stuck in
-``time.sleep(1e6)`` would stop the whole run, its timeout included. An engine that asks
-for it (``HookChain.call(..., offload=True)``: the DAG scheduler does) has each ``def``
-hook called here instead: in a daemon thread, in a copy of the caller's context, while
-the caller waits on the loop, cancellably. A call past its timeout is abandoned: its
-thread finishes on its own and, being a daemon, never holds the process open at exit.
+A plain ``def`` hook is called inline (``orchestra._watchdog``): it never yields to the
+event loop, so one stuck in ``time.sleep(1e6)`` holds the run. A hook object that says
+it blocks (``blocking = True``) has its ``def`` hooks called here instead: in a daemon
+thread, in a copy of the caller's context, while the caller waits on the loop,
+cancellably (``call_in_thread``), or, called from synchronous code, on a thread lock
+with the hook's timeout (``call_in_thread_now``). A call past its timeout is abandoned:
+its thread finishes on its own and, being a daemon, never holds the process open at exit.
 
 Only public APIs: the thread hands its outcome back through the loop's native token
 (``anyio.lowlevel.current_token()``). Threads are kept for reuse (one per hook
@@ -25,7 +26,7 @@ from typing import Any, Final, final
 import anyio
 import anyio.lowlevel
 
-__all__ = ["call_in_thread"]
+__all__ = ["call_in_thread", "call_in_thread_now"]
 
 MAX_THREADS: Final = 64
 
@@ -34,16 +35,23 @@ MAX_THREADS: Final = 64
 class _Call:
     """One hook call handed to a thread: its outcome, and the event its caller waits on."""
 
-    __slots__ = ("args", "ctx", "done", "error", "fn", "notify", "value")
+    __slots__ = ("args", "ctx", "error", "finished", "fn", "value")
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], finished: Callable[[], object]
+    ) -> None:
         self.fn = fn
         self.args = args
         self.ctx = contextvars.copy_context()
-        self.done = anyio.Event()
-        self.notify = _notifier()
+        self.finished = finished  # tells the caller, from the thread, that the call ended
         self.value: Any = None
         self.error: BaseException | None = None
+
+    def outcome(self) -> Any:
+        """The call's value, or its error raised."""
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
 _jobs: queue.SimpleQueue[_Call] = queue.SimpleQueue()
@@ -61,7 +69,7 @@ def _work() -> None:
         except BaseException as exc:  # handed to the caller, raised there
             call.error = exc
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits for it
-            call.notify(call.done.set)
+            call.finished()
         del call
         with _lock:
             _idle += 1
@@ -96,9 +104,23 @@ def _notifier() -> Callable[[Callable[[], object]], object]:
 
 async def call_in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)`` in a daemon thread; cancelling the caller abandons the call."""
-    call = _Call(fn, args)
+    done = anyio.Event()
+    notify = _notifier()
+    call = _Call(fn, args, lambda: notify(done.set))
     _submit(call)
-    await call.done.wait()
-    if call.error is not None:
-        raise call.error
-    return call.value
+    await done.wait()
+    return call.outcome()
+
+
+def call_in_thread_now(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float | None) -> Any:
+    """``fn(*args)`` in a daemon thread, waited for here at most ``timeout`` seconds.
+
+    Raises:
+        TimeoutError: the call ran past ``timeout``; its thread is abandoned.
+    """
+    done = threading.Event()
+    call = _Call(fn, args, done.set)
+    _submit(call)
+    if not done.wait(timeout):
+        raise TimeoutError
+    return call.outcome()

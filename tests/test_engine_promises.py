@@ -1,5 +1,6 @@
 """The engine's promises: a timeout bounds the whole attempt, hooks included; several
-BaseExceptions at once are each kept; a ``def`` hook that hangs never hangs the run."""
+BaseExceptions at once are each kept; a ``def`` hook of a ``blocking`` object that hangs
+never hangs the run (an inline one is reported: ``test_hook_inline.py``)."""
 
 from __future__ import annotations
 
@@ -34,9 +35,10 @@ class SlowBefore(TaskHooks):
 
 class SlowBeforeDef(TaskHooks):
     timeout = None
+    blocking = True  # its def hooks run in threads: the attempt's deadline abandons them
 
     def before_execute(self, ctx: TaskHookContext) -> None:
-        time.sleep(3)  # a def hook runs in a thread: the attempt's deadline abandons it
+        time.sleep(3)
 
 
 @pytest.mark.parametrize("hook", [SlowBefore(sync=False), SlowBeforeDef()])
@@ -146,6 +148,7 @@ async def test_a_single_base_exception_is_raised_as_itself() -> None:
 
 class Hangs(TaskHooks):
     timeout = 0.2
+    blocking = True
 
     def before_execute(self, ctx: TaskHookContext) -> None:
         time.sleep(30)
@@ -176,6 +179,7 @@ def test_a_hung_def_hook_never_holds_the_process_open_at_exit(tmp_path: Path) ->
 
             class Hangs(TaskHooks):
                 timeout = 0.2
+                blocking = True
                 def on_end(self, ctx, state):
                     time.sleep(1e6)
 

@@ -1,7 +1,7 @@
 """The ``orchestra`` command (extra ``cli``).
 
-``main`` is a plain ``click.Group``; each command family lives in its own module and is
-added with ``main.add_command(...)``::
+``main`` is a ``click.Group`` whose command families each live in their own module,
+imported when used (``_lazy``: ``orchestra --help`` imports none of them)::
 
     orchestra hooks validate PATH...
     orchestra hooks list PATH...
@@ -23,22 +23,32 @@ import click
 
 from orchestra import __version__
 from orchestra.cli._errors import Main, add_debug_option
-from orchestra.cli._hooks import hooks
-from orchestra.cli._run import run
-from orchestra.cli._runs import runs
-from orchestra.cli._trace import trace
 
 __all__ = ["main"]
 
 
-@click.group(cls=Main)
+# name -> (where it is, the first line of its help: what ``orchestra --help`` prints)
+COMMANDS = {
+    "hooks": (
+        "orchestra.cli._hooks:hooks",
+        "Validate, list, test, replay and import hooks (orchestra.yaml, SKILL.md, Claude Code).",
+    ),
+    "run": (
+        "orchestra.cli._run:run",
+        "Run the DAG defined in FILE.py (NAME picks one if the file has several).",
+    ),
+    "runs": ("orchestra.cli._runs:runs", "Runs kept in a journal (orchestra run --journal)."),
+    "trace": (
+        "orchestra.cli._trace:trace",
+        "Read trace files (OTLP JSON), as written by orchestra run --trace.",
+    ),
+}
+
+
+@click.group(cls=Main, lazy=COMMANDS, loaded=add_debug_option)
 @click.version_option(__version__, prog_name="orchestra")
 def main() -> None:
     """orchestra: lifecycle hooks for orchestration."""
 
 
-main.add_command(hooks)
-main.add_command(trace)
-main.add_command(run)
-main.add_command(runs)
 add_debug_option(main)

@@ -24,6 +24,7 @@ import click
 
 from orchestra._errors import OrchestraError
 from orchestra._tracebacks import frames_of
+from orchestra.cli._lazy import LazyGroup
 
 __all__ = ["Main", "add_debug_option"]
 
@@ -83,7 +84,7 @@ def one_line(exc: BaseException) -> str | None:
     return None
 
 
-class Main(click.Group):
+class Main(LazyGroup):
     """The ``orchestra`` group: turns a user's mistake into one line (see the module)."""
 
     def invoke(self, ctx: click.Context) -> Any:

@@ -137,7 +137,6 @@ async def before(run: _Run, t: _Task) -> bool:
         subject=t.task.id,
         on_error=run.record,
         tracer=run.tracer,
-        offload=True,
     )
     if type(decision) is Replace:  # the inputs, as the hooks replaced them
         t.at.decision(decision, by)
@@ -185,7 +184,6 @@ async def after(run: _Run, t: _Task, result: Any) -> bool:
             subject=t.task.id,
             on_error=run.record,
             tracer=run.tracer,
-            offload=True,
         )
         if type(decision) is Replace:
             t.at.decision(decision, by)
@@ -249,7 +247,6 @@ async def on_failure(run: _Run, t: _Task, error: BaseException) -> tuple[Any, st
         subject=t.task.id,
         on_error=run.record,
         tracer=run.tracer,
-        offload=True,
     )
 
 

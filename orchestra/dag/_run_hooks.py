@@ -40,7 +40,6 @@ async def before_run(run: _Run) -> bool:
         subject=run.dag.name,
         on_error=run.record,
         tracer=run.tracer,
-        offload=True,
     )
     if decision is None:
         return False
@@ -64,7 +63,6 @@ async def end_run(run: _Run) -> RunResult:
             subject=run.dag.name,
             on_error=run.record,
             tracer=run.tracer,
-            offload=True,
         )
         if len(run.hook_errors) > recorded:  # after_run's own errors are on the result too
             result = attrs.evolve(result, hook_errors=tuple(run.hook_errors))
@@ -105,7 +103,6 @@ async def _end_each(run: _Run, ending: deque[int]) -> None:
                 subject=ctx.task.id,
                 on_error=run.record,
                 tracer=run.tracer,
-                offload=True,
             )
         finally:
             run.ends_pending.discard(i)
