@@ -25,7 +25,7 @@ from orchestra._calling import (
 from orchestra._decisions import Decision
 from orchestra._errors import did_you_mean
 from orchestra._hooks import NO_INPUTS, TaskHookContext, TaskHooks, task_context
-from orchestra._moments import MOMENTS, Moment, check
+from orchestra._moments import MOMENTS, Moment, check, hook_objects
 from orchestra._sync import run_now
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class HookChain:
         if carries is not None:
             moments = _carried(trait, moments, carries)
         # Every object is checked before any is compiled: none is half-registered.
-        implemented = [(hook, check(hook, trait)) for hook in hooks]
+        implemented = [(hook, check(hook, trait)) for hook in hook_objects(hooks)]
         self._trait = trait
         self.timeout = timeout
         self._impls: dict[str, tuple[HookImpl, ...]] = {

@@ -10,7 +10,7 @@ moment's arguments, and an object that implements no moment of the trait.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias, final
 
@@ -20,7 +20,7 @@ from orchestra._decisions import Delegate, Fail, GiveOutput, Replace, Retry, Ski
 from orchestra._errors import did_you_mean
 from orchestra._hooks import SubagentHooks, TaskHooks
 
-__all__ = ["MOMENTS", "BadReplace", "Moment", "check", "overrides"]
+__all__ = ["MOMENTS", "BadReplace", "Moment", "check", "hook_objects", "overrides"]
 
 _Args: TypeAlias = tuple[Any, ...]
 _TYPO_CUTOFF: Final = 0.8  # on_fail, before_exec, after_execute_ are typos; on_enter is not
@@ -103,6 +103,46 @@ def overrides(hook: object, moment: str) -> bool:
     return callable(getattr(hook, moment, None)) and (
         getattr(type(hook), moment, None) not in _DEFAULTS[moment]
     )
+
+
+def _is_hook(value: object) -> bool:
+    """Whether ``value`` is one hook object (or class): any trait's, or with a moment."""
+    return any(isinstance(value, t) for t in MOMENTS) or any(
+        callable(getattr(value, moment, None)) for moments in MOMENTS.values() for moment in moments
+    )
+
+
+def hook_objects(hooks: Iterable[object]) -> list[object]:
+    """``hooks`` as a list, refusing a class or a single hook where the list belongs.
+
+    Raises:
+        TypeError: naming the fix: ``hooks=[H]`` (a class) wants ``hooks=[H()]``,
+            ``hooks=H()`` (one hook) wants ``hooks=[H()]``.
+    """
+    if isinstance(hooks, type):
+        raise TypeError(
+            f"hooks={hooks.__name__} is a class, where a list of hook objects belongs: "
+            f"write hooks=[{hooks.__name__}()]"
+        )
+    if _is_hook(hooks):
+        name = type(hooks).__name__
+        raise TypeError(
+            f"hooks={name}() is one hook, where a list of hook objects belongs: "
+            f"write hooks=[{name}()]"
+        )
+    try:
+        found = list(hooks)
+    except TypeError:
+        raise TypeError(
+            f"hooks must be a list of hook objects, got {type(hooks).__name__} {hooks!r}"
+        ) from None
+    for hook in found:
+        if isinstance(hook, type):
+            raise TypeError(
+                f"hooks=[..., {hook.__name__}, ...] holds the class {hook.__name__}, where a "
+                f"hook object belongs: write {hook.__name__}() (an instance)"
+            )
+    return found
 
 
 def check(hook: object, trait: type) -> tuple[str, ...]:

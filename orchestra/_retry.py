@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeAlias, final
+from typing import TYPE_CHECKING, Final, TypeAlias, final
 
 from orchestra._decisions import Retry
 from orchestra._hooks import SubagentHookContext, SubagentHooks, TaskHookContext, TaskHooks
@@ -19,6 +20,46 @@ __all__ = ["RetryPolicy"]
 StopStrategy: TypeAlias = "tenacity.stop.stop_base | Callable[[RetryCallState], bool]"
 WaitStrategy: TypeAlias = "tenacity.wait.wait_base | Callable[[RetryCallState], float]"
 RetryStrategy: TypeAlias = "tenacity.retry_base | Callable[[RetryCallState], bool]"
+
+
+# The strategy to write for each argument, from what was given (``stop=3``, ``wait=2``,
+# ``retry=ValueError``); ``{}`` is the value given when it fits, else an example.
+_FIXES: Final = {
+    "stop": ("stop_after_attempt({})", "3"),
+    "wait": ("wait_fixed({})", "2"),
+    "retry": ("retry_if_exception_type({})", "ConnectionError"),
+}
+
+
+def _fix(name: str, value: object) -> str:
+    template, example = _FIXES[name]
+    fits = {
+        "stop": isinstance(value, int) and not isinstance(value, bool),
+        "wait": isinstance(value, int | float) and not isinstance(value, bool),
+        "retry": isinstance(value, type) and issubclass(value, BaseException),
+    }[name]
+    shown = getattr(value, "__name__", repr(value)) if fits else example
+    return f"write {name}=tenacity.{template.format(shown)}"
+
+
+def _strategy(name: str, value: object) -> None:
+    """Refuse what tenacity would take and fail on at run time (``stop=3``, a class)."""
+    shown = value.__name__ if isinstance(value, type) else repr(value)
+    if isinstance(value, type):
+        what = "an exception class" if issubclass(value, BaseException) else "a class"
+        problem = f"{what}, not a strategy object"
+    elif not callable(value):
+        problem = f"{type(value).__name__} is not a strategy"
+    else:
+        try:
+            inspect.signature(value).bind(None)
+        except TypeError:
+            problem = "a strategy is called with one argument, the retry state"
+        except ValueError:  # a builtin without a signature: tenacity will tell
+            return
+        else:
+            return
+    raise TypeError(f"RetryPolicy({name}={shown}): {problem}: {_fix(name, value)}")
 
 
 @final
@@ -45,6 +86,10 @@ class RetryPolicy(TaskHooks, SubagentHooks):
         stop: when to stop retrying (default: after 3 attempts).
         wait: how long to wait before the next attempt (default: no wait).
         retry: which failures to retry (default: any ``Exception``).
+
+    Raises:
+        TypeError: an argument that is not a strategy (``stop=3``, ``retry=ValueError``),
+            naming the strategy to write instead.
     """
 
     def __init__(
@@ -56,6 +101,9 @@ class RetryPolicy(TaskHooks, SubagentHooks):
         # tenacity here, not at import: with tornado installed it loads tornado (~45 ms)
         import tenacity
 
+        for name, value in (("stop", stop), ("wait", wait), ("retry", retry)):
+            if value is not None:
+                _strategy(name, value)
         self.stop = stop if stop is not None else tenacity.stop_after_attempt(3)
         self.wait = wait if wait is not None else tenacity.wait_none()
         self.retry = retry if retry is not None else tenacity.retry_if_exception_type()

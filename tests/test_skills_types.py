@@ -33,7 +33,7 @@ SAMPLES: dict[str, HookSpec] = {
     "command": CommandHook(
         event="PreToolUse", command="true", strict_output=True, persistent=True, max_in_flight=2
     ),
-    "prompt": PromptHook(event="PreToolUse", prompt="hello", model="judge-1", judged=True),
+    "prompt": PromptHook(event="PreToolUse", prompt="hello", model="judge-1", judge=True),
     "permission": PermissionHook(event="PreToolUse", decision="deny", reason="no"),
     "http": HttpHook(
         event="PreToolUse",
@@ -97,7 +97,7 @@ def test_every_field_but_where_makes_a_hook_different(name: str) -> None:
             "tool": "other",
             "arguments": {"a": 2},
             "model": "other-model",
-            "judged": not value,
+            "judge": not value,
             "status_message": "Checking...",
             "background": not value,
             "once": not value,

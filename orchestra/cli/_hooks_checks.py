@@ -8,7 +8,9 @@ A config can be valid and still fail each time a hook fires, for what the machin
   ``python3 hooks/check.py``) or through ``$ORCHESTRA_PROJECT_DIR`` /
   ``$CLAUDE_PROJECT_DIR`` / ``$CLAUDE_PLUGIN_ROOT``, exists neither in the working
   directory nor from the config's folder up (wherever the project folder, where hooks
-  run, may be).
+  run, may be);
+- a command hook whose script is there but not executable (``chmod +x`` it:
+  ``orchestra.skills._scripts``).
 
 Warnings, not errors: the file still validates (exit 0), each warning says what to do.
 Nothing is imported or run: a module is looked up with ``importlib.util.find_spec``.
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Final
 
 from orchestra.skills import HookSpec
+from orchestra.skills._scripts import not_executable
 
 __all__ = ["machine_warnings"]
 
@@ -117,4 +120,6 @@ def machine_warnings(hook: HookSpec, cwd: str | os.PathLike[str] | None = None) 
         )
     if hook.type == "command":
         found += _missing_scripts(hook, Path(cwd if cwd is not None else os.getcwd()))
+        if (warning := not_executable(hook, cwd)) is not None:
+            found.append(warning)
     return found

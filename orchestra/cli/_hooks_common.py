@@ -6,9 +6,11 @@ JSON.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
@@ -60,10 +62,20 @@ def review_registry(paths: Sequence[Path]) -> HookRegistry:
     """
     _current_folder_on_path()
     try:
-        with without_imports():
+        with without_imports(), _load_warnings_off():  # the review prints them itself
             return load(*paths)
     except ConfigError as error:
         fail(error)
+
+
+@contextmanager
+def _load_warnings_off() -> Iterator[None]:
+    logger = logging.getLogger("orchestra.skills")
+    was, logger.disabled = logger.disabled, True
+    try:
+        yield
+    finally:
+        logger.disabled = was
 
 
 def not_imported(registry: HookRegistry) -> list[str]:

@@ -313,7 +313,7 @@ class ClaudeChecker(_Checker):
         return {
             "prompt": entry.string("prompt", required=True),
             "model": entry.string("model", required=False),
-            "judged": True,  # Claude Code asks its model
+            "judge": True,  # Claude Code asks its model
         }
 
     def _agent_fields(self, entry: Entry, _spec: EventSpec) -> dict[str, Any]:

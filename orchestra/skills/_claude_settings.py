@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from orchestra.skills._catalog import EVENTS
-from orchestra.skills._claude import ClaudeFile
+from orchestra.skills._claude import CLAUDE_DEFAULT_TIMEOUTS, ClaudeFile
 from orchestra.skills._claude_env import plugin_data
 from orchestra.skills._hook import MAX_TIMEOUT, HookSpec
 from orchestra.skills._http_hook import HttpHook
@@ -184,7 +184,7 @@ def _entry(hook: HookSpec, notes: list[str]) -> dict[str, Any]:
         plugin["CLAUDE_PLUGIN_DATA"] = plugin_data(hook.plugin_root)
         entry["env"] = {**plugin, **dict(entry.get("env") or {})}
     entry["timeout"] = min(hook.timeout, MAX_TIMEOUT)
-    if hook.timeout > MAX_TIMEOUT:
+    if hook.timeout > MAX_TIMEOUT and hook.timeout != _claude_default_timeout(hook):
         notes.append(f"{hook.source}: timeout {hook.timeout:g} s cut to {MAX_TIMEOUT:g} s")
     left_out = _left_out(hook)
     if left_out:
@@ -194,13 +194,35 @@ def _entry(hook: HookSpec, notes: list[str]) -> dict[str, Any]:
     return entry
 
 
+def _claude_default_timeout(hook: HookSpec) -> float | None:
+    """Claude Code's default timeout for ``hook``, or None for an orchestra hook."""
+    if not hook.claude_code:
+        return None
+    return CLAUDE_DEFAULT_TIMEOUTS.get(hook.type, EVENTS[hook.event].claude.timeout)
+
+
+def _refusal(hook: HookSpec, matcher: str | None) -> str | None:
+    """Why ``hook`` cannot be written with the same meaning, or None when it can."""
+    spec = EVENTS[hook.event]
+    if hook.claude_code and matcher and spec.claude.matcher_field != spec.matcher_field:
+        return (
+            f"its matcher reads {spec.claude.matcher_field} in Claude Code, but "
+            f"{spec.matcher_field} in orchestra.yaml"
+        )
+    return None
+
+
 def to_orchestra_yaml(hooks: list[HookSpec], notes: list[str] | None = None) -> str:
     """An ``orchestra.yaml`` with the same hooks (``orchestra hooks import``).
 
-    What cannot carry over as is goes to ``notes``: timeouts above orchestra's cap
-    (``MAX_TIMEOUT``) are cut to it; ``statusMessage``, ``async``, ``if``, ``asyncRewake``
-    and ``shell`` have no orchestra.yaml field and are left out; a matcher RE2 cannot run
-    leaves its hook out.
+    Every hook keeps its meaning or is left out with a note saying why: a Claude Code
+    matcher becomes the full-match RE2 pattern that matches the same names (a pattern
+    RE2 cannot run, or one on a field orchestra.yaml does not match, leaves its hook
+    out); a Claude Code prompt hook asks the judge (``judge: true``), as Claude Code asks
+    its model. Notes are only for what the file says: a timeout it sets above
+    orchestra's cap (``MAX_TIMEOUT``) is cut to it; ``statusMessage``, ``async``, ``if``,
+    ``asyncRewake`` and ``shell`` have no orchestra.yaml field and are left out. A hook
+    that sets no timeout gets Claude Code's default, cut to the cap without a note.
     """
     import yaml
 
@@ -210,12 +232,10 @@ def to_orchestra_yaml(hooks: list[HookSpec], notes: list[str] | None = None) -> 
         matcher, carries = _matcher(hook, notes)
         if not carries:
             continue
-        spec = EVENTS[hook.event]
-        if hook.claude_code and matcher and spec.claude.matcher_field != spec.matcher_field:
-            notes.append(
-                f"{hook.source}: the matcher now reads {spec.matcher_field}, "
-                f"not Claude Code's {spec.claude.matcher_field}"
-            )
+        refusal = _refusal(hook, matcher)
+        if refusal is not None:
+            notes.append(f"{hook.source}: left out: {refusal}")
+            continue
         entry = _entry(hook, notes)
         group = {"matcher": matcher, "hooks": [entry]} if matcher else {"hooks": [entry]}
         events.setdefault(hook.event, []).append(group)

@@ -64,9 +64,11 @@ class PromptHook(HookSpec):
     Attributes:
         prompt: the text (for a judge: the instructions; ``$ARGUMENTS`` is the event
             JSON).
-        model: ask the registry's judge, with this model; None adds the text instead.
-        judged: ask the judge even without a model (every prompt hook of a Claude Code
-            source does, as Claude Code asks its model).
+        model: ask the registry's judge, with this model; None adds the text instead
+            (unless ``judge`` is set).
+        judge: ask the registry's judge, with the judge's default model, even without a
+            ``model`` (``judge: true``; every prompt hook of a Claude Code source does,
+            as Claude Code asks its model).
     """
 
     type: ClassVar[str] = "prompt"
@@ -75,12 +77,12 @@ class PromptHook(HookSpec):
 
     prompt: str
     model: str | None = None
-    judged: bool = attrs.field(default=False, metadata={"config": False})
+    judge: bool = False
 
     @property
     def asks_judge(self) -> bool:
         """Whether the hook asks a judge rather than adding its text."""
-        return self.judged or self.model is not None
+        return self.judge or self.model is not None
 
     @property
     def external(self) -> bool:
@@ -95,8 +97,8 @@ class PromptHook(HookSpec):
 
     @classmethod
     def parse_fields(cls, entry: Entry) -> dict[str, Any]:
-        """Read ``prompt`` and ``model``."""
-        return _prompt_fields(entry)
+        """Read ``prompt``, ``model`` and ``judge``."""
+        return {**_prompt_fields(entry), "judge": entry.flag("judge")}
 
     async def run(self, call: HookCall) -> HookResult:
         """Answer the text as a message, or the judge's ``{ok, reason}`` as a decision."""

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -15,8 +16,11 @@ from orchestra.skills._judge import Judge
 from orchestra.skills._load import load_hooks
 from orchestra.skills._record import DEFAULT_RECORD_BYTES
 from orchestra.skills._registry import DEFAULT_MAX_PARALLEL_HOOKS, HookRegistry
+from orchestra.skills._scripts import not_executable
 
 __all__ = ["load"]
+
+logger: Final = logging.getLogger("orchestra.skills")
 
 
 def load(
@@ -58,6 +62,9 @@ def load(
             of every source gets (command hooks, Claude Code's, the graph executor's,
             Arc's), beside the minimal environment and each file's own ``pass_env:``.
 
+    A command hook whose script exists but is not executable is logged as a warning
+    (logger ``orchestra.skills``): each time it fires it would fail with exit 126.
+
     Returns:
         A registry of every hook, in the order they run.
 
@@ -71,6 +78,9 @@ def load(
     hooks = load_hooks(
         [Path(path).expanduser() for path in paths], notes, require_trust=require_trust
     )
+    for hook in hooks:
+        if (warning := not_executable(hook, project_dir)) is not None:
+            logger.warning("%s: %s", hook.source, warning)
     return HookRegistry(
         [_passing(hook, passed) for hook in hooks] if passed else hooks,
         project_dir=project_dir,
