@@ -4,7 +4,14 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 DEMO_STAMP := $(VENV)/.installed-demo
+UV := UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv
 INTEGRATIONS := $(wildcard integrations/*/pyproject.toml)
+# Engines that cannot share the dev venv get a venv of their own, .venv-<name> (uv, from
+# the core and that integration's [test] extra alone): CrewAI 1.x requires openai<3 and
+# pydantic<2.13, the OpenAI Agents SDK openai>=3. Every other integration shares .venv.
+OWN_VENV := $(notdir $(wildcard integrations/crewai))
+SHARED := $(filter-out $(foreach n,$(OWN_VENV),integrations/$(n)/pyproject.toml),$(INTEGRATIONS))
+OWN_STAMPS := $(foreach n,$(OWN_VENV),.venv-$(n)/.installed)
 
 .PHONY: demo test lint typecheck pytest docs-code bench docs docs-check clean test-lowest test-pythons
 
@@ -15,10 +22,17 @@ $(DEMO_STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check -e .
 	touch $(DEMO_STAMP)
 
-$(STAMP): $(PY) pyproject.toml $(INTEGRATIONS)
+$(STAMP): $(PY) pyproject.toml $(SHARED)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]' $(foreach p,$(INTEGRATIONS),-e $(dir $(p)))
+	$(PY) -m pip install -q -e '.[dev]' $(foreach p,$(SHARED),-e $(dir $(p)))
 	touch $(STAMP) $(DEMO_STAMP)
+
+# .venv-<name>: the core, integrations/<name>[test], and the checkers that must import
+# the engine (mypy); pytest and mypy run there (`make pytest`, `make typecheck`).
+.venv-%/.installed: integrations/%/pyproject.toml pyproject.toml | $(STAMP)
+	$(UV) venv -q --clear -p python3.11 .venv-$*
+	$(UV) pip install -q -p .venv-$*/bin/python -e '.[test]' -e 'integrations/$*[test]' mypy types-PyYAML types-regex types-protobuf
+	touch $@
 
 demo: $(DEMO_STAMP)
 	@echo "== examples/pipeline.py: TaskHooks, RetryPolicy, a skip, an all_done cleanup"
@@ -43,11 +57,13 @@ lint: $(STAMP)
 	$(VENV)/bin/deptry orchestra
 	$(foreach p,$(INTEGRATIONS),cd $(dir $(p)) && $(abspath $(VENV))/bin/deptry orchestra_* && cd $(CURDIR) &&) true
 
-typecheck: $(STAMP)
-	$(VENV)/bin/mypy --strict orchestra $(foreach p,$(INTEGRATIONS),$(wildcard $(dir $(p))orchestra_*))
+typecheck: $(STAMP) $(OWN_STAMPS)
+	$(VENV)/bin/mypy --strict orchestra $(foreach p,$(SHARED),$(wildcard $(dir $(p))orchestra_*))
+	$(foreach n,$(OWN_VENV),.venv-$(n)/bin/mypy --strict integrations/$(n)/orchestra_$(n) &&) true
 
-pytest: $(STAMP)
-	$(VENV)/bin/pytest -q --durations=10 -m "not docs_site" $(if $(INTEGRATIONS),tests $(dir $(INTEGRATIONS)),tests)
+pytest: $(STAMP) $(OWN_STAMPS)
+	$(VENV)/bin/pytest -q --durations=10 -m "not docs_site" tests $(dir $(SHARED))
+	$(foreach n,$(OWN_VENV),.venv-$(n)/bin/python -m pytest -q -p no:cacheprovider integrations/$(n)/tests &&) true
 
 # Every ```python block of README.md and docs/ runs (pytest-markdown-docs): a block is a
 # whole program, or is fenced ```{.python continuation} to run after the block before it.
@@ -65,7 +81,6 @@ test: lint typecheck pytest docs-code docs-check
 CORE_TESTS := tests -m "not docs_site" -p no:cacheprovider --ignore=tests/test_docs_site.py \
 	--ignore=tests/conformance --ignore=tests/test_integrations_api.py \
 	--ignore=tests/test_shared_policy.py
-UV := UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv
 PYTHONS := 3.12 3.13
 
 test-lowest: $(STAMP)
@@ -106,4 +121,4 @@ bench: $(STAMP)
 	if [ -n "$$failed" ]; then echo "benches that missed a target or failed:$$failed"; exit 1; fi
 
 clean:
-	rm -rf $(VENV) .venv-lowest $(foreach v,$(PYTHONS),.venv-$(v)) site docs/generated .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-lowest $(foreach n,$(OWN_VENV),.venv-$(n)) $(foreach v,$(PYTHONS),.venv-$(v)) site docs/generated .mypy_cache .pytest_cache .ruff_cache

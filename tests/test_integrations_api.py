@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 PINNED = {
+    "orchestra_claude_agent_sdk": ["with_hooks"],
     "orchestra_dask": ["SUBMIT_OPTIONS", "DaskExecutor", "RemoteOutput"],
     "orchestra_hamilton": ["HookAdapter"],
     "orchestra_openai_agents": [

@@ -1,0 +1,294 @@
+"""The policy calls of one session: what the registry and the Python hooks decide (internal).
+
+This module only asks; ``_answers`` turns what it hears into the SDK's hook output. It is
+the one place that drives the registry and the hook chains, so that it can become the
+public tool-call protocol (``orchestra.bridge``: ``pre`` -> proceed | answer | refuse |
+ask, ``post``, ``failed``) without a change anywhere else:
+
+==========================  =============================================================
+``pre(payload)``            ``PreToolUse`` (transforms, then guards on the final input),
+                            then ``before_execute`` (tool calls) or ``before_dispatch``
+                            (the ``Agent``/``Task`` tool); a hook's new input is judged by
+                            the guards again. Answers a ``Verdict``.
+``post(payload)``           ``PostToolUse``, then ``after_execute``/``after_dispatch``
+                            and ``on_end``: the output the model reads instead, or None.
+``failed(payload)``         ``PostToolUseFailure``, ``on_failure`` (observed: the CLI ran
+                            the tool, it cannot be run again from here) and ``on_end``.
+``event(name, payload)``    any other event, through the registry as it is.
+==========================  =============================================================
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, final
+
+import attrs
+
+import orchestra
+import orchestra.tracing as ot
+from orchestra import (
+    Delegate,
+    ExecutionMode,
+    Fail,
+    HookChain,
+    Replace,
+    Skip,
+    SubagentHookContext,
+    SubagentHooks,
+    SubagentResult,
+    Task,
+    TaskHooks,
+    TaskState,
+)
+from orchestra.skills import post_tool_use_payload
+
+if TYPE_CHECKING:
+    from orchestra.skills import HookOutcome, HookRegistry
+
+__all__ = ["AGENT_TOOLS", "Policy", "Verdict"]
+
+AGENT_TOOLS: Final = frozenset({"Agent", "Task"})
+"""The tools that start a subagent (``Task`` is their name before Claude Code 2.1)."""
+_MAX_REJUDGE: Final = 3
+"""How often a Python hook's new input goes back to the guards before the call is refused."""
+_TASK_ANSWERS: Final = {
+    "before_execute": (Skip, Fail, Replace),
+    "after_execute": (Replace,),
+    "on_failure": (),  # the CLI ran the tool: nothing here can run it again
+}
+_AGENT_ANSWERS: Final = {
+    "before_dispatch": (Fail, Delegate, Replace),
+    "after_dispatch": (Replace,),
+    "on_failure": (),
+}
+
+
+@final
+@attrs.frozen
+class Verdict:
+    """What ``pre`` decided about one tool call.
+
+    Attributes:
+        refusal: the reason the call is refused (None: it may run).
+        ask: the reason a person should be asked (Claude Code's ``ask``).
+        tool_input: the input the tool gets instead (None: unchanged).
+        messages: context for the model (``additionalContext``).
+        system_message: a message for the user.
+        allowed: a hook allowed the call outright (``permissionDecision: "allow"``).
+    """
+
+    refusal: str | None = None
+    ask: str | None = None
+    tool_input: Mapping[str, Any] | None = None
+    messages: tuple[str, ...] = ()
+    system_message: str | None = None
+    allowed: bool = False
+
+
+@final
+class Policy:
+    """The registry and the Python hooks of a ``with_hooks`` session."""
+
+    __slots__ = ("agents", "errors", "registry", "run_id", "tasks")
+
+    def __init__(
+        self,
+        registry: HookRegistry | None,
+        hooks: Iterable[object],
+        subagent_hooks: Iterable[object],
+        timeout: float | None,
+    ) -> None:
+        self.registry = registry
+        self.tasks = HookChain(list(hooks), TaskHooks, timeout, carries=_TASK_ANSWERS)
+        self.agents = HookChain(
+            list(subagent_hooks), SubagentHooks, timeout, carries=_AGENT_ANSWERS
+        )
+        self.run_id = uuid.uuid4().hex
+        self.errors: list[orchestra.HookError] = []
+        """Every hook error of the Python hooks, in order."""
+
+    def has(self, event: str) -> bool:
+        """Whether anything listens to ``event`` (else the SDK is not asked to call us)."""
+        if self.registry is not None and self.registry.has_hooks(event):
+            return True
+        if event == "PreToolUse":
+            return self.tasks.has("before_execute") or self.agents.has("before_dispatch")
+        if event in ("PostToolUse", "PostToolUseFailure"):
+            ends = self.tasks.has("on_end") or self.tasks.has("after_execute")
+            return ends or self.agents.has("after_dispatch") or self._failures(event)
+        return False
+
+    def _failures(self, event: str) -> bool:
+        return event == "PostToolUseFailure" and (
+            self.tasks.has("on_failure") or self.agents.has("on_failure")
+        )
+
+    async def fire(self, event: str, payload: Mapping[str, Any]) -> HookOutcome | None:
+        """``event`` through the registry, when it has hooks for it."""
+        if self.registry is None or not self.registry.has_hooks(event):
+            return None
+        return await self.registry.fire(event, payload)
+
+    # -- tool calls ------------------------------------------------------------------------
+
+    async def pre(self, payload: Mapping[str, Any]) -> Verdict:
+        """``PreToolUse`` and the ``before_*`` moments of one call."""
+        tool_input: Mapping[str, Any] = payload.get("tool_input") or {}
+        changed, allowed, system = False, False, None
+        messages: tuple[str, ...] = ()
+        for _ in range(_MAX_REJUDGE):
+            outcome = await self.fire("PreToolUse", {**payload, "tool_input": tool_input})
+            if outcome is not None:
+                messages, system = messages + outcome.messages, outcome.system_message
+                if outcome.blocked or outcome.decision == "deny":
+                    why = outcome.reason or f"denied by a PreToolUse hook ({outcome.decided_by})"
+                    return await self._refused(payload, tool_input, why, messages, system)
+                if outcome.output is not None:  # a mock: Claude Code has no tool answer here
+                    why = f"answered by a PreToolUse hook: {outcome.output}"
+                    return await self._refused(payload, tool_input, why, messages, system)
+                if outcome.decision == "ask":
+                    why = outcome.reason or f"needs approval ({outcome.decided_by})"
+                    return Verdict(ask=why, messages=messages, system_message=system)
+                allowed = outcome.decision == "allow"
+                if outcome.modified_input is not None:
+                    tool_input, changed = dict(outcome.modified_input), True
+            answer = await self._before(payload, tool_input)
+            if isinstance(answer, str):
+                return await self._refused(payload, tool_input, answer, messages, system)
+            if answer is None:
+                new = tool_input if changed else None
+                return Verdict(
+                    tool_input=new, messages=messages, system_message=system, allowed=allowed
+                )
+            tool_input, changed = answer, True  # a hook's new input: the guards judge it
+        why = f"the input was still being rewritten after {_MAX_REJUDGE} rounds"
+        return Verdict(refusal=why, messages=messages, system_message=system)
+
+    async def _before(
+        self, payload: Mapping[str, Any], tool_input: Mapping[str, Any]
+    ) -> str | Mapping[str, Any] | None:
+        """The ``before_*`` moment: a refusal, a new input, or None (go on)."""
+        name = str(payload.get("tool_name", ""))
+        if name in AGENT_TOOLS and self.agents.has("before_dispatch"):
+            ctx = _dispatch_context(payload, tool_input)
+            decision, by = await self._call(self.agents, "before_dispatch", name, ctx)
+            if isinstance(decision, Fail):
+                return decision.reason or f"failed by {by}"
+            if isinstance(decision, Delegate):
+                return {**tool_input, "subagent_type": decision.agent}
+            if isinstance(decision, Replace) and tool_input.get("prompt") != decision.value:
+                return {**tool_input, "prompt": str(decision.value)}
+            return None
+        if not self.tasks.has("before_execute"):
+            return None
+        tctx = self._task_context(payload, tool_input)
+        decision, by = await self._call(self.tasks, "before_execute", name, tctx)
+        if isinstance(decision, Skip | Fail):
+            await self._end(payload, tool_input, _ended(decision))
+            return decision.reason or f"{type(decision).__name__.lower()} by {by}"
+        if isinstance(decision, Replace) and isinstance(decision.value, Mapping):
+            return dict(decision.value) if decision.value != tool_input else None
+        return None
+
+    async def _refused(
+        self,
+        payload: Mapping[str, Any],
+        tool_input: Mapping[str, Any],
+        why: str,
+        messages: tuple[str, ...],
+        system: str | None,
+    ) -> Verdict:
+        await self.fire("PermissionDenied", {**payload, "tool_input": tool_input, "reason": why})
+        return Verdict(refusal=why, messages=messages, system_message=system)
+
+    async def post(self, payload: Mapping[str, Any]) -> tuple[HookOutcome | None, Any]:
+        """``PostToolUse`` and the ``after_*`` moments: (the outcome, a new output or None)."""
+        outcome = await self.fire(
+            "PostToolUse", post_tool_use_payload(payload, payload.get("tool_response"))
+        )
+        output = None if outcome is None else outcome.output
+        name = str(payload.get("tool_name", ""))
+        tool_input = payload.get("tool_input") or {}
+        response = payload.get("tool_response") if output is None else output
+        if name in AGENT_TOOLS and self.agents.has("after_dispatch"):
+            ctx = _dispatch_context(payload, tool_input)
+            agent = str(tool_input.get("subagent_type") or name)
+            result = SubagentResult(agent=agent, output=response, attempts=1)
+            decision, _ = await self._call(self.agents, "after_dispatch", name, ctx, result)
+            if isinstance(decision, Replace):
+                output = decision.value
+        elif self.tasks.has("after_execute"):
+            tctx = self._task_context(payload, tool_input)
+            decision, _ = await self._call(self.tasks, "after_execute", name, tctx, response)
+            if isinstance(decision, Replace):
+                output = decision.value
+        await self._end(payload, tool_input, TaskState.SUCCEEDED)
+        return outcome, output
+
+    async def failed(self, payload: Mapping[str, Any]) -> HookOutcome | None:
+        """``PostToolUseFailure``, ``on_failure`` (observed only) and ``on_end``."""
+        outcome = await self.fire("PostToolUseFailure", payload)
+        name = str(payload.get("tool_name", ""))
+        tool_input = payload.get("tool_input") or {}
+        error = RuntimeError(str(payload.get("error") or "the tool failed"))
+        if name in AGENT_TOOLS and self.agents.has("on_failure"):
+            ctx = _dispatch_context(payload, tool_input)
+            await self._call(self.agents, "on_failure", name, ctx, error)
+        elif self.tasks.has("on_failure"):
+            tctx = self._task_context(payload, tool_input)
+            await self._call(self.tasks, "on_failure", name, tctx, error)
+        await self._end(payload, tool_input, TaskState.FAILED)
+        return outcome
+
+    async def _end(
+        self, payload: Mapping[str, Any], tool_input: Mapping[str, Any], state: TaskState
+    ) -> None:
+        if self.tasks.has("on_end") and payload.get("tool_name") not in AGENT_TOOLS:
+            ctx = self._task_context(payload, tool_input)
+            await self._call(self.tasks, "on_end", str(payload.get("tool_name")), ctx, state)
+
+    async def _call(self, chain: HookChain, moment: str, name: str, *args: Any) -> Any:
+        return await chain.call(
+            moment, *args, subject=name, on_error=self.errors.append, tracer=ot.get_tracer()
+        )
+
+    def _task_context(
+        self, payload: Mapping[str, Any], tool_input: Mapping[str, Any]
+    ) -> orchestra.TaskHookContext:
+        name = str(payload.get("tool_name", ""))
+        fields = {k: payload[k] for k in ("tool_name", "tool_use_id", "agent_type") if k in payload}
+        task = Task(id=name, fn=_not_here, metadata={**fields, "tool_input": dict(tool_input)})
+        return HookChain.task_context(
+            task=task,
+            attempt=1,
+            executor=payload.get("agent_type"),
+            run_id=str(payload.get("session_id") or self.run_id),
+            started_at=time.monotonic(),
+            inputs=MappingProxyType(dict(tool_input)),
+        )
+
+
+def _dispatch_context(
+    payload: Mapping[str, Any], tool_input: Mapping[str, Any]
+) -> SubagentHookContext:
+    """A call of the ``Agent`` tool as a subagent dispatch."""
+    return SubagentHookContext(
+        parent_agent=payload.get("agent_type"),
+        subagent_name=str(tool_input.get("subagent_type") or "general-purpose"),
+        execution_mode=ExecutionMode.SYNC,
+        task=str(tool_input.get("prompt") or ""),
+        attempt=1,
+    )
+
+
+def _ended(decision: Skip | Fail) -> TaskState:
+    return TaskState.SKIPPED if isinstance(decision, Skip) else TaskState.FAILED
+
+
+def _not_here() -> None:  # pragma: no cover - the CLI runs the tool, never this
+    """A tool call's task body: the Claude Code CLI runs the tool, not orchestra."""
+    raise RuntimeError("the Claude Code CLI runs this tool")
