@@ -67,6 +67,8 @@ class AttemptDriver:
         task_retries: whether a task's own ``retries``/``retry_delay`` decide when no hook
             has an opinion (False for an engine that applies its own retry policy then:
             ``DoFail.decision`` is None for such a plain failure).
+        calls_on_end: whether the driver calls ``on_end`` when the work ends (False for an
+            engine whose own final state calls it: Prefect's state hooks).
 
     Attributes:
         hooked: whether any hook implements a task moment (else an engine may skip the
@@ -81,13 +83,14 @@ class AttemptDriver:
         *,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         task_retries: bool = True,
+        calls_on_end: bool = True,
     ) -> None:
         if not isinstance(max_attempts, int) or max_attempts < 1:
             raise ValueError(f"max_attempts must be an int >= 1, got {max_attempts!r}")
         self.chain = chain
         self.max_attempts = max_attempts
         self.task_retries = task_retries
-        self.has = {m: chain.has(m) for m in _MOMENTS}
+        self.has = {m: chain.has(m) and (calls_on_end or m != "on_end") for m in _MOMENTS}
         self.hooked = any(self.has.values())
         self.awaiting = frozenset(m for m in _MOMENTS if chain.awaits(m))
 

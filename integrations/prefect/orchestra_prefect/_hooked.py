@@ -26,7 +26,7 @@ import functools
 import inspect
 import time
 from collections.abc import Callable, Mapping
-from types import MappingProxyType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any, Final, TypeVar
 from uuid import UUID
 
@@ -38,16 +38,22 @@ from prefect.states import Completed
 
 import orchestra
 from orchestra import (
-    Fail,
     HookChain,
     HookError,
-    Replace,
     Retry,
-    Skip,
-    TaskFailed,
     TaskHooks,
     TaskState,
 )
+from orchestra.bridge import (
+    AttemptDriver,
+    DoGive,
+    DoRun,
+    DoSkip,
+    DoSleep,
+    Ended,
+    TaskAttempts,
+)
+from orchestra_prefect._context import hook_context, task_of
 from orchestra_prefect._flow import hook_flow
 from orchestra_prefect._states import SKIPPED, Delays, task_state
 
@@ -126,6 +132,12 @@ class _HookedTask:
     ) -> None:
         self.chain = chain
         self.moments_async = moments_async
+        self.driver = AttemptDriver(
+            chain,
+            max_attempts=max(task.retries, max_retries) + 1,
+            task_retries=False,  # Prefect applies the task's own retries
+            calls_on_end=False,  # Prefect's state hooks call it, after the final state
+        )
         self.has = {m: chain.has(m) for m in _MOMENTS}
         self.fn = task.fn
         self.name = task.name
@@ -179,93 +191,92 @@ class _HookedTask:
 
             @functools.wraps(fn)
             async def run_async(*args: Any, **kwargs: Any) -> Any:
-                return await self.attempt(args, kwargs, sync=False)
+                return await self.attempt_async(args, kwargs)
 
             return run_async
 
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> Any:
-            return HookChain.run_now(self.attempt(args, kwargs, sync=True), needs_loop=False)
+            return self.attempt_sync(args, kwargs)
 
         return run
 
-    async def attempt(self, args: tuple[Any, ...], kwargs: dict[str, Any], *, sync: bool) -> Any:
-        """One attempt of one task run: hooks around the task's function."""
+    def attempt_sync(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """One attempt of one task run of a ``def`` task, in its own thread (no loop)."""
         ctx_run = TaskRunContext.get()
         if ctx_run is None:  # called as a plain function (task.fn(...))
-            result = self.fn(*args, **kwargs)
-            return (await result) if not sync and inspect.isawaitable(result) else result
+            return self.fn(*args, **kwargs)
         run = ctx_run.task_run
-        rid = run.id
-        errors = self.errors.setdefault(rid, [])
-        self.started.setdefault(rid, time.monotonic())
-        if self.has["before_execute"]:
-            decision, by = await self.call("before_execute", self.context(run, args, kwargs), sync)
-            if decision is not None and type(decision) is Replace:
-                args, kwargs = (), self.replaced_inputs(decision, by)
-            elif decision is not None:
-                return self.given_up(rid, decision, by, None)
+        attempts = self.begin(run, args, kwargs)
+        answer = attempts.started()
+        if not isinstance(answer, DoRun):
+            return self.carried(run.id, answer)
+        args, kwargs = _inputs(answer, args, kwargs)
         try:
             result = self.fn(*args, **kwargs)
-            if not sync and inspect.isawaitable(result):
-                result = await result
         except Exception as exc:
-            errors.append(exc)
-            decision, by = None, None
-            if self.has["on_failure"]:
-                ctx = self.context(run, args, kwargs)
-                decision, by = await self.call("on_failure", ctx, sync, exc)
-            if decision is not None and type(decision) is Replace:
-                self.log(f"{self.name}: failure recovered by {by} with a substitute output")
-                self.forget(rid)
-                return decision.value
-            if isinstance(decision, Skip):
-                return self.given_up(rid, decision, by, exc)
-            if isinstance(decision, Fail):
-                self.log(f"{self.name}: failed by {by}{_reason(decision)}")
-                self.pending[rid] = _FAIL
-            else:  # Retry, or no opinion: Prefect's retry_condition_fn takes it from here
-                self.pending[rid] = decision
-            raise
-        if self.has["after_execute"]:
-            decision, by = await self.call(
-                "after_execute", self.context(run, args, kwargs), sync, result
-            )
-            if decision is not None and type(decision) is Replace:
-                result = decision.value
-            elif decision is not None:  # a fail-closed hook error
-                return self.given_up(rid, decision, by, None)
-        self.forget(rid)
-        return result
+            return self.carried(run.id, attempts.failed(exc), exc)
+        return self.carried(run.id, attempts.succeeded(result))
 
-    def given_up(
-        self, rid: UUID, decision: object, by: str | None, error: BaseException | None
-    ) -> Any:
-        """End the task run as a hook said: Skip -> Completed "Skipped", Fail -> raise."""
-        if isinstance(decision, Skip):
-            message = f"skipped by {by}{_reason(decision)}"
+    async def attempt_async(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """One attempt of one task run of an ``async def`` task, awaited by Prefect."""
+        ctx_run = TaskRunContext.get()
+        if ctx_run is None:
+            return await self.fn(*args, **kwargs)
+        run = ctx_run.task_run
+        attempts = self.begin(run, args, kwargs)
+        answer = await attempts.astarted()
+        if not isinstance(answer, DoRun):
+            return self.carried(run.id, answer)
+        args, kwargs = _inputs(answer, args, kwargs)
+        try:
+            result = await self.fn(*args, **kwargs)
+        except Exception as exc:
+            return self.carried(run.id, await attempts.afailed(exc), exc)
+        return self.carried(run.id, await attempts.asucceeded(result))
+
+    def begin(self, run: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> TaskAttempts:
+        """The driver's view of this attempt of ``run`` (Prefect counts the attempts)."""
+        rid = run.id
+        self.started.setdefault(rid, time.monotonic())
+        errors = self.errors.setdefault(rid, [])
+        return self.driver.begin(
+            self.task_of(run),
+            kwargs,
+            context=lambda a: self.context(
+                run, args if a.inputs is kwargs else (), a.inputs, a.errors
+            ),
+            on_error=self.record,
+            attempt=run.run_count - 1,
+            errors=tuple(errors),
+            settle=None,
+        )
+
+    def carried(self, rid: UUID, answer: DoSleep | Ended, error: Exception | None = None) -> Any:
+        """Carry out the driver's answer in Prefect's terms (see the module docstring)."""
+        if isinstance(answer, DoGive):
+            if error is not None:
+                self.log(f"{self.name}: failure recovered with a substitute output")
+            self.forget(rid)
+            return answer.output
+        if error is not None:
+            self.errors.setdefault(rid, []).append(error)
+        if isinstance(answer, DoSkip):
+            message = answer.reason
             if error is not None:
                 message += f" (after {type(error).__name__}: {error})"
             self.log(f"{self.name}: {message}")
             self.forget(rid)
             return Completed(name=SKIPPED, message=message)
-        self.pending[rid] = _FAIL
-        self.log(f"{self.name}: failed by {by}{_reason(decision)}")
-        raise TaskFailed(self.name, getattr(decision, "reason", None))
-
-    def replaced_inputs(self, decision: Any, by: str | None) -> dict[str, Any]:
-        value = decision.value
-        if not isinstance(value, Mapping):
-            error = HookError(
-                f"hook {by} for {self.name!r} answered Replace({value!r}) in before_execute: "
-                "a task's inputs must be a mapping of keyword arguments",
-                hook=(by or "?").split(".")[0],
-                moment="before_execute",
-                subject=self.name,
-            )
-            self.hook_errors.append(error)
-            raise error
-        return dict(value)
+        if isinstance(answer, DoSleep):  # Prefect retries, after the hook's delay
+            self.pending[rid] = Retry(answer.delay)
+            raise error if error is not None else RuntimeError("a retry without a failure")
+        if answer.decision is not None:
+            self.log(f"{self.name}: {answer.reason}")
+            self.pending[rid] = _FAIL
+        else:  # no opinion: Prefect's retry_condition_fn applies the task's own policy
+            self.pending[rid] = None
+        raise answer.error
 
     # -- Prefect's side ---------------------------------------------------------------------
 
@@ -318,34 +329,22 @@ class _HookedTask:
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def context(self, run: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def context(
+        self,
+        run: Any,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        errors: tuple[BaseException, ...] | None = None,
+    ) -> Any:
         """The ``TaskHookContext`` of the current attempt of ``run``."""
-        try:
-            bound = self.signature.bind_partial(*args, **kwargs).arguments
-        except TypeError:
-            bound = dict(kwargs)
-        task = orchestra.Task(
-            id=self.name,
-            fn=self.fn,
-            retries=self.own_retries,
-            metadata=MappingProxyType(
-                {
-                    "prefect.task_run_id": str(run.id),
-                    "prefect.task_run_name": run.name,
-                    "prefect.flow_run_id": str(run.flow_run_id) if run.flow_run_id else None,
-                    "prefect.tags": tuple(run.tags),
-                }
-            ),
-        )
-        return orchestra.TaskHookContext(
-            task=task,
-            attempt=run.run_count,
-            executor=None,
-            run_id=str(run.flow_run_id or run.id),
-            errors=tuple(self.errors.get(run.id, ())),
-            started_at=self.started.get(run.id, 0.0),
-            inputs=MappingProxyType(bound),
-        )
+        if errors is None:
+            errors = tuple(self.errors.get(run.id, ()))
+        started = self.started.get(run.id, 0.0)
+        return hook_context(self.task_of(run), run, self.signature, (args, kwargs), errors, started)
+
+    def task_of(self, run: Any) -> orchestra.Task:
+        """The ``orchestra.Task`` standing for ``run``."""
+        return task_of(self.name, self.fn, self.own_retries, run)
 
     async def call(self, moment: str, ctx: Any, sync: bool, *more: Any) -> tuple[Any, str | None]:
         coro = self.chain.call(moment, ctx, *more, subject=self.name, on_error=self.record)
@@ -380,3 +379,12 @@ class _HookedTask:
 def _reason(decision: object) -> str:
     reason = getattr(decision, "reason", None)
     return f": {reason}" if reason else ""
+
+
+def _inputs(
+    answer: DoRun, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments the task's function gets: its own, or the hooks' replacement."""
+    if answer.inputs is kwargs:
+        return args, kwargs
+    return (), dict(answer.inputs)

@@ -117,6 +117,40 @@ def test_skip_is_a_completed_state_named_skipped(prefect_api: str) -> None:
     assert orchestra_prefect.task_state(state) is orchestra.TaskState.SKIPPED
 
 
+def test_a_given_output_is_the_tasks_result_and_its_body_never_runs(prefect_api: str) -> None:
+    """``Replace(GiveOutput(v))`` (a graph executor's block): the run completes with ``v``."""
+    import orchestra_prefect
+    from prefect import flow, task
+
+    from orchestra.bridge import GiveOutput
+
+    class Gives(orchestra.TaskHooks):
+        def __init__(self) -> None:
+            self.ends: list[orchestra.TaskState] = []
+
+        def before_execute(self, ctx: orchestra.TaskHookContext) -> Any:
+            return orchestra.Replace(GiveOutput({"given": True}))
+
+        def on_end(self, ctx: orchestra.TaskHookContext, state: orchestra.TaskState) -> None:
+            self.ends.append(state)
+
+    hooks = Gives()
+
+    @orchestra_prefect.hooked(hooks)
+    @task
+    def work(n: int) -> int:
+        raise AssertionError("never runs")
+
+    @flow
+    def main() -> Any:
+        return work(1, return_state=True)
+
+    state = main()
+    assert state.is_completed()
+    assert state.result() == {"given": True}
+    assert hooks.ends == [orchestra.TaskState.SUCCEEDED]
+
+
 def test_async_task_and_async_hooks(prefect_api: str) -> None:
     import asyncio
 
@@ -180,6 +214,7 @@ def test_hook_context_names_the_task_and_its_prefect_run(prefect_api: str) -> No
     assert ctx.task.id == "load"
     assert ctx.attempt == 1
     assert ctx.task.metadata["prefect.tags"] == ("nightly",)
+    assert ctx.task.metadata["tags"] == ("nightly",)  # the engine's own tags, as everywhere
     assert ctx.run_id == ctx.task.metadata["prefect.flow_run_id"]
 
 
