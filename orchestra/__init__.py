@@ -9,6 +9,7 @@ through.
 
 import typing as _typing
 
+from orchestra._budget import Budget as Budget
 from orchestra._chain import HookChain as HookChain
 from orchestra._decisions import Decision as Decision
 from orchestra._decisions import Delegate as Delegate
@@ -17,6 +18,7 @@ from orchestra._decisions import Replace as Replace
 from orchestra._decisions import Retry as Retry
 from orchestra._decisions import Skip as Skip
 from orchestra._decisions import merge as merge
+from orchestra._errors import BudgetExceeded as BudgetExceeded
 from orchestra._errors import ConfigError as ConfigError
 from orchestra._errors import DAGError as DAGError
 from orchestra._errors import DispatchError as DispatchError
@@ -34,6 +36,7 @@ from orchestra._hooks import SubagentHooks as SubagentHooks
 from orchestra._hooks import TaskHookContext as TaskHookContext
 from orchestra._hooks import TaskHooks as TaskHooks
 from orchestra._retry import RetryPolicy as RetryPolicy
+from orchestra._spending import BudgetUse as BudgetUse
 from orchestra.dag import DAG as DAG
 from orchestra.dag import Executor as Executor
 from orchestra.dag import LocalExecutor as LocalExecutor
@@ -55,6 +58,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DAG",
+    "Budget",
+    "BudgetExceeded",
+    "BudgetUse",
     "ConfigError",
     "DAGError",
     "Decision",

@@ -3,6 +3,7 @@
 The whole tree::
 
     OrchestraError                      base of every orchestra error
+    ├── BudgetExceeded (RuntimeError)   a run that reached a limit of its Budget
     ├── DAGError (ValueError)           a DAG that cannot run: duplicate ids, unknown deps, cycles
     ├── ConfigError (ValueError)        a YAML hook config that does not validate (file:line, field)
     ├── HookError (RuntimeError)        a hook raised or answered something invalid
@@ -20,6 +21,7 @@ import difflib
 from collections.abc import Iterable
 
 __all__ = [
+    "BudgetExceeded",
     "ConfigError",
     "DAGError",
     "DispatchError",
@@ -156,6 +158,28 @@ class JournalError(OrchestraError, RuntimeError):
     def __init__(self, message: str, *, journal: str) -> None:
         super().__init__(message)
         self.journal = journal
+
+
+class BudgetExceeded(OrchestraError, RuntimeError):
+    """A run that reached a limit of its ``Budget``: the run ends here.
+
+    Raised at the model call past ``max_model_calls`` (it is not made), or after the call
+    whose usage crossed a token or cost limit.
+
+    Attributes:
+        kind: the limit reached: ``"model_calls"``, ``"input_tokens"``,
+            ``"output_tokens"`` or ``"cost_usd"``.
+        used: what the run had used of it (the call that crossed it included).
+        limit: the limit.
+        reason: the one-line reason, e.g. ``"budget: model calls 3/3"``.
+    """
+
+    def __init__(self, reason: str, *, kind: str, used: float, limit: float) -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.used = used
+        self.limit = limit
+        self.reason = reason
 
 
 class ToolDenied(OrchestraError, PermissionError):

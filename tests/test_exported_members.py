@@ -33,8 +33,10 @@ PINNED: dict[str, set[str]] = {
         "Dispatcher", "Subagent", "SubagentResult",
         # journal
         "Journal",
+        # budgets
+        "Budget", "BudgetUse",
         # errors
-        "ConfigError", "DAGError", "DispatchError", "HookError", "JournalError",
+        "BudgetExceeded", "ConfigError", "DAGError", "DispatchError", "HookError", "JournalError",
         "OrchestraError", "TaskFailed", "ToolDenied",
     },
     "orchestra.dag": {

@@ -20,8 +20,9 @@ from orchestra._decisions import Decision, Delegate, Replace, Retry
 from orchestra._errors import DispatchError, HookError
 from orchestra._hooks import ExecutionMode, SubagentHookContext, subagent_context
 from orchestra._reporting import report_also, stop_reporting
+from orchestra._spending import Spending, spending
 from orchestra.agents._types import AgentContext, Subagent, SubagentResult, _Session
-from orchestra.tracing._engine import NO_ATTEMPT, AttemptSpan, agent_attempt
+from orchestra.tracing._engine import NO_ATTEMPT, AttemptSpan, agent_attempt, set_budget_use
 
 if TYPE_CHECKING:
     from orchestra.agents._dispatcher import Dispatcher
@@ -64,6 +65,7 @@ class _Dispatch:
         "name",
         "notes",
         "parent",
+        "spent",
         "started",
         "task",
         "text",
@@ -87,6 +89,7 @@ class _Dispatch:
         self.started = time.monotonic() if d._hooked else 0.0
         self.tracer = d._tracer
         self.at: AttemptSpan = NO_ATTEMPT
+        self.spent: tuple[Spending, ...] = ()  # the budgets' counts, while it runs
 
     # -- errors ---------------------------------------------------------------------------
 
@@ -149,7 +152,12 @@ class _Dispatch:
         # (and to the DAG run around it, if any).
         reporting = report_also(self.record)
         try:
-            return await self.run_agents()
+            if not self.d._budgets:
+                return await self.run_agents()
+            # the agents' guarded tools and model calls are charged to the budgets
+            with spending(self.d._budgets) as self.spent:
+                result = await self.run_agents()
+            return attrs.evolve(result, budgets=tuple(spent.use() for spent in self.spent))
         finally:
             stop_reporting(reporting)
 
@@ -199,6 +207,8 @@ class _Dispatch:
                     try:
                         outcome = await self.attempt_once(agent, session)
                     finally:
+                        if self.spent:  # the figures as this attempt ends
+                            set_budget_use(self.at.span, [spent.use() for spent in self.spent])
                         self.at = NO_ATTEMPT
             if type(outcome) is Retry:
                 if outcome.delay:

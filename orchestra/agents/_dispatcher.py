@@ -16,6 +16,7 @@ from orchestra._attempts import DEFAULT_MAX_ATTEMPTS
 from orchestra._chain import DEFAULT_HOOK_TIMEOUT, HookChain
 from orchestra._errors import DispatchError
 from orchestra._hooks import ExecutionMode, SubagentHooks
+from orchestra._spending import budgets_of
 from orchestra.agents._checks import check_agents, check_count, check_timeout
 from orchestra.agents._dispatch import _Dispatch
 from orchestra.agents._fork import Fork
@@ -111,12 +112,16 @@ class Dispatcher:
         self._agents = check_agents(agents)
         self._max_delegations = check_count("max_delegations", max_delegations, 0)
         self._max_attempts = check_count("max_attempts", max_attempts, 1)
+        hooks = tuple(hooks)
+        self._budgets = budgets_of(hooks)  # each dispatch charges them (see Budget)
         chain = self._chain = HookChain(hooks, SubagentHooks, timeout=hook_timeout)
         # One boolean per hook point: with no hooks, a dispatch does nothing more.
         self._has_before = chain.has("before_dispatch")
         self._has_after = chain.has("after_dispatch")
         self._has_on_failure = chain.has("on_failure")
-        self._hooked = self._has_before or self._has_after or self._has_on_failure
+        self._hooked = (
+            self._has_before or self._has_after or self._has_on_failure or bool(self._budgets)
+        )
         # Tracing on or off, decided once: a dispatch reads this, not the environment.
         self._tracer = get_tracer()
         self._lifecycle = _NEW

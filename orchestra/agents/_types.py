@@ -12,6 +12,7 @@ import attrs
 
 from orchestra._errors import HookError
 from orchestra._hooks import ExecutionMode
+from orchestra._spending import BudgetUse
 
 if TYPE_CHECKING:
     from orchestra.agents._dispatcher import Dispatcher
@@ -182,6 +183,8 @@ class SubagentResult:
             answered (``SubagentStart`` and ``SubagentStop`` context, say).
         error: the agent's error, when an ``on_failure`` hook's ``Replace`` recovered it
             with a substitute ``output``; else None.
+        budgets: what the dispatch spent of each ``Budget`` among the dispatcher's hooks,
+            in order (``BudgetUse``).
     """
 
     agent: str
@@ -191,3 +194,4 @@ class SubagentResult:
     hook_errors: tuple[HookError, ...] = ()
     messages: tuple[str, ...] = ()
     error: BaseException | None = None
+    budgets: tuple[BudgetUse, ...] = ()

@@ -9,6 +9,7 @@ from typing import Any, TypeVar, final
 import attrs
 
 from orchestra._errors import HookError, TaskFailed
+from orchestra._spending import BudgetUse
 from orchestra._tracebacks import format_error
 from orchestra.dag._model import TaskState
 
@@ -92,6 +93,8 @@ class RunResult:
             attempt and its ``on_end``), by id, for the tasks that have some.
         branches: for each branch task (``branch=True``) that SUCCEEDED, the ids of the
             direct downstream tasks it chose to follow, by id (the others ended SKIPPED).
+        budgets: what the run spent of each ``Budget`` among its hooks, in order
+            (``BudgetUse``: used per kind, and each "would exceed" in audit mode).
     """
 
     ok: bool
@@ -109,6 +112,7 @@ class RunResult:
     resume_notes: Mapping[str, str] = attrs.field(factory=dict)
     messages: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     branches: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    budgets: tuple[BudgetUse, ...] = ()
 
     @property
     def tracebacks(self) -> dict[str, str]:

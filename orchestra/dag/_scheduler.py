@@ -32,6 +32,7 @@ from orchestra._chain import DEFAULT_HOOK_TIMEOUT, HookChain
 from orchestra._errors import DAGError, HookError
 from orchestra._hooks import TaskHooks
 from orchestra._reporting import start_reporting, stop_reporting
+from orchestra._spending import Spending, budgets_of, spending
 from orchestra.dag._executor import (
     AgentDispatcher,
     Capabilities,
@@ -47,7 +48,7 @@ from orchestra.dag._run_hooks import before_run, end_run
 from orchestra.dag._run_state import RunState
 from orchestra.dag._threads import ThreadPool
 from orchestra.dag._workers import SLICE, worker
-from orchestra.tracing._engine import NO_RUN, RunTelemetry
+from orchestra.tracing._engine import NO_RUN, RunTelemetry, set_budget_use
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
@@ -117,7 +118,7 @@ class _Run:
         self.dispatcher = dispatcher
         self.run_id = uuid.uuid4().hex
         self.journal = journal
-        self._hooks(HookChain(hooks, TaskHooks, timeout=hook_timeout))
+        self._hooks(tuple(hooks), hook_timeout)
         self.remote = RemoteOutputs.for_run(
             self.capabilities, plan, self.chain.hooks("after_execute")
         )
@@ -154,9 +155,11 @@ class _Run:
         self.started = 0.0
         self.finished = 0.0
 
-    def _hooks(self, chain: HookChain) -> None:
+    def _hooks(self, hooks: tuple[object, ...], timeout: float | None) -> None:
         """One boolean per hook point: with no hooks, a run does nothing more."""
-        self.chain = chain
+        self.budgets = budgets_of(hooks)
+        self.spent: tuple[Spending, ...] = ()  # the budgets' counts, opened by execute()
+        chain = self.chain = HookChain(hooks, TaskHooks, timeout=timeout)
         self.has_before = chain.has("before_execute")
         self.has_after = chain.has("after_execute")
         self.has_on_failure = chain.has("on_failure")
@@ -189,7 +192,9 @@ class _Run:
                 keep_outputs=self.remote is None,
             )
         async with self._thread_pool():
-            return await self._execute()
+            # the bodies' guarded tools and agents' model calls are charged to the budgets
+            with spending(self.budgets) as self.spent:
+                return await self._execute()
 
     def _thread_pool(self) -> contextlib.AbstractAsyncContextManager[object]:
         """The run's threads for sync bodies, when it runs some and has no executor."""
@@ -295,6 +300,8 @@ class _Run:
             for task, state, n in zip(self.plan.order, states, self.state.attempts, strict=True)
             if n == 0
         ]
+        if self.spent and tel.span is not None:
+            set_budget_use(tel.span, [spent.use() for spent in self.spent])
         tel.finish(ok=not failed, failed=failed, not_run=not_run, error=error)
 
     def result(self) -> RunResult:
@@ -317,6 +324,7 @@ class _Run:
             resume_notes=journal.notes if journal is not None else {},
             messages=self.messages,
             branches=state.branches,
+            budgets=tuple(spent.use() for spent in self.spent),
         )
 
     def reuse_task(self, i: int) -> None:

@@ -112,6 +112,7 @@ class RegistryTaskHooks(TaskHooks):
 
     def __init__(self, registry: HookRegistry) -> None:
         self.registry = registry
+        self.budgets = registry.budgets  # the files' budget: keys, opened by the run
         # (run id, task id) -> the reason a TaskCreated hook denied the task, for its
         # TaskCompleted event
         self._denied: dict[tuple[str, str], str] = {}
@@ -300,6 +301,7 @@ class RegistrySubagentHooks(SubagentHooks):
 
     def __init__(self, registry: HookRegistry) -> None:
         self.registry = registry
+        self.budgets = registry.budgets  # the files' budget: keys, opened by each dispatch
 
     @staticmethod
     def payload(ctx: SubagentHookContext) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import anyio
 import anyio.to_thread
 
 from orchestra._errors import ToolDenied
+from orchestra._spending import charge_tool
 from orchestra.skills._adapters import blocked_reason, error_fields
 from orchestra.skills._tool_payloads import post_tool_use_payload
 from orchestra.tracing import get_tracer
@@ -154,6 +155,7 @@ class Guard:
             fail_hooks = registry.has_hooks("PostToolUseFailure")
             denied_hooks = registry.has_hooks("PermissionDenied")
             if not (pre_hooks or post_hooks or fail_hooks):
+                _charge(tool, span)
                 return await call(args, kwargs)
             tool_input = _tool_input(sig, sig.bind(*args, **kwargs))
             fields = {"tool_name": tool, "tool_use_id": f"toolu_{uuid.uuid4().hex}"}
@@ -186,6 +188,7 @@ class Guard:
                 if pre.modified_input is not None:
                     tool_input = dict(pre.modified_input)
                     modified = True
+            _charge(tool, span)
             try:
                 if modified:
                     call_args, call_kwargs = _call_args(tool, sig, tool_input)
@@ -230,6 +233,20 @@ class Guard:
             return guarded(*args, **kwargs)
 
         return guarded_sync
+
+
+def _charge(tool: str, span: Span | None) -> None:
+    """Charge the call to the budgets open here (one read when none is), or refuse it.
+
+    Raises:
+        ToolDenied: a budget has no room for the call; its body must not run.
+    """
+    refusal = charge_tool(tool)
+    if refusal is None:
+        return
+    if span is not None:
+        span.set_attribute(ATTR_TOOL_DECISION, "deny")
+    raise ToolDenied(tool, refusal)
 
 
 def _loop_free_context() -> contextvars.Context:

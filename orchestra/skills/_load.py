@@ -13,12 +13,13 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 
 import attrs
 
 from orchestra._errors import did_you_mean
 from orchestra.skills._arc_hooks import override_by_name
+from orchestra.skills._budget_yaml import read_budget
 from orchestra.skills._catalog import EVENTS, EventSpec, OnError, Phase
 from orchestra.skills._covered import covered_files
 from orchestra.skills._fields import Entry, FileDefaults
@@ -42,12 +43,15 @@ from orchestra.skills._yaml import (
 )
 
 if TYPE_CHECKING:
+    from orchestra._budget import Budget
     from orchestra.skills._claude import ClaudeFile
 
 __all__ = ["Loaded", "load_hooks", "read_sources"]
 
+_Claude: TypeAlias = "list[ClaudeFile] | None"  # where Claude Code files' reads go
+_Budgets: TypeAlias = "list[Budget] | None"  # where orchestra files' budgets go
 _GROUP_FIELDS: Final = ("matcher", "hooks")
-_TOP_FIELDS: Final = ("hooks", "env", "pass_env")
+_TOP_FIELDS: Final = ("hooks", "env", "pass_env", "budget")
 _ON_ERROR: Final[tuple[OnError, ...]] = ("continue", "block", "raise")
 # A matcher written as a glob ("env_habitat__*"): as a regex it matches "env_habitat_"
 # and underscores only, so on task events it would silently match nothing.
@@ -77,6 +81,7 @@ def load_hooks(
     *,
     require_trust: bool = False,
     store: TrustStore | None = None,
+    budgets: list[Budget] | None = None,
 ) -> tuple[HookSpec, ...]:
     """Read and validate config files, SKILL.md files and folders into merged hooks.
 
@@ -89,6 +94,7 @@ def load_hooks(
             settings, events and hook types this version does not run).
         require_trust: refuse a file that ``store`` does not trust as it is now.
         store: the trust store (default: the user's).
+        budgets: where each orchestra file's ``budget:`` goes, in file order.
 
     Raises:
         ConfigError: every problem found, each with file:line and field path.
@@ -111,7 +117,7 @@ def load_hooks(
             if refusal is not None:  # read nothing of it: a python hook imports its module
                 problems.add(str(source.path), None, None, refusal)
                 continue
-        hooks.extend(_read_source(source, data, problems, claude))
+        hooks.extend(_read_source(source, data, problems, claude, budgets))
     problems.raise_if_any()
     hooks = _with_claude_settings(hooks, claude, problems)
     if notes is not None:
@@ -162,7 +168,7 @@ def _described(source: Source, raw: bytes) -> list[HookSpec]:
 
 
 def _read_source(
-    source: Source, raw: bytes, problems: Problems, claude: list[ClaudeFile] | None = None
+    source: Source, raw: bytes, problems: Problems, claude: _Claude = None, budgets: _Budgets = None
 ) -> list[HookSpec]:
     name = str(source.path)
     text = decode(raw, name, problems)
@@ -191,6 +197,8 @@ def _read_source(
     data = parse_yaml(text, name, offset, problems)
     checker = _Checker(file=name, offset=offset, skill_dir=source.skill_dir, problems=problems)
     checker.document(data, skill=source.skill)
+    if budgets is not None and checker.budget is not None:
+        budgets.append(checker.budget)
     return checker.hooks
 
 
@@ -213,6 +221,7 @@ class _Checker:
     problems: Problems
     hooks: list[HookSpec] = attrs.field(factory=list)
     defaults: FileDefaults = attrs.field(factory=FileDefaults)
+    budget: Budget | None = None
 
     def bad(self, line: int | None, field: str, message: str) -> None:
         self.problems.add(self.file, None if line is None else line + self.offset, field, message)
@@ -230,6 +239,8 @@ class _Checker:
                     self.bad(data.lines[key], key, f"unknown top-level field{hint}")
         top = Entry(data, "", self.file, self.offset, self.problems)
         self.defaults = FileDefaults(env=top.variables("env"), pass_env=top.globs("pass_env"))
+        if "budget" in data and not skill:
+            self.budget = read_budget(data["budget"], data.lines["budget"], self.bad)
         if "hooks" in data:
             self.events(data["hooks"], data.lines["hooks"])
 

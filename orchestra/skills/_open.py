@@ -10,6 +10,7 @@ from typing import Any, Final
 
 import attrs
 
+from orchestra._budget import Budget
 from orchestra.skills._env import check_glob
 from orchestra.skills._hook import HookSpec
 from orchestra.skills._judge import Judge
@@ -75,8 +76,12 @@ def load(
     """
     passed = _pass_env(pass_env)
     notes: list[str] = []
+    budgets: list[Budget] = []
     hooks = load_hooks(
-        [Path(path).expanduser() for path in paths], notes, require_trust=require_trust
+        [Path(path).expanduser() for path in paths],
+        notes,
+        require_trust=require_trust,
+        budgets=budgets,
     )
     for hook in hooks:
         if (warning := not_executable(hook, project_dir)) is not None:
@@ -92,6 +97,7 @@ def load(
         record=record,
         record_max_bytes=record_max_bytes,
         record_payload=record_payload,
+        budgets=budgets,
     )
 
 

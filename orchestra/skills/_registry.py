@@ -3,8 +3,7 @@
 Firing one event:
 
 1. The hooks of each event were sorted out at construction, so an event with no hooks
-   returns a shared empty ``HookOutcome`` at once: no subprocess, no task, no
-   allocation.
+   returns a shared empty ``HookOutcome`` at once: no subprocess, task or allocation.
 2. The hooks whose matcher matches the payload's matcher field (``tool_name`` for tool
    events, ``source`` for ``SessionStart``, ... as the catalog says) run in stages
    (``_firing``): hooks that only judge run at once on the same input (guards, the hooks
@@ -33,6 +32,7 @@ from typing import Any, Final
 import attrs
 from opentelemetry.trace import Tracer
 
+from orchestra._budget import Budget
 from orchestra._errors import did_you_mean
 from orchestra._hooks import SubagentHooks, TaskHooks
 from orchestra.skills._adapters import subagent_hooks, task_hooks
@@ -100,6 +100,7 @@ class HookRegistry:
         record_max_bytes: the size at which the record file is rotated to ``PATH.1``.
         record_payload: keep each event's payload in the record (needed to replay it;
             it holds the tools' inputs: commands, file contents, prompts).
+        budgets: each file's ``budget:``; it holds in the runs the registry guards.
 
     Attributes:
         hooks: every hook, in the order they run.
@@ -126,6 +127,7 @@ class HookRegistry:
         record: str | os.PathLike[str] | None = None,
         record_max_bytes: int = DEFAULT_RECORD_BYTES,
         record_payload: bool = True,
+        budgets: Iterable[Budget] = (),
     ) -> None:
         if max_parallel_hooks < 1:
             raise ValueError(f"max_parallel_hooks must be at least 1, got {max_parallel_hooks}")
@@ -138,6 +140,7 @@ class HookRegistry:
         )
         self.judge = judge
         self.notes: tuple[str, ...] = tuple(notes)
+        self.budgets: tuple[Budget, ...] = tuple(budgets)
         self._ran_once: set[int] = set()  # ids of the `once` hooks that ran
         refuse_agent_hooks(self.hooks, judge)
         self.project_dir = os.path.abspath(project_dir if project_dir is not None else os.curdir)

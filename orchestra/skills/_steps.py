@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 
+from orchestra._spending import active, charge_model_end, charge_model_start
 from orchestra.skills._critical import CriticalHookError
 
 if TYPE_CHECKING:
@@ -44,10 +45,14 @@ class Step:
 class StepEvents:
     """Whether a registry has step hooks, and the firing of ``StepStart`` and ``StepEnd``.
 
-    Both events are observe-only: their outcome is not read, and a hook that fails or
-    times out is recorded as its ``on_error`` says. A critical hook's
+    The hooks of both events observe: their outcome is not read, and a hook that fails
+    or times out is recorded as its ``on_error`` says. A critical hook's
     ``CriticalHookError`` (``on_error: raise``) is logged and handed to ``record``, a
-    hook error of the run, never its end.
+    hook error of the run, never its end. ``StepStart`` and ``StepEnd`` are also where
+    the budgets open in the run's context (``orchestra.Budget``) charge model calls:
+    ``begin`` raises ``BudgetExceeded`` when a budget has no room for the call (the
+    bridge must then not make it, and let the error end the run), ``finish`` when the
+    call's usage crossed a limit.
 
     Args:
         registry: the hooks, or None (nothing listens).
@@ -55,16 +60,21 @@ class StepEvents:
     Attributes:
         start: the registry has ``StepStart`` hooks.
         end: it has ``StepEnd`` hooks.
-        watching: either: when False, a bridge need not look at model turns at all.
+        hooked: either.
     """
 
-    __slots__ = ("end", "registry", "start", "watching")
+    __slots__ = ("end", "hooked", "registry", "start")
 
     def __init__(self, registry: HookRegistry | None) -> None:
         self.registry = registry
         self.start = registry is not None and registry.has_hooks("StepStart")
         self.end = registry is not None and registry.has_hooks("StepEnd")
-        self.watching = self.start or self.end
+        self.hooked = self.start or self.end
+
+    @property
+    def watching(self) -> bool:
+        """Step hooks, or a budget open here: when False, a bridge need not look at turns."""
+        return self.hooked or bool(active())
 
     async def begin(
         self,
@@ -85,6 +95,9 @@ class StepEvents:
             model: the model's name; anything but a str is sent as None.
             message_count: the messages sent to the model this turn, if known.
             **extra: the bridge's own fields.
+
+        Raises:
+            BudgetExceeded: a budget open here has no room for the call: do not make it.
         """
         fields = {
             "agent_name": agent_name,
@@ -95,6 +108,7 @@ class StepEvents:
         }
         if self.start:
             await self._fire("StepStart", fields, record)
+        charge_model_start(fields["model"])
         return Step(fields, time.perf_counter())
 
     async def finish(
@@ -116,17 +130,30 @@ class StepEvents:
             input_tokens: the turn's input tokens, if known.
             output_tokens: its output tokens, if known.
             error: the error that ended the model call, if it failed.
+
+        Raises:
+            BudgetExceeded: the call's usage crossed a limit of a budget open here.
         """
-        if not self.end:
-            return
-        payload = {
+        usage = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+        if self.end:
+            await self._fire("StepEnd", self._end(turn, tool_calls, usage, error), record)
+        if error is None:
+            charge_model_end(turn.fields["model"], usage)
+
+    @staticmethod
+    def _end(
+        turn: Step,
+        tool_calls: Sequence[str],
+        usage: dict[str, int | None],
+        error: BaseException | None,
+    ) -> dict[str, Any]:
+        return {
             **turn.fields,
             "tool_calls": list(tool_calls),
-            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+            "usage": usage,
             "duration_ms": (time.perf_counter() - turn.started) * 1000.0,
             "error": None if error is None else (str(error) or type(error).__name__),
         }
-        await self._fire("StepEnd", payload, record)
 
     async def _fire(
         self, event: str, payload: dict[str, Any], record: Callable[[HookError], object]

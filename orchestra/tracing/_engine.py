@@ -18,6 +18,7 @@ from orchestra.tracing._spans import hook_span as hook_span
 from orchestra.tracing._spans import record_decision as record_decision
 from orchestra.tracing._spans import record_error as record_error
 from orchestra.tracing._spans import record_hook_error as record_hook_error
+from orchestra.tracing._spans import set_budget_use as set_budget_use
 from orchestra.tracing._spans import set_tool_result as set_tool_result
 from orchestra.tracing._spans import tool_span as tool_span
 from orchestra.tracing._state import get_tracer as get_tracer
@@ -37,6 +38,7 @@ __all__ = [
     "record_decision",
     "record_error",
     "record_hook_error",
+    "set_budget_use",
     "set_tool_result",
     "tool_span",
 ]

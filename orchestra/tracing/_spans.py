@@ -10,7 +10,7 @@ import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
@@ -244,3 +244,25 @@ def set_tool_result(span: Span, result: Any) -> None:
     """Put a tool's result on its span, only when content capture is on."""
     if capture_content():
         span.set_attribute(n.GEN_AI_TOOL_CALL_RESULT, _json(result))
+
+
+class _BudgetUse(Protocol):
+    """What a span needs of an ``orchestra._spending.BudgetUse``."""
+
+    @property
+    def would_exceed(self) -> tuple[str, ...]: ...
+
+    @property
+    def exceeded(self) -> str | None: ...
+
+    def attributes(self) -> dict[str, float]: ...
+
+
+def set_budget_use(span: Span, uses: Sequence[_BudgetUse]) -> None:
+    """Put a run's budget figures on its span: used and limit per kind, what it refused."""
+    for use in uses:
+        span.set_attributes(use.attributes())
+        if use.exceeded is not None:
+            span.set_attribute(n.ATTR_BUDGET_EXCEEDED, use.exceeded)
+        for reason in use.would_exceed:
+            span.add_event(n.EVENT_BUDGET_WOULD_EXCEED, {n.ATTR_DECISION_REASON: reason})

@@ -18,6 +18,8 @@ __all__ = [
     "ATTR_AGENT_MODE",
     "ATTR_AGENT_PARENT",
     "ATTR_BRANCH_CHOSEN",
+    "ATTR_BUDGET_EXCEEDED",
+    "ATTR_BUDGET_PREFIX",
     "ATTR_DAG_DEPS",
     "ATTR_DAG_NAME",
     "ATTR_DECISION",
@@ -48,6 +50,7 @@ __all__ = [
     "ATTR_TASK_RETRIES",
     "ATTR_TASK_STATE",
     "ATTR_TOOL_DECISION",
+    "EVENT_BUDGET_WOULD_EXCEED",
     "EVENT_DECISION",
     "EVENT_HOOK_ERROR",
     "EVENT_TASK_NOT_RUN",
@@ -154,6 +157,20 @@ LINK_PREVIOUS_ATTEMPT: _Final = "previous_attempt"
 """The ``orchestra.link.type`` of a retried attempt's link to the attempt before."""
 EVENT_TASK_NOT_RUN: _Final = "orchestra.task.not_run"
 """Run-span event for a task that never started (skipped, upstream failed, cancelled)."""
+
+# --- budgets ------------------------------------------------------------------------------
+
+ATTR_BUDGET_PREFIX: _Final = "orchestra.budget."
+"""The prefix of a run's budget figures, on its span (a DAG run's, a dispatch attempt's, an
+agent run's): ``orchestra.budget.<kind>.used`` and ``orchestra.budget.<kind>.limit`` for
+each kind the ``Budget`` limits (``model_calls``, ``tool_calls``, ``input_tokens``,
+``output_tokens``, ``cost_usd``)."""
+ATTR_BUDGET_EXCEEDED: _Final = "orchestra.budget.exceeded"
+"""The reason of the refusal or end a budget enforced in the run (``budget: tool calls
+2/2``), if any."""
+EVENT_BUDGET_WOULD_EXCEED: _Final = "orchestra.budget.would_exceed"
+"""Span event of a budget in audit mode (``enforce=False``) for each call it would have
+refused or ended the run at; its ``orchestra.decision.reason`` says which limit."""
 
 # --- decisions ----------------------------------------------------------------------------
 

@@ -1,0 +1,281 @@
+"""What runs spend against their budgets: one ``Spending`` per run (or tree), ambient.
+
+An engine opens the budgets among its hooks when a run starts (``spending(hooks)``):
+each ``Budget`` gets a ``Spending``, the one owner of its counts, and the run's context
+carries the open ones, so every model call and guarded tool call made inside the run
+(in task bodies, agents, worker threads: they copy the context) is charged to them
+without being handed anything. The charging points are few and public to bridges
+through ``orchestra.skills.StepEvents`` (model calls) and the guarded tool call (tool
+calls); each costs one context-variable read when no budget is open.
+
+``scope="run"``: a run given a Budget that an enclosing run already counts gets a count
+of its own, which hides the enclosing one (a delegated subagent, a nested dispatch);
+``scope="tree"``: it goes on counting in the enclosing one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Final, final
+
+import attrs
+
+from orchestra._budget import KINDS, TOKEN_KINDS, Budget
+from orchestra._errors import BudgetExceeded
+
+__all__ = [
+    "BudgetUse",
+    "Spending",
+    "active",
+    "budgets_of",
+    "charge_model_end",
+    "charge_model_start",
+    "charge_tool",
+    "open_spending",
+    "spending",
+]
+
+_LABELS: Final = {
+    "model_calls": "model calls",
+    "tool_calls": "tool calls",
+    "input_tokens": "input tokens",
+    "output_tokens": "output tokens",
+    "cost_usd": "cost USD",
+}
+
+_OPEN: Final[contextvars.ContextVar[tuple[Spending, ...]]] = contextvars.ContextVar(
+    "orchestra_spending", default=()
+)
+
+
+def _shown(value: float) -> str:
+    return f"{value:.4f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+
+
+@final
+@attrs.frozen
+class BudgetUse:
+    """What one run spent of one ``Budget``: the figures a result, a span and a report show.
+
+    Attributes:
+        budget: the budget.
+        used: what was used, by kind (``model_calls``, ``tool_calls``, ``input_tokens``,
+            ``output_tokens``, ``cost_usd``), also the kinds it has no limit for.
+        per_tool: the calls of each tool ``per_tool`` names.
+        would_exceed: in audit mode (``enforce=False``), the reason of each call that
+            would have been refused or ended the run, in order; empty when enforced.
+        exceeded: the reason of the refusal or end that the budget enforced, if any
+            (the first one).
+    """
+
+    budget: Budget
+    used: Mapping[str, float]
+    per_tool: Mapping[str, int]
+    would_exceed: tuple[str, ...] = ()
+    exceeded: str | None = None
+
+    def attributes(self) -> dict[str, float]:
+        """``orchestra.budget.<kind>.used`` and ``.limit`` of the kinds with a limit."""
+        out: dict[str, float] = {}
+        for kind, limit in self.budget.limits.items():
+            out[f"orchestra.budget.{kind}.used"] = self.used[kind]
+            out[f"orchestra.budget.{kind}.limit"] = limit
+        return out
+
+
+@final
+class Spending:
+    """The counts of one Budget in one run (or tree): their only writer.
+
+    Thread-safe: guarded ``def`` tools and LangChain's sync callbacks charge it from
+    worker threads.
+    """
+
+    __slots__ = ("_exceeded", "_lock", "_per_tool", "_used", "_would", "budget")
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self._lock = threading.Lock()
+        self._used: dict[str, float] = dict.fromkeys(KINDS, 0)
+        self._per_tool: dict[str, int] = dict.fromkeys(budget.per_tool, 0)
+        self._would: list[str] = []
+        self._exceeded: str | None = None
+
+    def use(self) -> BudgetUse:
+        """What was spent so far."""
+        with self._lock:
+            return BudgetUse(
+                self.budget,
+                dict(self._used),
+                dict(self._per_tool),
+                tuple(self._would),
+                self._exceeded,
+            )
+
+    def _over(self, reason: str) -> bool:
+        """Note a limit reached; True when it is enforced (the call must not go on)."""
+        if self.budget.enforce:
+            if self._exceeded is None:
+                self._exceeded = reason
+            return True
+        self._would.append(f"would exceed: {reason}")
+        return False
+
+    def tool(self, name: str) -> str | None:
+        """Charge one call of tool ``name``: the refusal's reason, or None (charged)."""
+        limits = self.budget.limits
+        with self._lock:
+            used = self._used["tool_calls"]
+            limit = limits.get("tool_calls")
+            if limit is not None and used >= limit:
+                reason = f"budget: tool calls {_shown(used)}/{_shown(limit)}"
+                if self._over(reason):
+                    return reason
+            own = self.budget.per_tool.get(name)
+            if own is not None and self._per_tool[name] >= own:
+                reason = f"budget: calls of tool {name!r} {self._per_tool[name]}/{own}"
+                if self._over(reason):
+                    return reason
+            self._used["tool_calls"] = used + 1
+            if own is not None:
+                self._per_tool[name] += 1
+        return None
+
+    def model_start(self, model: str | None) -> BudgetExceeded | None:
+        """Charge one model call about to be made: the error that ends the run, or None."""
+        limits = self.budget.limits
+        with self._lock:
+            for kind in ("model_calls", *TOKEN_KINDS, "cost_usd"):
+                limit = limits.get(kind)
+                if limit is not None and self._used[kind] >= limit:
+                    error = self._error(kind, limit)
+                    if self._over(error.reason):
+                        return error
+            if "cost_usd" in limits and self.budget.price(model) is None:
+                reason = f"budget: no price for model {model!r}: its cost is unknown"
+                if self._over(reason):
+                    return BudgetExceeded(
+                        reason, kind="cost_usd", used=self._used["cost_usd"], limit=0.0
+                    )
+            self._used["model_calls"] += 1
+        return None
+
+    def model_end(
+        self, model: str | None, usage: Mapping[str, int | None]
+    ) -> BudgetExceeded | None:
+        """Charge a model call's usage: the error if it crossed a limit, else None."""
+        price = self.budget.price(model) or {}
+        with self._lock:
+            for kind in TOKEN_KINDS:
+                tokens = usage.get(kind) or 0
+                self._used[kind] += tokens
+                self._used["cost_usd"] += tokens * price.get(kind, 0.0)
+            for kind, limit in self.budget.limits.items():
+                if kind in ("model_calls", "tool_calls") or self._used[kind] <= limit:
+                    continue
+                error = self._error(kind, limit)
+                if self._over(error.reason):
+                    return error
+        return None
+
+    def _error(self, kind: str, limit: float) -> BudgetExceeded:
+        used = self._used[kind]
+        reason = f"budget: {_LABELS[kind]} {_shown(used)}/{_shown(limit)}"
+        return BudgetExceeded(reason, kind=kind, used=used, limit=limit)
+
+
+def budgets_of(hooks: Iterable[object]) -> tuple[Budget, ...]:
+    """The ``Budget`` objects among ``hooks``, and those hook objects carry, in order.
+
+    A hook object carries budgets in a ``budgets`` attribute (a registry's adapters carry
+    the ``budget:`` of its files).
+    """
+    out: list[Budget] = []
+    for hook in hooks:
+        if isinstance(hook, Budget):
+            out.append(hook)
+        else:
+            out.extend(b for b in getattr(hook, "budgets", ()) if isinstance(b, Budget))
+    return tuple(out)
+
+
+def open_spending(budgets: Iterable[Budget]) -> tuple[tuple[Spending, ...], tuple[Spending, ...]]:
+    """The spendings a run of ``budgets`` charges, and those of them it opened itself.
+
+    A tree-scoped budget already counted by an enclosing run goes on in that count; any
+    other gets a new one, which hides an enclosing count of the same budget.
+    """
+    current = _OPEN.get()
+    opened: list[Spending] = []
+    kept = list(current)
+    for budget in budgets:
+        enclosing = next((s for s in current if s.budget is budget), None)
+        if enclosing is not None and budget.scope == "tree":
+            continue
+        if enclosing is not None:
+            kept.remove(enclosing)
+        opened.append(Spending(budget))
+    return (*kept, *opened), tuple(opened)
+
+
+@contextlib.contextmanager
+def spending(budgets: Iterable[Budget]) -> Iterator[tuple[Spending, ...]]:
+    """Charge what runs inside the block to ``budgets``; yields the spendings opened here.
+
+    With no budget, nothing changes (and nothing is allocated but the empty tuple).
+    """
+    budgets = tuple(budgets)
+    if not budgets:
+        yield ()
+        return
+    active, opened = open_spending(budgets)
+    token = _OPEN.set(active)
+    try:
+        yield opened
+    finally:
+        _OPEN.reset(token)
+
+
+def active() -> tuple[Spending, ...]:
+    """The spendings open in the current context (empty: no budget counts here)."""
+    return _OPEN.get()
+
+
+def charge_tool(name: str) -> str | None:
+    """Charge one call of the guarded tool ``name``: a refusal's reason, or None."""
+    refusal: str | None = None
+    for owner in _OPEN.get():
+        reason = owner.tool(name)
+        if reason is not None and refusal is None:
+            refusal = reason
+    return refusal
+
+
+def charge_model_start(model: str | None) -> None:
+    """Charge a model call about to be made.
+
+    Raises:
+        BudgetExceeded: a budget has no room for it: the call must not be made.
+    """
+    for owner in _OPEN.get():
+        error = owner.model_start(model)
+        if error is not None:
+            raise error
+
+
+def charge_model_end(model: str | None, usage: Mapping[str, int | None]) -> None:
+    """Charge a model call's usage (``input_tokens``, ``output_tokens``).
+
+    Raises:
+        BudgetExceeded: the call crossed a limit: the run must end now.
+    """
+    crossed: BudgetExceeded | None = None
+    for owner in _OPEN.get():
+        error = owner.model_end(model, usage)
+        if error is not None and crossed is None:
+            crossed = error
+    if crossed is not None:
+        raise crossed
