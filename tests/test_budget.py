@@ -400,3 +400,28 @@ async def test_a_files_budget_holds_in_the_runs_its_registry_guards(tmp_path: Pa
     assert calls == ["search:t0"]
     d = Dispatcher([ToolAgent("a", search, 2)], hooks=[registry.as_subagent_hooks()])
     assert (await d.dispatch("a", "go")).output == ["A0", "budget: tool calls 1/1"]
+
+
+# -- the how-to's own words ------------------------------------------------------------------
+
+HOWTO = Path(__file__).parent.parent / "docs" / "howto" / "budgets.md"
+
+
+def _blocks(language: str) -> list[str]:
+    parts = HOWTO.read_text().split(f"```{language}\n")[1:]
+    return [part.split("```", 1)[0] for part in parts]
+
+
+def test_the_howtos_example_prints_what_it_says(capsys: pytest.CaptureFixture[str]) -> None:
+    # the page's own examples, as a reader would run them
+    exec(compile(_blocks("python")[0], str(HOWTO), "exec"), {"__name__": "howto"})
+    assert capsys.readouterr().out.splitlines() == ["budget: tool calls 2/2", "2"]
+    exec(compile(_blocks("python")[1], str(HOWTO), "exec"), {"Budget": Budget})
+
+
+def test_the_howtos_file_loads(tmp_path: Path) -> None:
+    path = tmp_path / "orchestra.yaml"
+    path.write_text(_blocks("yaml")[0])
+    [budget] = load(path).budgets
+    assert budget.limits["cost_usd"] == 2.0
+    assert budget.per_tool == {"web_search": 10}
