@@ -2,9 +2,11 @@
 
 ``fire`` starts them and returns at once. They run in an event loop of their own (one
 thread per registry, started with the first of them, through anyio's blocking portal),
-so a caller's loop ending does not stop them, and they do not hold up its events. When
-one ends, what it says for the agent waits for the registry's next ``fire``, which adds
-it to its outcome (Claude Code delivers it on the next turn):
+so a caller's loop ending does not stop them, and they do not hold up its events. At
+most ``max_parallel_hooks`` of them run at once (the rest wait their turn, as command
+hooks do). When one ends, what it says for the agent waits for the next ``fire`` of the
+session that started it (the event's ``session_id``), which adds it to its outcome
+(Claude Code delivers it on the next turn); another session never sees it:
 
 - an ``async`` hook's ``additionalContext`` and ``systemMessage`` go to ``messages``;
 - an ``asyncRewake`` hook that exits 2 gives its stderr (or stdout), after its
@@ -31,6 +33,7 @@ import attrs
 from orchestra.skills._call import attempt
 from orchestra.skills._hook import HookCall, HookSpec
 from orchestra.skills._outcome import HookOutcome, HookRecord
+from orchestra.skills._waiters import Gate
 
 __all__ = ["BackgroundHooks", "delivered"]
 
@@ -53,14 +56,23 @@ def delivered(record: HookRecord) -> tuple[tuple[str, ...], str | None]:
 
 
 class BackgroundHooks:
-    """The background hooks of one registry: its only writer of what they delivered."""
+    """The background hooks of one registry: its only writer of what they delivered.
 
-    def __init__(self) -> None:
+    Args:
+        max_parallel: how many of them run at once (the registry's ``max_parallel_hooks``).
+
+    The lock guards this object's fields only: it is never held while waiting for the
+    background loop (whose threads call ``_finished``), so the two never wait on each other.
+    """
+
+    def __init__(self, max_parallel: int = 32) -> None:
         self._lock = threading.Lock()
+        self._max_parallel = max_parallel
         self._stack: contextlib.ExitStack | None = None
         self._portal: anyio.from_thread.BlockingPortal | None = None
+        self._slots = Gate(max_parallel)  # used in the background loop's thread only
         self._running: set[Future[HookRecord]] = set()
-        self._done: collections.deque[HookRecord] = collections.deque()
+        self._done: dict[str, collections.deque[HookRecord]] = {}
         self.waiting = False
         """Whether finished hooks wait to be delivered (read by ``fire`` on every event)."""
 
@@ -69,36 +81,42 @@ class BackgroundHooks:
 
     def start(self, hooks: tuple[HookSpec, ...], call: HookCall) -> tuple[HookSpec, ...]:
         """Start the background hooks of ``hooks`` on ``call``; answer the others."""
+        session = str(call.data.get("session_id"))
         for hook in hooks:
             if hook.background:
-                self._start(functools.partial(attempt, hook, call, None))
+                self._start(session, functools.partial(attempt, hook, call, self._slots))
         return tuple(hook for hook in hooks if not hook.background)
 
-    def _start(self, run: Callable[[], Awaitable[HookRecord]]) -> None:
-        """Run ``run()`` in the background loop; its record waits for ``deliver``."""
+    def _start(self, session: str, run: Callable[[], Awaitable[HookRecord]]) -> None:
+        """Run ``run()`` in the background loop; its record waits for ``session``."""
         with self._lock:
             if self._portal is None:
                 self._stack = contextlib.ExitStack()
                 self._portal = self._stack.enter_context(anyio.from_thread.start_blocking_portal())
-            future = self._portal.start_task_soon(run)
+            portal = self._portal
+        # Not under the lock: the portal waits for its loop, whose finished hooks take it.
+        future = portal.start_task_soon(run)
+        with self._lock:
             self._running.add(future)
-        future.add_done_callback(self._finished)
+        future.add_done_callback(functools.partial(self._finished, session))
 
-    def _finished(self, future: Future[HookRecord]) -> None:
+    def _finished(self, session: str, future: Future[HookRecord]) -> None:
         with self._lock:
             self._running.discard(future)
-        if future.cancelled() or future.exception() is not None:
-            return
-        self._done.append(future.result())
-        self.waiting = True
+            if future.cancelled() or future.exception() is not None:
+                return
+            self._done.setdefault(session, collections.deque()).append(future.result())
+            self.waiting = True
 
-    def deliver(self, outcome: HookOutcome) -> HookOutcome:
-        """``outcome`` with what the finished hooks said added (each said once)."""
-        self.waiting = False
+    def deliver(self, outcome: HookOutcome, session: str) -> HookOutcome:
+        """``outcome`` with what ``session``'s finished hooks said added (each said once)."""
+        with self._lock:
+            done = self._done.pop(session, None)
+            self.waiting = bool(self._done)
         messages: list[str] = []
         shown: list[str] = []
-        while self._done:
-            said, user = delivered(self._done.popleft())
+        for record in done or ():
+            said, user = delivered(record)
             messages.extend(said)
             if user:
                 shown.append(user)
@@ -115,6 +133,7 @@ class BackgroundHooks:
         with self._lock:
             stack, self._stack, self._portal = self._stack, None, None
             running = list(self._running)
+            self._slots = Gate(self._max_parallel)  # the next loop's: none waits in it
         for future in running:
             future.cancel()
         if stack is not None:

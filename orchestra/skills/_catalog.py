@@ -24,9 +24,10 @@ from typing import Final, Literal, TypeAlias, final
 
 import attrs
 
+from orchestra._errors import did_you_mean
 from orchestra.skills._claude_events import ClaudeEvent, Exit2, claude_event
 
-__all__ = ["EVENTS", "ClaudeEvent", "EventSpec", "Exit2", "OnError", "Phase"]
+__all__ = ["EVENTS", "ClaudeEvent", "EventSpec", "Exit2", "OnError", "Phase", "unknown_event"]
 
 OnError: TypeAlias = Literal["continue", "block", "raise"]
 """What a hook error (crash, timeout, bad output) means: go on, block the event, or raise
@@ -347,3 +348,8 @@ _SPECS: Final = (
 
 EVENTS: Final[Mapping[str, EventSpec]] = MappingProxyType({spec.name: spec for spec in _SPECS})
 """The catalog: every event's ``EventSpec``, by name, in documentation order."""
+
+
+def unknown_event(event: str) -> ValueError:
+    """The error for an event the catalog does not know (naming the closest one)."""
+    return ValueError(f"unknown event {event!r}{did_you_mean(str(event), EVENTS)}")

@@ -23,14 +23,11 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
+from orchestra._children import MINIMAL_ENV, minimal_environment
 from orchestra.tracing import inject_env
 
 __all__ = ["MINIMAL_ENV", "check_glob", "check_name", "hook_environment"]
 
-MINIMAL_ENV: Final = frozenset(
-    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TERM", "TMPDIR"}
-)
-"""The parent's variables every hook process gets (and ``LC_*``)."""
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _GLOB: Final = re.compile(r"(?:[A-Za-z0-9_*?]|\[!?[A-Za-z0-9_-]+\])+")
 _GLOB_CHARS: Final = frozenset("*?[")
@@ -55,11 +52,7 @@ def check_glob(pattern: str) -> str | None:
 def _passed(environ: Mapping[str, str], pass_env: tuple[str, ...]) -> dict[str, str]:
     if "*" in pass_env:
         return dict(environ)
-    passed = {
-        name: value
-        for name, value in environ.items()
-        if name in MINIMAL_ENV or name.startswith("LC_")
-    }
+    passed = minimal_environment(environ)
     for pattern in pass_env:
         if _GLOB_CHARS.isdisjoint(pattern):
             if pattern in environ:

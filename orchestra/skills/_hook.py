@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
 
 import attrs
 
-from orchestra._errors import did_you_mean
-from orchestra.skills._catalog import EVENTS, EventSpec, OnError, Phase
+from orchestra.skills._catalog import EVENTS, EventSpec, OnError, Phase, unknown_event
 from orchestra.skills._event_json import event_data, event_json, utc_timestamp
 from orchestra.skills._hook_call import HookCall
 from orchestra.skills._matchers import (
@@ -82,7 +81,7 @@ def check_timeout(value: object, limit: float = MAX_TIMEOUT) -> str | None:
 
 def _known_event(_hook: object, _field: object, event: str) -> None:
     if event not in EVENTS:
-        raise ValueError(f"unknown event {event!r}{did_you_mean(str(event), EVENTS)}")
+        raise unknown_event(event)
 
 
 def _valid_timeout(hook: HookSpec, _field: object, timeout: float) -> None:

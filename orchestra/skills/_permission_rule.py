@@ -43,6 +43,8 @@ from collections.abc import Mapping
 from typing import Any, Final, final
 from urllib.parse import urlsplit
 
+from orchestra.skills._matchers import Matcher
+
 __all__ = ["PermissionRule", "permission_rule"]
 
 _RULE: Final = re.compile(r"\s*([^()\s]+)\s*(?:\((.*)\))?\s*", re.S)
@@ -60,16 +62,17 @@ _READ_TOOLS: Final = frozenset({"Read", "Grep", "Glob"})
 _PATH_FIELDS: Final = ("file_path", "notebook_path", "path")
 
 
-def _glob(pattern: str, *, word_boundary: bool) -> re.Pattern[str]:
-    """A Bash rule's ``*`` glob as a regex over one whole subcommand."""
+def _glob(pattern: str, *, word_boundary: bool) -> Matcher:
+    """A Bash rule's ``*`` glob as a regex over one whole subcommand (RE2: linear time)."""
     if word_boundary:  # "git *": "git" alone or "git " and anything
         head = re.escape(pattern[:-2]).replace(r"\*", ".*")
-        return re.compile(f"{head}(?: .*)?", re.S)
-    return re.compile(re.escape(pattern).replace(r"\*", ".*"), re.S)
+        return Matcher(f"(?s){head}(?: .*)?")
+    return Matcher("(?s)" + re.escape(pattern).replace(r"\*", ".*"))
 
 
-def _path_regex(pattern: str) -> re.Pattern[str]:
-    """A gitignore-style glob as a regex over an absolute path."""
+@functools.lru_cache(maxsize=256)
+def _path_regex(pattern: str) -> Matcher:
+    """A gitignore-style glob as a regex over an absolute path (RE2: linear time)."""
     out, i = [], 0
     while i < len(pattern):
         if pattern.startswith("**/", i):
@@ -87,7 +90,7 @@ def _path_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(pattern[i]))
             i += 1
-    return re.compile("".join(out) + "(?:/.*)?", re.S)
+    return Matcher("(?s)" + "".join(out) + "(?:/.*)?")
 
 
 def _subcommands(command: str) -> list[str] | None:
@@ -222,10 +225,10 @@ class PermissionRule:
         if full != anchor and not full.startswith(anchor + "/"):
             return False
         relative = full[len(anchor) :].lstrip("/")
-        return _path_regex(rest).fullmatch(relative) is not None
+        return _path_regex(rest).fullmatch(relative)
 
 
-def _shell_admits(glob: re.Pattern[str], specific: bool, command: Any) -> bool:
+def _shell_admits(glob: Matcher, specific: bool, command: Any) -> bool:
     if not isinstance(command, str):
         return True
     parts = _subcommands(command)

@@ -35,6 +35,7 @@ __all__ = ["available", "main", "reaper_argv"]
 
 _PR_SET_PDEATHSIG: Final = 1
 _PR_SET_CHILD_SUBREAPER: Final = 36
+_PR_SET_DUMPABLE: Final = 4
 _NOT_FOUND: Final = 127
 _REAP_EVERY: Final = 1.0  # seconds between reaping what was re-parented (zombies)
 _POLL: Final = 0.05  # seconds between exit checks where there is no pidfd
@@ -179,6 +180,7 @@ def main(args: Sequence[str]) -> NoReturn:
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     signal.signal(signal.SIGTERM, _on_term)
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    _prctl(_PR_SET_DUMPABLE, 0)  # it holds the hook's environment (its exec is dumpable again)
     env = _read_env(int(env_fd))
     hook = _start(argv, env, int(lifeline))
     # The hook holds the pipes: the reaper lets go of them, so their ends mean the hook's.

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -40,6 +41,8 @@ __all__ = [
     "outcome_json",
     "recorded",
 ]
+
+_log = logging.getLogger("orchestra.skills")
 
 DEFAULT_RECORD_BYTES: Final = 64 * 1024 * 1024
 """How large a record file grows before it is rotated (``PATH.1``), in bytes."""
@@ -78,7 +81,7 @@ class EventRecorder:
         payload: keep the payloads (needed to replay them).
     """
 
-    __slots__ = ("max_bytes", "path", "payload")
+    __slots__ = ("failures", "max_bytes", "path", "payload")
 
     def __init__(
         self,
@@ -91,6 +94,26 @@ class EventRecorder:
         self.path = Path(path)
         self.max_bytes = max_bytes
         self.payload = payload
+        self.failures = 0
+        """How many events could not be written (full disk, no permission...)."""
+
+    def keep(self, event: str, payload: Mapping[str, Any], outcome: HookOutcome) -> None:
+        """``write``, and a line that cannot be written is logged and counted, never raised.
+
+        A record is for review: it never changes what was decided.
+        """
+        try:
+            self.write(event, payload, outcome)
+        except (OSError, ValueError) as exc:
+            self.failures += 1
+            _log.warning(
+                "the %s event could not be recorded in %s (%s: %s); %d lost so far",
+                event,
+                self.path,
+                type(exc).__name__,
+                exc,
+                self.failures,
+            )
 
     def write(self, event: str, payload: Mapping[str, Any], outcome: HookOutcome) -> None:
         """Append one event and its outcome."""
@@ -106,14 +129,15 @@ class EventRecorder:
         data = text.encode()
         # Opened for each event (a few µs): nothing stays open, a crash loses nothing, and
         # several processes may append to one file (each line is one write).
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         try:
             size = self.path.stat().st_size
         except FileNotFoundError:
             size = 0
         if size and size + len(data) > self.max_bytes:
             os.replace(self.path, self.path.with_name(self.path.name + ".1"))
-        with self.path.open("ab") as file:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "ab") as file:
             file.write(data)
 
 
@@ -123,6 +147,7 @@ async def recorded(
     payload: Mapping[str, Any] | None,
     background: BackgroundHooks | None,
     recorder: EventRecorder | None,
+    session: str = "",
 ) -> HookOutcome:
     """``fire(event, payload)``, with background hooks' words delivered, and recorded.
 
@@ -133,16 +158,19 @@ async def recorded(
         event: the event.
         payload: its fields.
         background: the background hooks whose words come along, or None.
-        recorder: where the event goes, or None.
+        recorder: where the event goes, or None (a line it cannot write is logged and
+            counted: the outcome stands).
+        session: the registry's session, unless the payload names its own (``session_id``):
+            the background hooks' words of that session come along.
     """
     try:
         outcome = await fire(event, payload)
     except CriticalHookError as exc:
         if recorder is not None:
-            recorder.write(event, payload or {}, exc.outcome)
+            recorder.keep(event, payload or {}, exc.outcome)
         raise
     if background is not None:
-        outcome = background.deliver(outcome)
+        outcome = background.deliver(outcome, str((payload or {}).get("session_id", session)))
     if recorder is not None:
-        recorder.write(event, payload or {}, outcome)
+        recorder.keep(event, payload or {}, outcome)
     return outcome

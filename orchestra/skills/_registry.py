@@ -33,12 +33,11 @@ import attrs
 from opentelemetry.trace import Tracer
 
 from orchestra._budget import Budget
-from orchestra._errors import did_you_mean
 from orchestra._hooks import SubagentHooks, TaskHooks
 from orchestra.skills._adapters import subagent_hooks, task_hooks
 from orchestra.skills._background import BackgroundHooks
 from orchestra.skills._call import attempt, traced_attempt
-from orchestra.skills._catalog import EVENTS
+from orchestra.skills._catalog import EVENTS, unknown_event
 from orchestra.skills._claude_env import env_file
 from orchestra.skills._firing import (
     combiner_for,
@@ -152,7 +151,7 @@ class HookRegistry:
         self._firing = firing_table(self._by_event)
         self._slots = threading.local()  # a Gate per thread: see _slot()
         self._processes = HookProcesses()
-        self._background = BackgroundHooks()
+        self._background = BackgroundHooks(max_parallel_hooks)
 
     def __repr__(self) -> str:
         return f"<HookRegistry {len(self.hooks)} hooks>"
@@ -176,6 +175,11 @@ class HookRegistry:
         """
         await self._processes.aclose()
         await self._background.aclose()
+
+    @property
+    def record_failures(self) -> int:
+        """How many fired events ``record=`` could not keep (each logged; outcomes stand)."""
+        return self._recorder.failures if self._recorder is not None else 0
 
     def env_file(self, session_id: str | None = None) -> str:
         """The ``CLAUDE_ENV_FILE`` of a session (default: the registry's ``session_id``).
@@ -222,7 +226,7 @@ class HookRegistry:
         try:
             return self._by_event[event]
         except KeyError:
-            raise _unknown_event(event) from None
+            raise unknown_event(event) from None
 
     def as_task_hooks(self) -> TaskHooks:
         """``TaskHooks`` firing ``TaskCreated`` and ``TaskCompleted`` (see ``RegistryTaskHooks``).
@@ -296,8 +300,8 @@ class HookRegistry:
                 other hook of the event ran, with their outcome on it.
         """
         if self._background.waiting or self._recorder is not None:
-            background = self._background if self._background.waiting else None
-            return await recorded(self._fire, event, payload, background, self._recorder)
+            bg = self._background if self._background.waiting else None  # words to deliver
+            return await recorded(self._fire, event, payload, bg, self._recorder, self.session_id)
         return await self._fire(event, payload)
 
     async def replay(
@@ -325,7 +329,7 @@ class HookRegistry:
             spec, hooks, special, unmatched, filters = self._firing[event]
         except KeyError:
             if event not in EVENTS:
-                raise _unknown_event(event) from None
+                raise unknown_event(event) from None
             return EMPTY  # no hooks for it
         if payload is None:
             payload = {}
@@ -394,7 +398,3 @@ class HookRegistry:
         except AttributeError:
             gate = self._slots.gate = Gate(self.max_parallel_hooks)
         return gate
-
-
-def _unknown_event(event: str) -> ValueError:
-    return ValueError(f"unknown event {event!r}{did_you_mean(str(event), EVENTS)}")

@@ -21,37 +21,31 @@ The choice against the alternatives: a clean helper process that spawns hooks hi
 toggling the flag only while hooks run leaves it open to a hook's detached child the
 moment the last hook ends. The flag is set once and kept; it is a single system call.
 No maintained library wraps ``prctl`` (``python-prctl`` is a C extension last released
-in 2020), so it is called through ``ctypes``, here and in ``_reaper``.
+in 2020), so it is called through ``ctypes`` (``orchestra._children``; ``_reaper`` has its own).
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 import threading
 from typing import Final
 
+from orchestra._children import PR_GET_DUMPABLE, prctl, refuse_dumps
+
 __all__ = ["KEEP_DUMPABLE", "dumpable", "shield_environment"]
 
 KEEP_DUMPABLE: Final = "ORCHESTRA_HOOKS_DUMPABLE"
 """The variable that, set to ``1``, keeps the agent's process dumpable (for debuggers)."""
-_PR_SET_DUMPABLE: Final = 4
-_PR_GET_DUMPABLE: Final = 3
 _LOCK: Final = threading.Lock()
 _shielded = False
-
-
-def _prctl(option: int, value: int = 0) -> int:
-    libc = ctypes.CDLL(None, use_errno=True)
-    return int(libc.prctl(option, value, 0, 0, 0))
 
 
 def dumpable() -> bool | None:
     """Whether this process is dumpable (None where ``prctl`` does not exist)."""
     if not sys.platform.startswith("linux"):
         return None
-    return _prctl(_PR_GET_DUMPABLE) == 1
+    return prctl(PR_GET_DUMPABLE) == 1
 
 
 def shield_environment() -> None:
@@ -64,6 +58,6 @@ def shield_environment() -> None:
     with _LOCK:
         if _shielded:
             return
-        if sys.platform.startswith("linux") and os.environ.get(KEEP_DUMPABLE) != "1":
-            _prctl(_PR_SET_DUMPABLE, 0)
+        if os.environ.get(KEEP_DUMPABLE) != "1":
+            refuse_dumps()
         _shielded = True

@@ -19,7 +19,9 @@ On stdin, frames, each a 4-byte big-endian length then that many bytes:
 A line it cannot write is reported on stderr and its spans are not counted, so the
 parent, comparing what it sent with what was written, logs how many were lost. The
 writer ignores SIGINT and runs in its own session: a Ctrl-C meant for the run does not
-cut the file short; it stops when its input ends, so it never outlives its parent.
+cut the file short; it stops when its input ends, so it never outlives its parent. It
+gets the minimal environment (no secret of the agent's) and is non-dumpable (the spans
+it holds are closed to other processes of the user, hooks included).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import IO, Final, final
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from orchestra._children import minimal_environment, refuse_dumps
 from orchestra.tracing._otlp_json import request_json
 
 __all__ = ["WriterProcess", "main"]
@@ -55,6 +58,7 @@ def _read(stream: IO[bytes], size: int) -> bytes | None:
 def main(path: str) -> int:
     """The writer's loop: frames in on stdin, OTLP JSON lines out to ``path``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent ends it by closing stdin
+    refuse_dumps()  # it holds the run's spans: closed to the hooks, as the agent is
     written = 0
     with open(path, "a", encoding="utf-8", buffering=1) as file:  # a line is one write
         while (head := _read(sys.stdin.buffer, _HEAD)) is not None:
@@ -92,7 +96,8 @@ class WriterProcess:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             start_new_session=True,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},  # this orchestra
+            # no secret of the agent's: the minimal environment, and this orchestra's path
+            env={**minimal_environment(), "PYTHONPATH": os.pathsep.join(sys.path)},
         )
         assert self._proc.stdin is not None
         assert self._proc.stdout is not None
