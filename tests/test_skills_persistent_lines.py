@@ -53,7 +53,14 @@ def test_an_answer_line_reads_as_json_loads_reads_it(line: bytes) -> None:
     assert outcome(_decode, line) == expected
 
 
-@given(st.dictionaries(st.text(), st.recursive(st.none() | st.text(), st.lists)))
+# Small objects: what the encoding does to a character does not depend on how many others
+# there are, and drawing large nested dictionaries of unique text keys took 30-50 s a test.
+_KEYS = st.text(max_size=8)
+
+
+@given(
+    st.dictionaries(_KEYS, st.recursive(st.none() | st.text(), st.lists, max_leaves=8), max_size=6)
+)
 def test_the_event_line_is_the_event_json_with_its_id_last(data: dict[str, Any]) -> None:
     line = _event_line(HookCall("PreToolUse", data, "/"), 7)
     assert line == event_json({**data, "id": 7}) + b"\n"
@@ -62,11 +69,12 @@ def test_the_event_line_is_the_event_json_with_its_id_last(data: dict[str, Any])
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=12,
 )
 
 
-@given(st.dictionaries(st.text(), JSON_VALUES))
+@given(st.dictionaries(_KEYS, JSON_VALUES, max_size=6))
 def test_the_event_json_is_ascii_and_reads_back_as_the_event(data: dict[str, Any]) -> None:
     body = event_json(data)
     assert body.isascii()
