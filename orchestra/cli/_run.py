@@ -35,12 +35,13 @@ from orchestra import (
     HookChain,
     LocalExecutor,
     RunResult,
+    TaskState,
 )
 from orchestra import run as run_dag
 from orchestra.cli._load import RunTarget, build_spec, find_target, load_module
 from orchestra.cli._runs import journal_arg
+from orchestra.cli._stopping import Stop, StopHooks, resume_command, run_stoppable
 from orchestra.cli._summary import print_summary
-from orchestra.dag._signals import TERMINATED, run_terminable
 from orchestra.journal import Journal
 from orchestra.tracing import configure, extract_env
 
@@ -63,6 +64,7 @@ class _Progress:
         self.seen: set[str] = set()
         self.running: set[str] = set()
         self.failing: set[str] = set()
+        self.cancelled: set[str] = set()
         self.done = 0
         self.retried = 0
 
@@ -82,11 +84,26 @@ class _Progress:
             self.failing.add(task_id)
         self.draw()
 
+    def cancel(self, task_id: str) -> None:
+        self.running.discard(task_id)
+        self.cancelled.add(task_id)
+        self.draw()
+
+    def settle(self, result: RunResult) -> None:
+        """The final counts, from the result: tasks that never started included."""
+        self.running.clear()
+        self.done = sum(state is TaskState.SUCCEEDED for state in result.states.values())
+        self.failing = {t for t, s in result.states.items() if s is TaskState.FAILED}
+        self.cancelled = {t for t, s in result.states.items() if s is TaskState.CANCELLED}
+        self.draw()
+
     def draw(self) -> None:
         text = (
             f"done {self.done}  running {len(self.running)}  "
             f"failed {len(self.failing)}  retried {self.retried}"
         )
+        if self.cancelled:
+            text += f"  cancelled {len(self.cancelled)}"
         self.progress.update(self.bar, description=text, completed=self.done)
 
 
@@ -94,17 +111,26 @@ class _Progress:
 class _ProgressExecutor:
     """Wraps the executor to see attempts start and end, without any hook (internal)."""
 
-    def __init__(self, inner: LocalExecutor, progress: _Progress) -> None:
+    def __init__(self, inner: LocalExecutor, progress: _Progress, stop: Stop) -> None:
         self.inner = inner
         self.progress = progress
+        self.stop = stop
 
     async def execute(self, task: Task, kwargs: dict[str, Any]) -> Any:
         self.progress.start(task.id)
+        threaded = not task.is_async and not task.inline
+        if threaded:
+            self.stop.threaded.add(task.id)
         try:
             result = await self.inner.execute(task, kwargs)
+        except anyio.get_cancelled_exc_class():
+            self.progress.cancel(task.id)  # a body in a thread goes on: it stays threaded
+            raise
         except BaseException:
+            self.stop.threaded.discard(task.id)
             self.progress.end(task.id, ok=False)
             raise
+        self.stop.threaded.discard(task.id)
         if task.agent is None:
             self.progress.end(task.id, ok=True)
         else:
@@ -151,6 +177,7 @@ async def _run(
     fail_fast: bool,
     console: Console,
     journaling: dict[str, Any],
+    stop: Stop,
 ) -> tuple[DAG, RunResult]:
     agent_hooks: list[object] = list(getattr(module, "agent_hooks", ()) or ())
     if registry is not None:
@@ -170,12 +197,14 @@ async def _run(
         spec = build_spec(target, module, dispatcher)
         dag = spec.dag
         dag.validate(fail_fast=fail_fast)  # a DAGError before the progress bar (plan cached)
+        stop.dag = dag
         hooks: list[object] = list(spec.hooks)
         if registry is not None:
             hooks.append(registry.as_task_hooks())
             if spec.tools is not None:
                 _guard_tools(spec.tools, registry)
         HookChain(hooks)  # a misspelt moment's TypeError before the progress bar
+        hooks.append(StopHooks(stop))
         progress = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
@@ -188,19 +217,23 @@ async def _run(
         with progress:
             counts = _Progress(progress, len(dag))
             executor = _ProgressExecutor(
-                LocalExecutor(anyio.CapacityLimiter(max_concurrency)), counts
+                LocalExecutor(anyio.CapacityLimiter(max_concurrency)), counts, stop
             )
-            result = await run_dag(
-                dag,
-                hooks=hooks,
-                max_concurrency=max_concurrency,
-                fail_fast=fail_fast,
-                executor=executor,
-                dispatcher=(
-                    _ProgressDispatcher(dispatcher, counts) if dispatcher is not None else None
-                ),
-                **journaling,
-            )
+            try:
+                result = await run_dag(
+                    dag,
+                    hooks=hooks,
+                    max_concurrency=max_concurrency,
+                    fail_fast=fail_fast,
+                    executor=executor,
+                    dispatcher=(
+                        _ProgressDispatcher(dispatcher, counts) if dispatcher is not None else None
+                    ),
+                    **journaling,
+                )
+            finally:
+                if stop.result is not None:
+                    counts.settle(stop.result)
             progress.update(counts.bar, completed=len(dag))
     return dag, result
 
@@ -272,7 +305,9 @@ def run(
     """Run the DAG defined in FILE.py (NAME picks one if the file has several).
 
     Shows live progress, then the tasks that did not succeed and why; exits with
-    status 1 if the run failed, 143 if a SIGTERM cancelled it (as Ctrl-C does).
+    status 1 if the run failed. Ctrl-C or SIGTERM stops the run (it says which tasks it
+    waits for; a journaled run prints its resume command), a second one exits at once:
+    status 130 after Ctrl-C, 143 after SIGTERM.
     """
     file, _, name = target.partition(":")
     path = Path(file)
@@ -281,55 +316,47 @@ def run(
     console = Console(highlight=False)
     provider = _tracing(trace_path, otlp, report_path, capture_content)
     kept = _keep_spans(provider) if report_path is not None and provider is not None else None
-    registry = None
-    if record_path is not None and not hook_paths:
-        raise click.BadParameter("--record-events needs --hooks", param_hint="--record-events")
-    if hook_paths:  # a ConfigError is one line (see _errors)
-        from orchestra.skills import load
-
-        registry = load(*hook_paths, require_trust=not trust_all, record=record_path)
+    registry = _registry(hook_paths, trust_all, record_path)
     module = load_module(path)
     what = find_target(module, name or None, file)
     if resume and not journal:
         raise click.BadParameter("--resume needs --journal", param_hint="--resume")
     journaling = {"journal": journal_arg(journal), "resume": resume} if journal else {}
+    stop = Stop(resume_command if journal else None)
     token = otel_context.attach(extract_env())  # a TRACEPARENT parents the run span
     try:  # a DAGError or JournalError is one line (see _errors)
-        # a SIGTERM cancels the run as Ctrl-C does, then exits with status 143
-        dag, result = run_terminable(
-            _run,
-            what,
-            module,
-            registry,
-            max_concurrency,
-            fail_fast,
-            console,
-            journaling,
-            backend="asyncio",
-        )
-    except SystemExit as exc:
-        if exc.code == TERMINATED:
-            click.echo("orchestra run: terminated by SIGTERM, the run was cancelled", err=True)
-        raise
+        # Ctrl-C or SIGTERM cancels the run; a second one exits at once (see _stopping)
+        args = (what, module, registry, max_concurrency, fail_fast, console, journaling, stop)
+        ran = run_stoppable(stop, _run, *args)
     finally:
         if isinstance(opened := journaling.get("journal"), Journal):
             opened.close()
         otel_context.detach(token)
         if provider is not None:
             provider.shutdown()  # flush the spans still queued
-    if report_path is not None and kept is not None:
-        _write_report(kept, report_path, result.run_id, console)
-    print_summary(
-        console,
-        result,
-        dag,
-        show_all=show_all,
-        trace=trace_path,
-        report=report_path,
-        journal=journal,
-    )
-    if not result.ok:
+    dag, result = ran if ran is not None else (stop.dag, stop.result)
+    if result is not None and dag is not None:
+        if report_path is not None and kept is not None:
+            _write_report(kept, report_path, result.run_id, console)
+        print_summary(
+            console, result, dag, show_all=show_all, trace=trace_path, report=report_path,
+            journal=journal,
+        )  # fmt: skip
+    if stop.signum is not None:
+        stop.exit()  # says so, the resume command, waits for abandoned bodies' threads
+    if result is not None and not result.ok:
         sys.exit(1)
+
+
+def _registry(hook_paths: tuple[Path, ...], trust_all: bool, record_path: Path | None) -> Any:
+    """The registry of ``--hooks``, or None; a ConfigError is one line (see _errors)."""
+    if record_path is not None and not hook_paths:
+        raise click.BadParameter("--record-events needs --hooks", param_hint="--record-events")
+    if not hook_paths:
+        return None
+    from orchestra.skills import load
+
+    return load(*hook_paths, require_trust=not trust_all, record=record_path)
 
 
 def _tracing(

@@ -1,0 +1,135 @@
+"""Stopping ``orchestra run`` with Ctrl-C or SIGTERM, as a user does, with real signals.
+
+What a new user met: during a sync task, nothing was said for 18 s (the worker thread
+cannot be interrupted), then ``Aborted!`` with no resume hint and no word about which task
+it waited for; a second Ctrl-C ended with Python's ``Exception ignored in: <module
+'threading'>`` traceback; the progress line counted the cancelled task as failed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# ``crunch`` is a sync body that cannot be interrupted: it runs until the test releases it
+# (or two minutes pass). ``after`` waits for it, ``quick`` is done at once.
+FLOW = """
+import time
+from pathlib import Path
+
+import orchestra
+
+HERE = Path(__file__).parent
+dag = orchestra.DAG("slow")
+
+
+@dag.task
+def crunch() -> int:
+    (HERE / "started").touch()
+    deadline = time.monotonic() + 120
+    while not (HERE / "release").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return 1
+
+
+@dag.task
+def quick() -> int:
+    return 2
+
+
+@dag.task(deps=[crunch])
+def after(crunch: int) -> int:
+    return crunch
+"""
+
+
+def _start(tmp_path: Path) -> subprocess.Popen[str]:
+    (tmp_path / "flow.py").write_text(FLOW)
+    env = {**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestra.cli", "run", "flow.py", "--journal", "runs.db"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120  # a loaded machine starts Python slowly
+    while not (tmp_path / "started").exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"crunch did not start (exit {proc.returncode}):\n{out}\n{err}")
+        time.sleep(0.05)
+    return proc
+
+
+def _read_line(proc: subprocess.Popen[str]) -> str:
+    assert proc.stderr is not None
+    return proc.stderr.readline().rstrip("\n")
+
+
+def test_a_first_ctrl_c_says_what_it_waits_for_and_the_run_ends_cancelled(
+    tmp_path: Path,
+) -> None:
+    proc = _start(tmp_path)
+    proc.send_signal(signal.SIGINT)
+    said = _read_line(proc)  # at once, while crunch still runs
+    assert said == (
+        "orchestra run: Ctrl-C: stopping the run; waiting for crunch (a sync body in a "
+        "thread cannot be interrupted): press Ctrl-C again to abandon it"
+    )
+    assert proc.poll() is None
+    (tmp_path / "release").touch()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130  # 128 + SIGINT, as a shell reports a Ctrl-C
+    assert "Traceback" not in err
+    assert "Aborted!" not in err
+    assert "cancelled 2" in out  # crunch and after: counted as cancelled, not failed
+    assert "failed 0" in out
+    run_id = out.split("journaled as run ")[1].split()[0]
+    assert f"resume it with: orchestra run flow.py --journal runs.db --resume {run_id}" in err
+    resumed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestra.cli",
+            "run",
+            "flow.py",
+            "--journal",
+            "runs.db",
+            "--resume",
+            run_id,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr  # crunch returns at once now
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_second_signal_exits_at_once_cleanly(
+    tmp_path: Path, signum: signal.Signals, code: int
+) -> None:
+    proc = _start(tmp_path)
+    proc.send_signal(signum)
+    assert "stopping the run; waiting for crunch" in _read_line(proc)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)  # crunch, never released, would take two minutes
+    assert proc.returncode == code
+    assert "Traceback" not in err
+    assert "Exception ignored" not in err
+    assert "exiting now, abandoning crunch" in err
+    assert "--journal runs.db --resume " in err
