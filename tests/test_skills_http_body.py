@@ -71,7 +71,7 @@ async def test_the_body_carries_the_hook_id_type_and_configured_fields(
     assert got["hook_type"] == "http"
     assert got["team"] == "core"
     assert got["nested"] == {"rows": [1, 2.5, None, True]}
-    assert got["tool_name"] == "Bash"  # the event's own fields are never overwritten
+    assert got["tool_name"] == "spoofed"  # body wins over the event's field, as lobehub merges
     assert got["tool_input"] == {"command": "ls"}
     assert got["hook_event_name"] == "PreToolUse"
 

@@ -48,6 +48,7 @@ __all__ = [
     "HookSpec",
     "check_phase",
     "check_timeout",
+    "default_on_error",
     "event_data",
     "event_json",
     "key_by",
@@ -137,11 +138,22 @@ def _valid_phase(hook: HookSpec, _field: object, phase: Phase | None) -> None:
         raise ValueError(f"{problem[0]}: {problem[1]}")
 
 
-def _default_on_error(hook: HookSpec) -> OnError:
-    if hook.phase == "guard":
+def default_on_error(cls: type[HookSpec], event: str, phase: Phase | None) -> OnError:
+    """The ``on_error`` of a hook of type ``cls`` at ``event`` that sets none.
+
+    A guard fails closed; a type that fails open (an http hook, as lobehub's webhooks)
+    continues; else the event's default (``EventSpec.default_on_error``).
+    """
+    if phase == "guard":
         return "block"
-    spec = EVENTS.get(hook.event)  # an unknown event is refused by its validator
+    if cls.fails_open:
+        return "continue"
+    spec = EVENTS.get(event)  # an unknown event is refused by its validator
     return spec.default_on_error if spec is not None else "continue"
+
+
+def _default_on_error(hook: HookSpec) -> OnError:
+    return default_on_error(type(hook), hook.event, hook.phase)
 
 
 def _compiled(hook: HookSpec) -> Matcher | ClaudeMatcher | None:
@@ -213,6 +225,9 @@ class HookSpec:
     """The hook answers in-process (a function call, a fixed answer)."""
     filters: ClassVar[bool] = False
     """The hook picks its events from the whole payload (``selects``), not only by matcher."""
+    fails_open: ClassVar[bool] = False
+    """Without an ``on_error``, its errors continue on every event (lobehub's webhooks),
+    but as a ``phase: guard`` hook, which fails closed."""
     in_order: ClassVar[bool] = False
     """Its source runs an event's hooks one after the other, in list order (the graph
     executor's): each in its own stage, even on events whose hooks otherwise run at once."""

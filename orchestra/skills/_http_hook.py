@@ -1,9 +1,15 @@
 """``HttpHook``: the event JSON POSTed to a URL, the answer read as a result.
 
 The body is the event JSON plus ``hook_id`` and ``hook_type`` and the hook's own
-``body:`` fields (as the lobehub runtime's webhooks carry ``hookId``, ``hookType`` and a
-configured ``body``); the event's own fields are never overwritten. A hook of a Claude
-Code file sends the event JSON alone, as Claude Code does.
+``body:`` fields, merged as the lobehub runtime merges its webhooks' (``hookId``,
+``hookType`` and a configured ``body``): a ``body:`` field wins over an event field of
+the same name (the fields every event JSON has are refused in ``body:`` at load). A hook
+of a Claude Code file sends the event JSON alone, as Claude Code does.
+
+As lobehub's webhooks, an http hook that sets no ``on_error`` fails open on every event
+(a webhook that is down or answers garbage is a hook error, and the action goes on); a
+``phase: guard`` http hook, or one with ``on_error: block``, fails closed. An empty
+answer (``204 No Content``, or ``200`` with no body) is no opinion.
 """
 
 from __future__ import annotations
@@ -112,11 +118,13 @@ class HttpHook(HookSpec):
         strict_output: unknown fields in the result are errors.
         allow_private_network: the URL may reach loopback, private, link-local, CGNAT,
             multicast and reserved addresses (refused by default, after DNS resolution).
-        body: JSON fields added to the request body; the event's own fields, and
-            ``hook_id`` and ``hook_type``, are never overwritten.
+        body: JSON fields merged into the request body, over the event's fields of
+            the same name, as lobehub merges them (``hook_id``, ``hook_type`` and the
+            fields every event has are refused here).
     """
 
     type: ClassVar[str] = "http"
+    fails_open: ClassVar[bool] = True
 
     url: str
     headers: tuple[tuple[str, str], ...] = attrs.field(
@@ -191,13 +199,13 @@ class HttpHook(HookSpec):
     def request_body(self, data: Mapping[str, Any]) -> bytes:
         """The JSON POSTed for the event's fields ``data``.
 
-        ``body`` first, then ``hook_id`` and ``hook_type``, then the event's fields, so
-        that the event's own fields are never overwritten.
+        The event's fields, then ``hook_id`` and ``hook_type``, then ``body``: a
+        ``body`` field wins over an event field of its name, as lobehub merges it.
 
         Raises:
             TypeError, ValueError: the payload cannot be encoded as JSON.
         """
-        return event_json({**self.body, "hook_id": self.hook_id, "hook_type": self.type, **data})
+        return event_json({**data, "hook_id": self.hook_id, "hook_type": self.type, **self.body})
 
     def expand_headers(self) -> dict[str, str]:
         """The headers with ``$VAR`` read from the environment.

@@ -24,7 +24,14 @@ from orchestra.skills._catalog import EVENTS, EventSpec, OnError, Phase
 from orchestra.skills._covered import covered_files
 from orchestra.skills._fields import Entry, FileDefaults
 from orchestra.skills._graph_hooks import is_graph_file, read_graph
-from orchestra.skills._hook import DEFAULT_TIMEOUT, PHASES, HookSpec, check_phase, check_timeout
+from orchestra.skills._hook import (
+    DEFAULT_TIMEOUT,
+    PHASES,
+    HookSpec,
+    check_phase,
+    check_timeout,
+    default_on_error,
+)
 from orchestra.skills._matchers import compile_matcher
 from orchestra.skills._python_hook import without_imports
 from orchestra.skills._sources import Source, sources
@@ -344,7 +351,7 @@ class _Checker:
                 entry.bad(key, f"unknown field for a {name} hook{hint}")
         timeout = _timeout(entry)
         phase = entry.choice("phase", PHASES, None)
-        on_error = _on_error(entry, phase)
+        on_error = _on_error(entry, phase, cls)
         problem = check_phase(cls, spec, phase, entry.get("on_error"))
         if problem is not None:
             entry.bad(*problem)
@@ -390,9 +397,9 @@ def _enforce(entry: Entry) -> bool:
     return value
 
 
-def _on_error(entry: Entry, phase: Phase | None) -> OnError:
+def _on_error(entry: Entry, phase: Phase | None, cls: type[HookSpec]) -> OnError:
     event = entry.hook_event
-    default = "block" if phase == "guard" else event.default_on_error
+    default = default_on_error(cls, event.name, phase)
     value = entry.choice("on_error", _ON_ERROR, default)
     if value == "block" and entry.get("on_error") == "block" and not event.can_block:
         entry.bad("on_error", f"{event.name} cannot block; use on_error: continue")
