@@ -23,9 +23,8 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    url, process = http_server.start()
-    yield url
-    http_server.stop(process)
+    with http_server.running() as url:
+        yield url
 
 
 def closed_port() -> int:

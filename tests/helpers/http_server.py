@@ -13,12 +13,14 @@ the client sent as ``message``). ``GET /hits`` answers how many POSTs it got.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import ssl
 import subprocess
 import sys
 import threading
 import urllib.request
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -144,6 +146,16 @@ def stop(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+@contextlib.contextmanager
+def running(*tls_files: Path) -> Iterator[str]:
+    """The server, started for a ``with`` block: its base URL; stopped after it."""
+    url, process = start(*tls_files)
+    try:
+        yield url
+    finally:
+        stop(process)
 
 
 if __name__ == "__main__":
