@@ -53,10 +53,10 @@ async def test_http_redirect_is_a_hook_error_that_blocks_a_guard(
     config.write_text(
         "hooks:\n  PreToolUse:\n    - hooks:\n        - type: http\n"
         f"          url: {http_url}/redirect\n          tls: off\n"
-        "          allow_private_network: true\n"
+        "          allow_private_network: true\n          phase: guard\n"
     )
     outcome = await load(config, project_dir=tmp_path).fire("PreToolUse", {"tool_name": "Bash"})
-    assert outcome.blocked
+    assert outcome.blocked  # a guard fails closed (an http hook alone fails open)
     assert outcome.reason is not None
     assert "redirect" in outcome.reason
 

@@ -37,6 +37,7 @@ SAMPLES: dict[str, HookSpec] = {
     "permission": PermissionHook(event="PreToolUse", decision="deny", reason="no"),
     "http": HttpHook(
         event="PreToolUse",
+        on_error="block",  # (its default is continue, which a guard refuses)
         url="https://hooks.example/h",
         headers=(("X-A", "1"),),
         allowed_env_vars=("TOKEN",),
@@ -170,6 +171,10 @@ def test_construction_refuses_what_could_not_run() -> None:
 def test_defaults_follow_the_event() -> None:
     assert CommandHook(event="PreToolUse", command="true").on_error == "block"
     assert CommandHook(event="Stop", command="true").on_error == "continue"
+    # an http hook fails open, as lobehub's webhooks, but as a guard
+    assert HttpHook(event="PreToolUse", url="https://hooks.example/h").on_error == "continue"
+    guard = HttpHook(event="PreToolUse", url="https://hooks.example/h", phase="guard")
+    assert guard.on_error == "block"
     hook = CommandHook(event="PreToolUse", matcher="Bash|Edit", command="true")
     assert (hook.matches("Edit"), hook.matches("BashOutput"), hook.matches(None)) == (
         True,
