@@ -9,7 +9,9 @@ a hook                 how its timeout bounds it
 ``def``, ``blocking``  ``offloaded``: in a worker thread (``orchestra._offload``); past
                        its timeout the caller stops waiting and the thread is abandoned
 ``async def``          ``stepped``: stepped once where it can be; one that waits goes on
-                       under a deadline (``Waiting``) and is cancelled past it
+                       under a deadline (``Waiting``) and is cancelled past it; one
+                       without an await point (``may_suspend``) is awaited as it is:
+                       it cannot suspend, so nothing could cancel it
 =====================  ==============================================================
 """
 
@@ -32,7 +34,28 @@ from orchestra._watchdog import watched
 if TYPE_CHECKING:
     from orchestra._calling import HookImpl
 
-__all__ = ["HookTimeout", "Waiting", "inline", "offloaded", "on_asyncio", "stepped"]
+__all__ = ["HookTimeout", "Waiting", "inline", "may_suspend", "offloaded", "on_asyncio", "stepped"]
+
+# What an await point compiles to (``await``, ``async with``, ``async for``): a coroutine
+# whose code has none of these runs to its end in one step.
+_SUSPENDS: Final = frozenset(
+    {"GET_AWAITABLE", "BEFORE_ASYNC_WITH", "GET_AITER", "GET_ANEXT", "SEND", "YIELD_VALUE"}
+)
+
+
+def may_suspend(fn: object) -> bool:
+    """Whether coroutine function ``fn`` has an await point (read once, when compiled).
+
+    One without any never suspends: a deadline could not cancel it, and on trio a cancel
+    scope per call costs more than the call (4-6 µs). A wrapper (a decorator) has its
+    own code read, never what it wraps; anything without code of its own may suspend.
+    """
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is None:
+        return True
+    import dis  # here: when a hook is compiled, never at import
+
+    return any(ins.opname in _SUSPENDS for ins in dis.get_instructions(code))
 
 
 def inline(impl: HookImpl, args: tuple[Any, ...], subject: str | None) -> Any:

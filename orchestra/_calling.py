@@ -14,7 +14,15 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 
-from orchestra._bounds import HookTimeout, Waiting, inline, offloaded, on_asyncio, stepped
+from orchestra._bounds import (
+    HookTimeout,
+    Waiting,
+    inline,
+    may_suspend,
+    offloaded,
+    on_asyncio,
+    stepped,
+)
 from orchestra._decisions import Decision, Fail, Replace, pick
 from orchestra._errors import HookError
 from orchestra._moments import BadReplace, Moment
@@ -52,6 +60,7 @@ class HookImpl:
         "label",
         "moment",
         "name",
+        "suspends",
         "timeout",
     )
 
@@ -67,6 +76,8 @@ class HookImpl:
         self.chain = spec.chain
         self.timeout = _hook_timeout(hook, timeout)
         self.blocking = _blocking(hook) and not self.is_async
+        # an async def without an await point cannot suspend: nothing to bound, no deadline
+        self.suspends = not self.is_async or may_suspend(self.fn)
         if self.timeout is not None and not self.is_async and not self.blocking:
             watch(self.timeout)  # a def hook called inline: the watchdog looks at it
 
@@ -127,7 +138,7 @@ async def call_all(
             else:
                 answer = inline(impl, args, subject)
             if impl.is_async or _awaitable(impl, answer):
-                if impl.timeout is None:
+                if impl.timeout is None or not impl.suspends:
                     answer = await answer
                 else:
                     if steps is None:

@@ -17,7 +17,6 @@ Each subclasses the builtin that fits, so ``except ValueError`` keeps working.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 __all__ = [
@@ -205,6 +204,8 @@ def did_you_mean(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> s
     The comparison ignores case; the suggestion keeps the choice's own spelling. Every
     "unknown name" message in orchestra builds its hint here, so they all read alike.
     """
+    import difflib  # here: loaded on a mistake only (``orchestra --help`` stays quick)
+
     by_lower = {choice.lower(): choice for choice in choices}
     close = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=cutoff)
     return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-import inspect
+import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -26,7 +25,7 @@ def export(namespace: dict[str, Any], names: Iterable[str] | None = None) -> Non
     package = namespace["__name__"]
     for name in namespace["__all__"] if names is None else names:
         obj = namespace.get(name)
-        if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+        if not isinstance(obj, type | types.FunctionType):
             continue  # constants, type aliases and lazily loaded names
         if is_private(getattr(obj, "__module__", "")):
             obj.__module__ = package
@@ -56,6 +55,8 @@ def lazy(namespace: dict[str, Any], names: Mapping[str, str]) -> Callable[[str],
         module = names.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        import importlib  # here: ``import orchestra`` itself imports next to nothing
+
         value = getattr(importlib.import_module(module), name)
         namespace[name] = value
         export(namespace, [name])

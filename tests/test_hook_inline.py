@@ -207,3 +207,28 @@ def test_blocking_must_be_a_bool() -> None:
 
     with pytest.raises(TypeError, match=r"Says\.blocking must be True or False, got 'yes'"):
         HookChain([Says()])
+
+
+async def test_an_async_hook_without_an_await_point_answers_and_one_with_is_still_cut() -> None:
+    class Answers(TaskHooks):
+        timeout = 0.05
+
+        async def before_execute(self, ctx: TaskHookContext) -> Skip:
+            return Skip("at once")  # no await point: it cannot suspend, nothing to bound
+
+    class Waits(TaskHooks):
+        timeout = 0.05
+
+        async def before_execute(self, ctx: TaskHookContext) -> Skip:
+            await anyio.sleep(LONG)
+            return Skip("never")
+
+    errors: list[HookError] = []
+    with anyio.fail_after(LONG / 3):
+        first = await HookChain([Answers()]).call("before_execute", ctx())
+        second = await HookChain([Waits()]).call(
+            "before_execute", ctx(), subject="t", on_error=errors.append
+        )
+    assert first == (Skip("at once"), "Answers.before_execute")
+    assert second == (None, None)
+    assert [str(e) for e in errors] == ["hook Waits.before_execute for 't' timed out after 0.05 s"]

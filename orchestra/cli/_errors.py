@@ -23,7 +23,6 @@ from typing import Any, Final
 import click
 
 from orchestra._errors import OrchestraError
-from orchestra._tracebacks import frames_of
 from orchestra.cli._lazy import LazyGroup
 
 __all__ = ["Main", "add_debug_option"]
@@ -65,6 +64,8 @@ def _innermost(exc: BaseException) -> BaseException:
 
 
 def _raised_by_orchestra(exc: BaseException) -> bool:
+    from orchestra._tracebacks import frames_of  # on an error only: ``--help`` stays quick
+
     frames = frames_of(exc)
     return bool(frames) and frames[-1].library and "orchestra" in frames[-1].file
 

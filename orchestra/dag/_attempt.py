@@ -33,6 +33,7 @@ from orchestra.dag._settle import decided, end_cancelled, end_fatal, recorded
 from orchestra.tracing._engine import NO_ATTEMPT, STATE_RETRYING
 
 if TYPE_CHECKING:
+    from orchestra._hooks import TaskHookContext
     from orchestra.dag._model import Task
     from orchestra.dag._scheduler import _Run
 
@@ -47,7 +48,18 @@ _NO_DEADLINE: Final = contextlib.nullcontext()
 class _Task:
     """What the attempts of one task share: its inputs, errors so far and messages."""
 
-    __slots__ = ("at", "errors", "failure", "i", "inputs", "kwargs", "notes", "started", "task")
+    __slots__ = (
+        "at",
+        "ctx",
+        "errors",
+        "failure",
+        "i",
+        "inputs",
+        "kwargs",
+        "notes",
+        "started",
+        "task",
+    )
 
     def __init__(self, run: _Run, i: int) -> None:
         self.i = i
@@ -62,6 +74,26 @@ class _Task:
         self.failure: BaseException | None = None
         self.started = time.monotonic()
         self.at = NO_ATTEMPT
+        self.ctx: TaskHookContext | None = None  # this attempt's, while kwargs and errors stand
+
+    def context(self, run: _Run) -> TaskHookContext:
+        """The hook context of this attempt, one for all its hooks.
+
+        Made again when its inputs or errors change (a ``Replace`` of the inputs, a failure).
+        """
+        ctx = self.ctx
+        if ctx is None:
+            ctx = self.ctx = attempt_context(
+                run, self.i, self.errors, self.started, self.kwargs, self.notes
+            )
+        return ctx
+
+    def failed(self, error: BaseException) -> None:
+        """The attempt raised ``error``: it is one of the task's errors from now on."""
+        self.failure = error
+        self.errors.append(error)
+        self.ctx = None
+        self.at.error(error)
 
 
 async def run_task(run: _Run, i: int) -> None:
@@ -94,6 +126,7 @@ async def attempt(run: _Run, t: _Task) -> bool:
     t.kwargs = t.inputs
     t.notes = [] if run.hooked else _NO_NOTES
     t.failure = None
+    t.ctx = None
     try:
         with deadline(run, t.task):
             if run.has_before and await before(run, t):
@@ -108,9 +141,7 @@ async def attempt(run: _Run, t: _Task) -> bool:
     except BaseException as exc:
         # KeyboardInterrupt, SystemExit...: never retried; the hooks see it, then
         # run_task records it and stops the run.
-        t.failure = exc
-        t.errors.append(exc)
-        t.at.error(exc)
+        t.failed(exc)
         if run.has_on_failure:
             await on_failure(run, t, exc)
         raise
@@ -130,10 +161,9 @@ def deadline(run: _Run, task: Task) -> contextlib.AbstractContextManager[Any]:
 
 async def before(run: _Run, t: _Task) -> bool:
     """The ``before_execute`` hooks; True when their ``Skip`` or ``Fail`` ended the task."""
-    ctx = attempt_context(run, t.i, t.errors, t.started, t.kwargs, t.notes)
     decision, by = await run.chain.call(
         "before_execute",
-        ctx,
+        t.context(run),
         subject=t.task.id,
         on_error=run.record,
         tracer=run.tracer,
@@ -146,6 +176,7 @@ async def before(run: _Run, t: _Task) -> bool:
             reason = f"output given by {by}" if by is not None else "output given"
             return settled(run, t, decision.value.value, reason)
         t.kwargs = dict(decision.value)
+        t.ctx = None
         return False
     if decision is None:
         return False
@@ -176,10 +207,9 @@ async def after(run: _Run, t: _Task, result: Any) -> bool:
     output = result
     if run.has_after:
         seen = await run.remote.value(t.i, result) if run.remote is not None else result
-        ctx = attempt_context(run, t.i, t.errors, t.started, t.kwargs, t.notes)
         decision, by = await run.chain.call(
             "after_execute",
-            ctx,
+            t.context(run),
             seen,
             subject=t.task.id,
             on_error=run.record,
@@ -212,9 +242,7 @@ def settled(run: _Run, t: _Task, output: Any, reason: str | None = None) -> bool
 
 async def failed(run: _Run, t: _Task, error: Exception) -> bool:
     """What follows a failed attempt; True when it ended the task, False to retry."""
-    t.failure = error
-    t.errors.append(error)
-    t.at.error(error)
+    t.failed(error)
     decision = by = None
     if run.has_on_failure:
         decision, by = await on_failure(run, t, error)
@@ -239,10 +267,9 @@ async def failed(run: _Run, t: _Task, error: Exception) -> bool:
 
 async def on_failure(run: _Run, t: _Task, error: BaseException) -> tuple[Any, str | None]:
     """Call the ``on_failure`` hooks about ``error``."""
-    ctx = attempt_context(run, t.i, t.errors, t.started, t.kwargs, t.notes)
     return await run.chain.call(
         "on_failure",
-        ctx,
+        t.context(run),
         error,
         subject=t.task.id,
         on_error=run.record,
