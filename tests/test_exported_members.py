@@ -133,7 +133,7 @@ def test_public_names_are_documented(package: str) -> None:
 def test_reprs_and_pickles_use_public_paths() -> None:
     assert repr(orchestra.Retry) == "<class 'orchestra.Retry'>"
     assert repr(orchestra.HookChain) == "<class 'orchestra.HookChain'>"
-    assert repr(orchestra.TaskState.FAILED) == "<TaskState.FAILED: 'failed'>"
+    assert repr(orchestra.TaskState.FAILED) == "TaskState.FAILED"
     assert orchestra.TaskState.__module__ == "orchestra.dag"
     assert orchestra.Dispatcher.__module__ == "orchestra.agents"
     assert orchestra.tracing.configure.__module__ == "orchestra.tracing"

@@ -88,6 +88,23 @@ def one_line(exc: BaseException) -> str | None:
 class Main(LazyGroup):
     """The ``orchestra`` group: turns a user's mistake into one line (see the module)."""
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Find the command; an unknown one that a group has names it (``trace report``)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError:
+            name = args[0] if args else ""
+            for group_name in self.list_commands(ctx):
+                group = self.get_command(ctx, group_name)
+                if isinstance(group, click.Group) and name in group.commands:
+                    ctx.fail(
+                        f"No such command {name!r}: it is 'orchestra {group_name} {name}' "
+                        f"(orchestra {group_name} {name} --help)"
+                    )
+            raise
+
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; a user's mistake becomes a ``click.ClickException``."""
         try:

@@ -118,7 +118,8 @@ def _definitions(module: ModuleType) -> tuple[list[str], list[str]]:
 
 def _what_it_defines(module: ModuleType) -> str:
     dags, functions = _definitions(module)
-    text = f"{len(dags)} DAGs ({', '.join(dags)})" if dags else "no DAG"
+    plural = "s" if len(dags) != 1 else ""
+    text = f"{len(dags)} DAG{plural} ({', '.join(dags)})" if dags else "no DAG"
     if functions:
         text += f" and the functions {', '.join(functions)}"
     return text

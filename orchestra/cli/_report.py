@@ -299,4 +299,4 @@ def write_report_of_spans(spans: Sequence[ReadableSpan], out: Path, *, run_id: s
         run = select_run(find_runs(build_traces(raw)), run_id)
     except LookupError:
         return f"no report: the run made no spans (is tracing switched off, {ENV_TRACING}?)"
-    return write_report(run, out, source=f"orchestra run (run {run_id})")
+    return write_report(run, out, source="orchestra run")  # the header shows the run id

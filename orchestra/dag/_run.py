@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from orchestra._attempts import DEFAULT_MAX_ATTEMPTS
 from orchestra._chain import DEFAULT_HOOK_TIMEOUT
+from orchestra._errors import TaskFailed
 from orchestra.dag._executor import AgentDispatcher, Executor
 from orchestra.dag._model import DAG, Task
 from orchestra.dag._result import RunResult
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
     from orchestra.journal import Serializer
 
 __all__ = ["run", "run_sync"]
+
+logger: Final = logging.getLogger("orchestra")
 
 
 async def run(
@@ -125,6 +129,10 @@ def run_sync(
     raised, so that a process left to exit ends with the status of a SIGTERM. A SIGTERM
     handler the program installed itself is left alone.
 
+    A run that did not end ok is returned as any other, and also logged as a warning
+    (logger ``orchestra``) naming the tasks and why, so that a script that does not look
+    at ``result.ok`` still says so.
+
     Raises:
         RuntimeError: called from a running event loop (use ``await orchestra.run(...)``).
         TypeError: ``dag`` is not a ``DAG``.
@@ -162,7 +170,18 @@ def run_sync(
         )
 
     run_terminable(main, backend=backend)
+    _tell_failures(done[0])
     return done[0]
+
+
+def _tell_failures(result: RunResult) -> None:
+    try:
+        result.raise_for_failures()
+    except TaskFailed as failure:  # its message names every task, as raise_for_failures'
+        logger.warning(
+            "%s (result.ok is False: see result.errors, or call result.raise_for_failures())",
+            failure,
+        )
 
 
 def _check_dag(dag: object, function: str) -> None:

@@ -30,6 +30,10 @@ class TaskState(enum.Enum):
     UPSTREAM_FAILED = "upstream_failed"
     CANCELLED = "cancelled"
 
+    def __repr__(self) -> str:
+        """``TaskState.SUCCEEDED``: what ``print(result.states)`` shows, readable."""
+        return f"TaskState.{self.name}"
+
     @property
     def terminal(self) -> bool:
         """Whether the state is final."""
