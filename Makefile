@@ -111,7 +111,12 @@ docs-check: docs
 # Every bench/*.py, new ones included; each prints its targets and verdicts. One that
 # misses a target (prints MISSED or OVER TARGET, or exits non-zero) does not stop the
 # others: the list at the end names it, and the status is 1.
+# make bench BASE=<rev>: instead, the benches that print FIGURE lines, run side by side on
+# orchestra at <rev> (a git worktree) and on this checkout, interleaved; ratios per figure.
 bench: $(STAMP)
+ifdef BASE
+	$(PY) scripts/bench_base.py $(BASE)
+else
 	@failed=""; log=$$(mktemp); for script in bench/*.py; do \
 		echo "== $$script"; \
 		{ $(PY) $$script 2>&1 || echo "$$script exited with an error"; } | tee $$log; \
@@ -119,6 +124,7 @@ bench: $(STAMP)
 		echo; \
 	done; rm -f $$log; \
 	if [ -n "$$failed" ]; then echo "benches that missed a target or failed:$$failed"; exit 1; fi
+endif
 
 clean:
 	rm -rf $(VENV) .venv-lowest $(foreach n,$(OWN_VENV),.venv-$(n)) $(foreach v,$(PYTHONS),.venv-$(v)) site docs/generated .mypy_cache .pytest_cache .ruff_cache

@@ -14,6 +14,8 @@ median with [min-max] over interleaved rounds:
 Every ratio is against the run without hooks, never against another kind of hook (which
 would reward making one kind slower).
 
+Each figure is also printed as ``FIGURE name value unit`` for ``make bench BASE=<rev>``.
+
 Run: ``python bench/hook_costs.py [--quick]``.
 """
 
@@ -112,6 +114,8 @@ async def section(backend: str) -> None:
             if not met:
                 missed.append(f"{backend} {name} {ratio:.2f}x")
         print(f"  {name:<14} {spread(values)}  {ratio:5.2f}x no hooks  {judged}")
+        slug = name.replace(" ", "_").replace(",", "")
+        print(f"FIGURE {backend}/{slug} {statistics.median(values) * 1e6:.4g} us")
 
 
 def main() -> None:

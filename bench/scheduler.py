@@ -28,8 +28,11 @@ at most 2 us per node at 100,000 nodes; and, in fresh processes at 100,000 and 1
 nodes (build, run, peak RSS per node), the cost per node at 1M within 1.3x of 100k.
 Figures are medians with [min-max] over interleaved rounds.
 
-Before/after against another checkout: ``PYTHONPATH=/path/to/old/checkout python
-bench/scheduler.py`` runs this same bench on that orchestra (the first line says which).
+Before/after against another commit: ``make bench BASE=<rev>`` runs this bench's async
+sections on orchestra at ``<rev>`` and here, interleaved, and prints each row's ratio
+(``scripts/bench_base.py`` reads the ``FIGURE`` lines ``row`` prints); by hand,
+``PYTHONPATH=/path/to/old/checkout python bench/scheduler.py`` runs this same bench on
+that orchestra (the first line says which).
 
 Run: ``make bench`` (or ``python bench/scheduler.py [--quick] [--only async_sections]``).
 """
@@ -319,7 +322,13 @@ def spread(n: int, seconds: Timing) -> str:
     return f"[{n / max(seconds.rounds) / 1000:.1f}-{n / min(seconds.rounds) / 1000:.1f}]"
 
 
+SECTION: list[str] = []  # the section under way, for the FIGURE lines of its rows
+
+
 def row(label: str, n: int, seconds: Timing, *floors: tuple[str, Timing]) -> None:
+    if SECTION:  # machine-readable, for make bench BASE=<rev> (scripts/bench_base.py)
+        slug = "_".join(label.replace(",", "").replace("+", "and").split())
+        print(f"FIGURE {SECTION[-1]}/{slug} {seconds / n * 1e6:.4g} us")
     parts = []
     for name, base in floors:
         each = ratios(base, seconds)
@@ -375,6 +384,7 @@ def async_section(name: str, graph: Graph, backend: str) -> None:
     dag_in = build(graph, apass)  # bodies that take their upstreams' outputs
     dag_in.validate()
     hooks = [NoopHook() for _ in range(5)]
+    SECTION.append(f"{name}/{backend}")
     t_a, t_a_in, t_c, t_run, t_in, t_build, t_hooks, t_end = timed(
         lambda: run_floor(backend, "a", graph),
         lambda: run_floor(backend, "a", graph, inputs=True),
@@ -399,6 +409,7 @@ def async_section(name: str, graph: Graph, backend: str) -> None:
     row("orchestra, 1 no-op on_end hook", n, t_end, *floors)
     print(f"  {'':34}+{(t_end - t_run) / n * 1e6:.2f} us per task for on_end")
     verdict(f"{name}/{backend}: orchestra / task-per-node floor", t_a / t_run, 2.0)
+    verdict(f"{name}/{backend}: build + run / task-per-node floor", t_a / t_build, 1.5)
     verdict(f"{name}/{backend}: with upstream outputs, / floor A with them", t_a_in / t_in, 2.0)
     if name == "wide":  # bodies that suspend once: every body pays a loop pass
         dag_s = build(graph, asleep0)
@@ -408,6 +419,7 @@ def async_section(name: str, graph: Graph, backend: str) -> None:
         )
         row("floor A, bodies sleep(0)", n, t_as, ("/A", t_as))
         row("orchestra, bodies sleep(0)", n, t_os, ("/A", t_as))
+    SECTION.pop()
     print()
 
 
