@@ -20,7 +20,9 @@ import anyio
 import pytest
 
 from orchestra.skills import ConfigError, JudgeRequest, load
+from orchestra.skills._grants import file_grants
 from orchestra.skills._matchers import ClaudeMatcher
+from orchestra.skills._trust import Trusted, TrustStore, digest
 
 pytestmark = pytest.mark.anyio
 
@@ -482,7 +484,7 @@ async def test_http_allowlists_apply_across_files(
 
 
 async def test_a_private_address_needs_an_allowlist_entry_naming_it(
-    tmp_path: Path, local_port: int
+    tmp_path: Path, local_port: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 127.0.0.2 is loopback too, but not a name the URL check lets through by itself:
     # only 'localhost' and loopback literals are; here an entry names the host.
@@ -491,13 +493,18 @@ async def test_a_private_address_needs_an_allowlist_entry_naming_it(
     outcome = await registry.fire("PreToolUse", {"tool_name": "Bash", "tool_input": {}})
     assert outcome.errors
     assert "private" in (outcome.errors[0].error or "")
-    named = load(
-        settings(
-            tmp_path,
-            one("PreToolUse", {**hook, "timeout": 2}),
-            allowedHttpHookUrls=["http://10.255.255.1:*"],
-        )
+    granting = settings(
+        tmp_path,
+        one("PreToolUse", {**hook, "timeout": 2}),
+        allowedHttpHookUrls=["http://10.255.255.1:*"],
     )
+    assert not load(granting).hooks[0].allow_private_network  # type: ignore[attr-defined]
+    # A repository's grant counts once its trust record names it.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    store = TrustStore()
+    sha = digest(granting.read_bytes())
+    store.trust([Trusted(str(granting.resolve()), sha, grants=file_grants(granting.read_bytes()))])
+    named = load(granting)
     assert named.hooks[0].allow_private_network  # type: ignore[attr-defined]
 
 

@@ -117,6 +117,9 @@ def list_hooks(paths: tuple[Path, ...], as_json: bool) -> None:
             escape(f"{hook.source} ({hook.id})" if hook.id else hook.source),
         )
     console.print(table)
+    for note in registry.notes:
+        if "network grants" in note:  # a door a repository's file asked to open
+            console.print(f"note: {escape(note)}")
 
 
 @hooks.command("events")

@@ -18,7 +18,8 @@ from rich.table import Table
 from orchestra._errors import ConfigError
 from orchestra.cli._hooks_common import PATHS, fail, table_console
 from orchestra.skills._covered import covered_files
-from orchestra.skills._load import read_sources
+from orchestra.skills._grants import file_grants
+from orchestra.skills._load import Loaded, read_sources
 from orchestra.skills._trust import Trusted, TrustStore, digest, summary
 from orchestra.skills._yaml import Problems
 
@@ -56,6 +57,7 @@ def trust(paths: tuple[Path, ...]) -> None:
                 item.sha256,
                 summary(item.hooks),
                 files=tuple(covered_files(item.source, item.hooks).items()),
+                grants=_grants(item),
             )
             for item in loaded
         ]
@@ -72,6 +74,18 @@ def trust(paths: tuple[Path, ...]) -> None:
             f"trusted {item.source.path} ({count} hook{'s' if count != 1 else ''}{also}, "
             f"sha256 {item.sha256[:12]})"
         )
+        for grant in record.grants:
+            click.echo(f"  grants {grant}")
+
+
+def _grants(item: Loaded) -> tuple[str, ...]:
+    """The network grants of a Claude Code file, read from the bytes that were trusted."""
+    if not item.source.claude:
+        return ()
+    raw = item.source.path.read_bytes()
+    if digest(raw) != item.sha256:
+        raise ValueError(f"{item.source.path} changed while being trusted: trust it again")
+    return file_grants(raw)
 
 
 @click.command("untrust")

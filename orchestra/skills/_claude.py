@@ -31,8 +31,9 @@ field for field as Claude Code's current hooks reference documents them:
   the project's (or plugin's) ``.mcp.json``, with ``input`` (``${tool_input.file_path}``
   filled in from the event);
 - ``http`` hooks follow Claude Code's URL rules: ``http://`` without TLS is allowed, a
-  URL naming a loopback host (``localhost``, ``127.0.0.1``, ``::1``) may reach it, and any
-  other internal address only when an ``allowedHttpHookUrls`` entry names the URL's host.
+  URL naming a loopback host (``localhost``, ``127.0.0.1``, ``::1``) may reach loopback
+  addresses (the name resolved and every address checked, as any name), and any other
+  internal address only when a granted ``allowedHttpHookUrls`` entry names the URL's host.
 """
 
 from __future__ import annotations
@@ -329,7 +330,7 @@ class ClaudeChecker(_Checker):
             "headers": entry.string_map("headers"),
             "allowed_env_vars": entry.strings("allowedEnvVars"),
             "tls": "off" if url is not None and url.lower().startswith("http://") else "verify",
-            "allow_private_network": url is not None and names_loopback(url),
+            "allow_loopback": url is not None and names_loopback(url),
         }
 
     def _mcp_tool_fields(self, entry: Entry, _spec: EventSpec) -> dict[str, Any]:

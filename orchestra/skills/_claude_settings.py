@@ -13,6 +13,9 @@ project ``.claude/settings.json`` < local ``.claude/settings.local.json``):
   private or link-local (a cloud metadata address included).
 - ``httpHookAllowedEnvVars``: once any file sets it, headers interpolate only the
   variables on the merged list.
+- Both are grants (see ``_grants``): merged from the user's and managed settings and
+  from files whose trust record names them; any other file's lists only narrow (a URL
+  must match them too, a variable be on them too) and never reach an internal address.
 
 ``to_orchestra_yaml`` writes the hooks as an ``orchestra.yaml`` (``orchestra hooks
 import``), keeping a plugin's ``CLAUDE_PLUGIN_ROOT`` and ``CLAUDE_PLUGIN_DATA`` as
@@ -25,7 +28,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 from urllib.parse import urlsplit
 
 import attrs
@@ -33,6 +36,7 @@ import attrs
 from orchestra.skills._catalog import EVENTS
 from orchestra.skills._claude import CLAUDE_DEFAULT_TIMEOUTS, ClaudeFile
 from orchestra.skills._claude_env import plugin_data
+from orchestra.skills._grants import grant_lines, trusted_grants
 from orchestra.skills._hook import MAX_TIMEOUT, HookSpec
 from orchestra.skills._http_hook import HttpHook
 from orchestra.skills._matchers import ClaudeMatcher, compile_matcher
@@ -40,10 +44,13 @@ from orchestra.skills._matchers import ClaudeMatcher, compile_matcher
 __all__ = ["apply_claude_settings", "settings_level", "to_orchestra_yaml"]
 
 _LEVELS: Final = ("user", "project", "local")
+_GRANTING: Final = ("user", "managed")  # levels whose grants need no trust record
 
 
 def settings_level(path: Path) -> str:
-    """Which settings level a Claude Code file is: user, project, local or plugin."""
+    """Which settings level a Claude Code file is: user, project, local, plugin or managed."""
+    if path.name == "managed-settings.json":
+        return "managed"
     if path.name == "settings.local.json":
         return "local"
     if path.name == "hooks.json":
@@ -71,24 +78,53 @@ def _names_host(pattern: str, url: str) -> bool:
     return bool(host) and "*" not in (host or "*") and host == urlsplit(url).hostname
 
 
-def _http(
-    hook: HttpHook, urls: tuple[str, ...] | None, names: tuple[str, ...] | None
-) -> HttpHook | None:
+_Lists: TypeAlias = tuple[tuple[str, ...] | None, tuple[str, ...] | None]  # (urls, names)
+
+
+def _http(hook: HttpHook, granted: _Lists, narrowing: _Lists) -> HttpHook | None:
+    """``hook`` under the grants and the narrowing lists; None when it is left out."""
     changes: dict[str, Any] = {}
-    if urls is not None:
+    for urls, grants in ((granted[0], True), (narrowing[0], False)):
+        if urls is None:
+            continue
         matching = [p for p in urls if fnmatch.fnmatchcase(hook.url, p)]
         if not matching:
             return None
-        if any(_names_host(p, hook.url) for p in matching):
+        if grants and any(_names_host(p, hook.url) for p in matching):
             changes["allow_private_network"] = True
-    if names is not None:
-        changes["allowed_env_vars"] = tuple(n for n in hook.allowed_env_vars if n in names)
+    allowed = hook.allowed_env_vars
+    for names in (granted[1], narrowing[1]):
+        if names is not None:
+            allowed = changes["allowed_env_vars"] = tuple(n for n in allowed if n in names)
     return attrs.evolve(hook, **changes) if changes else hook
 
 
 def _merged(files: Sequence[ClaudeFile], field: str) -> tuple[str, ...] | None:
     values = [getattr(read, field) for read in files if getattr(read, field) is not None]
     return tuple(v for value in values for v in value) if values else None
+
+
+def _lists(files: Sequence[ClaudeFile]) -> _Lists:
+    return _merged(files, "allowed_urls"), _merged(files, "allowed_env_vars")
+
+
+def _split_grants(files: Sequence[ClaudeFile], notes: list[str]) -> tuple[_Lists, _Lists]:
+    """The lists that grant (user, managed, trusted files) and those that only narrow."""
+    granting: list[ClaudeFile] = []
+    narrowing: list[ClaudeFile] = []
+    for read in files:
+        lines = grant_lines(read.allowed_urls, read.allowed_env_vars)
+        if not lines:
+            continue
+        if settings_level(read.path) in _GRANTING or trusted_grants(read.path, lines):
+            granting.append(read)
+            continue
+        narrowing.append(read)
+        notes.append(
+            f"{read.path}: its network grants ({'; '.join(lines)}) only narrow what http "
+            f"hooks may do until you trust them: `orchestra hooks trust {read.path}`"
+        )
+    return _lists(granting), _lists(narrowing)
 
 
 def apply_claude_settings(files: Sequence[ClaudeFile], notes: list[str]) -> set[int]:
@@ -106,14 +142,14 @@ def apply_claude_settings(files: Sequence[ClaudeFile], notes: list[str]) -> set[
             dropped.update(id(hook) for hook in read.hooks)
         notes.append(f"{off.path}: disableAllHooks is true: no hook of a Claude Code file runs")
         return dropped
-    urls, names = _merged(files, "allowed_urls"), _merged(files, "allowed_env_vars")
-    if urls is None and names is None:
+    if all(read.allowed_urls is None and read.allowed_env_vars is None for read in files):
         return dropped
+    granted, narrowing = _split_grants(files, notes)
     for read in files:
         for i, hook in enumerate(read.hooks):
             if not isinstance(hook, HttpHook):
                 continue
-            kept = _http(hook, urls, names)
+            kept = _http(hook, granted, narrowing)
             if kept is None:
                 dropped.add(id(hook))
                 notes.append(f"{hook.source}: {hook.url} is not in allowedHttpHookUrls: left out")

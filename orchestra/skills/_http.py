@@ -91,6 +91,7 @@ async def post_http(
     tls: TlsMode,
     strict_output: bool = False,
     allow_private_network: bool = False,
+    allow_loopback: bool = False,
 ) -> HookResult:
     """POST one event to an http hook and read its answer.
 
@@ -105,6 +106,8 @@ async def post_http(
         strict_output: refuse result fields that are not known (see ``parse_result``).
         allow_private_network: let the URL reach loopback, private, link-local, CGNAT,
             multicast and reserved addresses (see ``_network``).
+        allow_loopback: let the URL reach loopback addresses only (Claude Code's
+            ``localhost`` URLs): the name is resolved and each address checked.
 
     Returns:
         The hook's result.
@@ -139,7 +142,9 @@ async def post_http(
     try:
         with anyio.fail_after(timeout):
             port = target.port or (443 if scheme == "https" else 80)
-            address = await checked_address(host, port, allow_private=allow_private_network)
+            address = await checked_address(
+                host, port, allow_private=allow_private_network, allow_loopback=allow_loopback
+            )
             # Connect to the address checked; the server still sees the name it serves.
             request_headers.setdefault("Host", target.netloc.decode("ascii"))
             extensions = {"sni_hostname": host} if scheme == "https" and address != host else {}

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from orchestra._errors import did_you_mean
-from orchestra.skills._hook import HookCall, HookSpec, event_json, key_by
+from orchestra.skills._hook import NOT_CONFIG, HookCall, HookSpec, event_json, key_by
 from orchestra.skills._http import TLS_MODES, TlsMode, post_http
 from orchestra.skills._result import HookRunError
 from orchestra.skills._yaml import kind, plain
@@ -118,6 +118,9 @@ class HttpHook(HookSpec):
         strict_output: unknown fields in the result are errors.
         allow_private_network: the URL may reach loopback, private, link-local, CGNAT,
             multicast and reserved addresses (refused by default, after DNS resolution).
+        allow_loopback: the URL may reach loopback addresses only (a Claude Code hook
+            whose URL names ``localhost``, ``127.0.0.1``, ``::1``): checked after DNS
+            resolution, as any name.
         body: JSON fields merged into the request body, over the event's fields of
             the same name, as lobehub merges them (``hook_id``, ``hook_type`` and the
             fields every event has are refused here).
@@ -136,11 +139,15 @@ class HttpHook(HookSpec):
     tls: TlsMode = "verify"
     strict_output: bool = False
     allow_private_network: bool = False
+    allow_loopback: bool = attrs.field(default=False, metadata=NOT_CONFIG)
     body: Mapping[str, Any] = attrs.field(factory=dict, hash=False, validator=_valid_body)
 
     def describe(self) -> str:
-        """``POST url``, and the TLS mode unless it verifies."""
-        return f"POST {self.url}" + (f" (tls: {self.tls})" if self.tls != "verify" else "")
+        """``POST url``, the TLS mode unless it verifies, and what it may reach beyond."""
+        text = f"POST {self.url}" + (f" (tls: {self.tls})" if self.tls != "verify" else "")
+        if self.allow_private_network:
+            return text + " (may reach internal addresses)"
+        return text + " (may reach loopback)" if self.allow_loopback else text
 
     @classmethod
     def parse_fields(cls, entry: Entry) -> dict[str, Any]:
@@ -194,6 +201,7 @@ class HttpHook(HookSpec):
             tls=self.tls,
             strict_output=self.strict_output,
             allow_private_network=self.allow_private_network,
+            allow_loopback=self.allow_loopback,
         )
 
     def request_body(self, data: Mapping[str, Any]) -> bytes:

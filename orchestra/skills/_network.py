@@ -72,13 +72,17 @@ async def _resolve(host: str, port: int) -> list[str]:
     return addresses
 
 
-async def checked_address(host: str, port: int, *, allow_private: bool) -> str:
+async def checked_address(
+    host: str, port: int, *, allow_private: bool, allow_loopback: bool = False
+) -> str:
     """The address to connect to for ``host``, every address it resolves to checked.
 
     Args:
         host: the URL's host: a name or an IP address (without brackets).
         port: the URL's port.
         allow_private: let internal addresses through.
+        allow_loopback: let loopback addresses through (and no other internal one): a
+            name such as ``localhost`` is resolved and checked as any other.
 
     Raises:
         HookRunError: the host does not resolve, or resolves to an internal address
@@ -93,7 +97,7 @@ async def checked_address(host: str, port: int, *, allow_private: bool) -> str:
     if not allow_private:
         for address in addresses:
             kind = non_public(ipaddress.ip_address(address.partition("%")[0]))
-            if kind is not None:
+            if kind is not None and not (allow_loopback and kind == "loopback"):
                 raise HookRunError(
                     f"refused: {host} is {address}, a {kind} address "
                     "(set allow_private_network: true to allow it)"

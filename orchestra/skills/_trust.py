@@ -69,6 +69,7 @@ class Trusted:
         trusted_at: when, as an ISO 8601 UTC time.
         files: the files its hooks run (its scripts, a skill's folder), each
             ``(absolute path, SHA-256)``, as they were then (see ``_covered``).
+        grants: the network grants it made then, one line each (see ``_grants``).
     """
 
     path: str
@@ -76,6 +77,7 @@ class Trusted:
     hooks: tuple[str, ...] = ()
     trusted_at: str = ""
     files: tuple[tuple[str, str], ...] = ()
+    grants: tuple[str, ...] = ()
 
 
 @final
@@ -116,6 +118,7 @@ class TrustStore:
                     hooks=tuple(map(str, entry.get("hooks", ()))),
                     trusted_at=str(entry.get("trusted_at", "")),
                     files=tuple((str(p), str(h)) for p, h in entry.get("files", {}).items()),
+                    grants=tuple(map(str, entry.get("grants", ()))),
                 )
                 for path, entry in entries.items()
             }
@@ -194,6 +197,7 @@ class TrustStore:
                     "hooks": list(entry.hooks),
                     "trusted_at": entry.trusted_at,
                     "files": dict(entry.files),
+                    "grants": list(entry.grants),
                 }
                 for path, entry in sorted(trusted.items())
             },
