@@ -29,6 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = (
     "orchestra",
     "orchestra.dag",
+    "orchestra.executors",
+    "orchestra.bridge",
+    "orchestra.bridge.testing",
     "orchestra.agents",
     "orchestra.skills",
     "orchestra.tracing",

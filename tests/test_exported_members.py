@@ -49,6 +49,11 @@ PINNED: dict[str, set[str]] = {
         "DoRun", "DoSkip", "DoSleep", "Ended", "GiveOutput", "RetryBudget", "SpanFactory",
         "TaskAttempts", "carry",
     },
+    "orchestra.bridge.testing": {"TASK_CELLS", "TaskEngine", "TaskRun", "check_task_cell"},
+    "orchestra.executors": {
+        "AgentDispatcher", "AppliesTimeouts", "ChainsSubmissions", "ChoosesKeptOutputs",
+        "Executor", "KeepsOutputsRemote", "LocalExecutor", "ReleasesOutputs",
+    },
     "orchestra.agents": {
         "DEFAULT_MAX_ATTEMPTS", "DispatchError", "Dispatcher", "ExecutionMode", "Fork",
         "AgentContext", "Subagent", "SubagentHookContext", "SubagentHooks", "SubagentResult",

@@ -257,10 +257,12 @@ class TaskAttempts(Flow):
         try:
             moment, args = next(flow)
             while True:
-                if moment in d.awaiting:  # an async def hook: a loop of its own
-                    merged = HookChain.run_now(d.chain.call(moment, *args, **how), needs_loop=True)
-                else:
-                    merged = d.chain.call_now(moment, *args, **how)
+                with _current(self.span):  # the hooks' spans nest under the attempt's
+                    if moment in d.awaiting:  # an async def hook: a loop of its own
+                        call = d.chain.call(moment, *args, **how)
+                        merged = HookChain.run_now(call, needs_loop=True)
+                    else:
+                        merged = d.chain.call_now(moment, *args, **how)
                 moment, args = flow.send(merged)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]  # the flow's own answer
@@ -270,10 +272,11 @@ class TaskAttempts(Flow):
         try:
             moment, args = next(flow)
             while True:
-                if moment in d.awaiting:
-                    merged = await d.chain.call(moment, *args, **how)
-                else:
-                    merged = d.chain.call_now(moment, *args, **how)
+                with _current(self.span):
+                    if moment in d.awaiting:
+                        merged = await d.chain.call(moment, *args, **how)
+                    else:
+                        merged = d.chain.call_now(moment, *args, **how)
                 moment, args = flow.send(merged)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]  # the flow's own answer

@@ -39,7 +39,7 @@ class Executor(Protocol):
     what it needs from that context. Cancelling ``execute`` must cancel the work.
 
     Optional capabilities, for executors that ship work elsewhere (a cluster), each a
-    ``Protocol`` in ``orchestra.dag._executor`` that the scheduler checks once per run:
+    ``Protocol`` in ``orchestra.executors`` that the scheduler checks once per run:
 
     - **Outputs that stay remote.** ``execute`` may return a handle to where the output
       was computed instead of the value, when the executor also implements
