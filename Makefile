@@ -113,7 +113,7 @@ docs-check: docs
 # others: the list at the end names it, and the status is 1.
 # make bench BASE=<rev>: instead, the benches that print FIGURE lines, run side by side on
 # orchestra at <rev> (a git worktree) and on this checkout, interleaved; ratios per figure.
-bench: $(STAMP)
+bench: $(STAMP) $(OWN_STAMPS)
 ifdef BASE
 	$(PY) scripts/bench_base.py $(BASE)
 else
@@ -121,6 +121,12 @@ else
 		echo "== $$script"; \
 		{ $(PY) $$script 2>&1 || echo "$$script exited with an error"; } | tee $$log; \
 		grep -Eq 'MISSED|OVER TARGET|exited with an error' $$log && failed="$$failed $$script"; \
+		echo; \
+	done; \
+	for n in $(OWN_VENV); do \
+		echo "== bench/bridges.py in .venv-$$n"; \
+		{ .venv-$$n/bin/python bench/bridges.py 2>&1 || echo "bench/bridges.py exited with an error"; } | tee $$log; \
+		grep -Eq 'MISSED|OVER TARGET|exited with an error' $$log && failed="$$failed bench/bridges.py(.venv-$$n)"; \
 		echo; \
 	done; rm -f $$log; \
 	if [ -n "$$failed" ]; then echo "benches that missed a target or failed:$$failed"; exit 1; fi

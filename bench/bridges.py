@@ -11,6 +11,8 @@ asks for a tool call, reads the answer, asks for a second one, then answers.
   ``TaskHooks``: every agent-run and tool-call moment).
 - OpenAI Agents SDK: an ``Agent`` on the SDK's ``ScriptedModel``, ``Runner.run`` against
   ``OrchestraRunHooks().run`` with 0 hooks and with 2 no-op hooks (as for pydantic-ai).
+- CrewAI (in ``.venv-crewai``: ``make bench`` runs this script there too): a ``Crew`` on a
+  scripted ``BaseLLM``, ``akickoff`` against ``with_hooks(crew)`` with 0 and 2 no-op hooks.
 - Claude Agent SDK: ``query`` on a fake CLI behind the SDK's ``Transport`` (its control
   protocol, no process) against ``with_hooks(options)`` with 0 and 2 no-op hooks.
 
@@ -314,6 +316,70 @@ def claude_agent_sdk_variants() -> dict[str, Callable[[], Awaitable[object]]]:
     }
 
 
+# --- CrewAI (its own venv: .venv-crewai) --------------------------------------------------
+
+
+def crewai_variants() -> dict[str, Callable[[], Awaitable[object]]]:
+    """A ``Crew`` of one agent on a scripted ``BaseLLM`` (text tool calls), ``akickoff``:
+    plain against ``with_hooks(crew)`` with 0 hooks, an empty registry and 2 no-op hooks."""
+    os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+    os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from crewai import Agent, Crew, Task
+        from crewai.llms.base_llm import BaseLLM
+        from crewai.tools import tool
+    from orchestra_crewai import with_hooks
+
+    turns = [
+        'Thought: t\nAction: add\nAction Input: {"a": 1, "b": 2}',
+        'Thought: t\nAction: add\nAction Input: {"a": 3, "b": 4}',
+        "Thought: t\nFinal Answer: 3 and 7",
+    ]
+
+    class Scripted(BaseLLM):
+        step: int = 0
+
+        def call(self, messages: Any, *args: Any, **kwargs: Any) -> str:
+            self.step += 1
+            return turns[(self.step - 1) % len(turns)]
+
+        def supports_function_calling(self) -> bool:
+            return False
+
+    @tool("add")
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    def crew() -> Any:
+        agent = Agent(role="calc", goal="g", backstory="b", llm=Scripted(model="s"), tools=[add])
+        return Crew(
+            agents=[agent], tasks=[Task(description="add", expected_output="x", agent=agent)]
+        )
+
+    tools, more, _ = noop_hooks()
+    plain, bare, listened, hooked = crew(), crew(), crew(), crew()
+    with_hooks(bare)
+    with_hooks(listened, registry=empty_registry())
+    with_hooks(hooked, hooks=[tools, more])
+
+    def run(c: Any) -> Callable[[], Awaitable[object]]:
+        async def one() -> object:  # the native async path: hooks on this loop's thread
+            return await c.akickoff()
+
+        return one
+
+    return {
+        "akickoff": run(plain),
+        "with_hooks, 0 hooks": run(bare),
+        "registry, 0 hooks": run(listened),
+        "with_hooks, 2 no-op hooks": run(hooked),
+    }
+
+
 def main(rounds_: int, runs: int) -> int:
     print(
         "Agent-framework bridges: 3 model turns and 2 tool calls per run, scripted models "
@@ -325,6 +391,7 @@ def main(rounds_: int, runs: int) -> int:
         ("pydantic-ai", pydantic_ai_variants),
         ("OpenAI Agents SDK", openai_agents_variants),
         ("Claude Agent SDK", claude_agent_sdk_variants),
+        ("CrewAI", crewai_variants),
     ):
         try:
             made = variants()

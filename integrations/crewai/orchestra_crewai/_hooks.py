@@ -1,0 +1,205 @@
+"""orchestra's policy in CrewAI's own before/after tool-call hooks (internal).
+
+Two hooks are added to CrewAI's tool-call hook lists once per process; each call of a
+guarded agent (or of an agent of a guarded crew) goes through the policy of its
+``with_hooks``, every other call passes untouched. A call's before and after hooks share
+CrewAI's ``tool_input`` dict, which keys what the before hook decided.
+
+================================  ===========================================================
+before the tool                   the policy's ``pre``: a refusal raises CrewAI's
+                                  ``HookAborted`` (the tool's body never runs), and so does
+                                  any error or timeout of the policy (fail closed: CrewAI's
+                                  dispatcher would run the tool); a new input is written
+                                  into ``tool_input``, in place, as CrewAI asks
+after a refused call              the agent reads ``Tool call denied: {reason}``
+after a call that failed          (CrewAI's ``Error executing tool: ...``) ``failed``: a
+                                  ``Retry`` runs the tool again, here, with the same input
+after the tool                    ``post``: its rewrite is what the agent reads
+================================  ===========================================================
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Mapping
+from typing import Any, Final, final
+
+from crewai.hooks import (
+    HookAborted,
+    ToolCallHookContext,
+    register_after_tool_call_hook,
+    register_before_tool_call_hook,
+)
+from opentelemetry import trace
+
+import orchestra.tracing as ot
+from orchestra import TaskState
+from orchestra_crewai._blocking import call_blocking
+from orchestra_crewai._policy import Policy
+
+__all__ = ["DENIED", "guard"]
+
+DENIED: Final = "Tool call denied: "
+"""What the agent reads before the reason of a refused call."""
+_FAILED: Final = "Error executing tool: "
+"""How CrewAI tells the agent its tool raised (native tool calls)."""
+_GAVE_UP: Final = "I encountered an error while trying to use the tool. This was the error: "
+"""How CrewAI's text tool calls (ReAct) tell it, once CrewAI's own retries ran out."""
+_MAX_ATTEMPTS: Final = 3
+"""A tool call's attempts, however often the hooks say ``Retry``."""
+
+_lock = threading.Lock()
+_installed = False
+_guarded: dict[int, tuple[weakref.ref[Any], Policy]] = {}
+_calls: dict[int, _Call] = {}
+
+
+@final
+class _Call:
+    """One guarded call between CrewAI's before and after hooks."""
+
+    __slots__ = ("payload", "policy", "refusal", "span")
+
+    def __init__(self, policy: Policy, payload: dict[str, Any], span: trace.Span | None) -> None:
+        self.policy = policy
+        self.payload = payload
+        self.span = span
+        self.refusal: str | None = None
+
+
+def guard(target: Any, policy: Policy) -> None:
+    """Put ``target`` (an agent or a crew) under ``policy``; a later call replaces it."""
+    global _installed
+    with _lock:
+        if not _installed:
+            register_before_tool_call_hook(_before)
+            register_after_tool_call_hook(_after)
+            _installed = True
+        key = id(target)
+        _guarded[key] = (weakref.ref(target, lambda _: _guarded.pop(key, None)), policy)
+
+
+def _policy_of(ctx: ToolCallHookContext) -> Policy | None:
+    """The policy of the call's agent, else of its crew; None when neither is guarded."""
+    for owner in (ctx.agent, ctx.crew):
+        if owner is None:
+            continue
+        found = _guarded.get(id(owner))
+        if found is not None and found[0]() is owner:
+            return found[1]
+    return None
+
+
+def _before(ctx: ToolCallHookContext) -> None:
+    policy = _policy_of(ctx)
+    if policy is None or not policy.watching:
+        return None
+    payload: dict[str, Any] = {
+        "tool_name": ctx.tool_name,
+        "tool_input": dict(ctx.tool_input),
+        "tool_use_id": f"crewai_{uuid.uuid4().hex}",
+    }
+    role = getattr(ctx.agent, "role", None)
+    if role is not None:
+        payload["agent_name"] = str(role)
+    call = _Call(policy, payload, _start_span(ctx.tool_name, payload["tool_use_id"]))
+    _calls[id(ctx.tool_input)] = call
+    try:
+        verdict = call_blocking(policy.timeout, call.span, policy.pre, payload)
+    except Exception as error:  # fail closed: a guard that cannot answer refuses
+        _record(call.span, error)
+        call.refusal = f"orchestra's PreToolUse hooks failed ({type(error).__name__}: {error})"
+    else:
+        call.refusal = verdict.refusal
+        if verdict.tool_input is not None:
+            ctx.tool_input.clear()  # in place: CrewAI runs the tool with this dict
+            ctx.tool_input.update(verdict.tool_input)
+            payload["tool_input"] = dict(verdict.tool_input)
+    _mark(call.span, call.refusal)
+    if call.refusal is not None:
+        raise HookAborted(reason=call.refusal)
+    return None
+
+
+def _after(ctx: ToolCallHookContext) -> str | None:
+    call = _calls.pop(id(ctx.tool_input), None)
+    if call is None:
+        return None
+    try:
+        if call.refusal is not None:
+            return DENIED + call.refusal
+        return _settle(ctx, call)
+    finally:
+        if call.span is not None:
+            call.span.end()
+
+
+def _settle(ctx: ToolCallHookContext, call: _Call) -> str | None:
+    """Retries of a failed call, then ``post``: what the agent reads instead, or None."""
+    policy, payload, span = call.policy, call.payload, call.span
+    result, attempt = ctx.tool_result, 1
+    try:
+        while (error := _failure(result)) is not None:
+            delay = call_blocking(policy.timeout, call.span, policy.failed, payload, error, attempt)
+            if delay is None or attempt >= _MAX_ATTEMPTS:
+                call_blocking(
+                    policy.timeout, call.span, policy.end, payload, TaskState.FAILED, attempt
+                )
+                return None if attempt == 1 else result
+            time.sleep(delay)
+            attempt += 1
+            result = _run_again(ctx)
+        output = call_blocking(policy.timeout, span, policy.post, payload, result, attempt)
+    except Exception as error:  # the result stands: a PostToolUse hook cannot run the tool
+        _record(span, error)
+        return None
+    if output is not None:
+        return output if isinstance(output, str) else str(output)
+    return None if attempt == 1 else str(result)
+
+
+def _failure(result: object) -> str | None:
+    """The error CrewAI reported instead of the tool's result, or None."""
+    if not isinstance(result, str):
+        return None
+    if result.startswith(_FAILED):
+        return result.removeprefix(_FAILED)
+    _, found, error = result.partition(_GAVE_UP)
+    return error.split(".\n", 1)[0] if found else None
+
+
+def _run_again(ctx: ToolCallHookContext) -> str:
+    """The tool once more, with the input it had, as CrewAI would report it."""
+    try:
+        raw = ctx.tool.invoke(dict(ctx.tool_input))
+    except Exception as error:
+        return f"{_FAILED}{error}"
+    return raw if isinstance(raw, str) else str(raw)
+
+
+def _start_span(tool: str, call_id: str) -> trace.Span | None:
+    tracer = ot.get_tracer()
+    if tracer is None:
+        return None
+    attributes: Mapping[str, Any] = {
+        ot.names.GEN_AI_OPERATION_NAME: ot.names.OP_EXECUTE_TOOL,
+        ot.names.GEN_AI_TOOL_NAME: tool,
+        "gen_ai.tool.call.id": call_id,
+    }
+    return tracer.start_span(ot.names.SPAN_EXECUTE_TOOL.format(tool=tool), attributes=attributes)
+
+
+def _mark(span: trace.Span | None, refusal: str | None) -> None:
+    if span is None or not span.is_recording():
+        return
+    span.set_attribute(ot.names.ATTR_TOOL_DECISION, "deny" if refusal is not None else "allow")
+    if refusal is not None:
+        span.set_attribute(ot.names.ATTR_DECISION_REASON, refusal[:256])
+
+
+def _record(span: trace.Span | None, error: BaseException) -> None:
+    if span is not None:
+        ot.record_error(span, error)

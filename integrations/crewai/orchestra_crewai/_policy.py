@@ -1,0 +1,271 @@
+"""The policy calls of one guarded crew or agent (internal).
+
+This module only asks, on the event loop of ``_blocking``; ``_hooks`` carries out what it
+hears in CrewAI's hooks. It is the one place that drives the registry and the hook chains,
+so that it can become the public tool-call protocol (``orchestra.bridge``) without a change
+anywhere else:
+
+==========================  =============================================================
+``pre(payload)``            ``PreToolUse`` (transforms, then guards on the final input),
+                            then ``before_execute``; for a delegation (``Delegate work to
+                            coworker``, ``Ask question to coworker``) ``SubagentStart`` and
+                            ``before_dispatch`` too. A hook's new input is judged by the
+                            guards again. Answers a ``Verdict``.
+``post(payload, result)``   ``PostToolUse``, then ``after_execute`` (or ``after_dispatch``
+                            and ``SubagentStop``): the result the agent reads instead.
+``failed(payload, error)``  ``PostToolUseFailure`` and ``on_failure``: the delay of a
+                            ``Retry``, or None.
+``end(payload, state)``     ``on_end``, once per call.
+==========================  =============================================================
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, final
+
+import attrs
+
+import orchestra
+import orchestra.tracing as ot
+from orchestra import (
+    Delegate,
+    ExecutionMode,
+    Fail,
+    HookChain,
+    Replace,
+    Retry,
+    Skip,
+    SubagentHookContext,
+    SubagentHooks,
+    SubagentResult,
+    Task,
+    TaskHooks,
+    TaskState,
+)
+from orchestra.skills import post_tool_use_payload
+
+if TYPE_CHECKING:
+    from orchestra.skills import HookOutcome, HookRegistry
+
+__all__ = ["DELEGATIONS", "Policy", "Verdict"]
+
+DELEGATIONS: Final = frozenset({"delegate_work_to_coworker", "ask_question_to_coworker"})
+"""CrewAI's delegation tools (as its hooks name them): each call is a subagent dispatch."""
+_MAX_REJUDGE: Final = 3
+_TASK_ANSWERS: Final = {
+    "before_execute": (Skip, Fail, Replace),
+    "after_execute": (Replace,),
+    "on_failure": (Retry,),
+}
+_AGENT_ANSWERS: Final = {
+    "before_dispatch": (Fail, Delegate, Replace),
+    "after_dispatch": (Replace,),
+    "on_failure": (),
+}
+
+
+@final
+@attrs.frozen
+class Verdict:
+    """What ``pre`` decided: a refusal (the agent reads it), or the input to run with."""
+
+    refusal: str | None = None
+    tool_input: Mapping[str, Any] | None = None
+
+
+@final
+class Policy:
+    """The registry and the Python hooks of one ``with_hooks`` call."""
+
+    __slots__ = ("agents", "errors", "registry", "run_id", "tasks", "timeout", "watching")
+
+    def __init__(
+        self,
+        registry: HookRegistry | None,
+        hooks: Iterable[object],
+        subagent_hooks: Iterable[object],
+        timeout: float | None,
+    ) -> None:
+        self.registry = registry
+        self.timeout = timeout
+        self.tasks = HookChain(list(hooks), TaskHooks, timeout, carries=_TASK_ANSWERS)
+        self.agents = HookChain(
+            list(subagent_hooks), SubagentHooks, timeout, carries=_AGENT_ANSWERS
+        )
+        self.run_id = uuid.uuid4().hex
+        self.errors: list[orchestra.HookError] = []
+        events = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "SubagentStart")
+        listens = registry is not None and any(registry.has_hooks(e) for e in events)
+        moments = ("before_execute", "after_execute", "on_failure", "on_end")
+        self.watching = (
+            listens
+            or any(self.tasks.has(m) for m in moments)
+            or any(self.agents.has(m) for m in ("before_dispatch", "after_dispatch"))
+        )
+        """Whether anything looks at tool calls (else a call costs one check)."""
+
+    async def fire(self, event: str, payload: Mapping[str, Any]) -> HookOutcome | None:
+        """``event`` through the registry, when it has hooks for it."""
+        if self.registry is None or not self.registry.has_hooks(event):
+            return None
+        return await self.registry.fire(event, payload)
+
+    # -- before the tool -------------------------------------------------------------------
+
+    async def pre(self, payload: Mapping[str, Any]) -> Verdict:
+        """``PreToolUse`` and the ``before_*`` moments of one call."""
+        tool_input: Mapping[str, Any] = payload["tool_input"]
+        changed = False
+        for _ in range(_MAX_REJUDGE):
+            current = {**payload, "tool_input": tool_input}
+            outcome = await self.fire("PreToolUse", current)
+            if outcome is not None:
+                if outcome.blocked or outcome.decision in ("deny", "ask"):
+                    # CrewAI cannot pause a call: an ask nobody can answer refuses it
+                    why = outcome.reason or f"denied by a PreToolUse hook ({outcome.decided_by})"
+                    return await self._refused(current, why)
+                if outcome.output is not None:  # a mock: the agent reads it, the tool waits
+                    return Verdict(refusal=f"answered by a PreToolUse hook: {outcome.output}")
+                if outcome.modified_input is not None:
+                    tool_input, changed = dict(outcome.modified_input), True
+            answer = await self._before({**payload, "tool_input": tool_input})
+            if isinstance(answer, str):
+                return await self._refused({**payload, "tool_input": tool_input}, answer)
+            if answer is None:
+                return Verdict(tool_input=tool_input if changed else None)
+            tool_input, changed = answer, True  # a new input: the guards judge it again
+        return Verdict(refusal=f"the input was still being rewritten after {_MAX_REJUDGE} rounds")
+
+    async def _before(self, payload: Mapping[str, Any]) -> str | Mapping[str, Any] | None:
+        """The ``before_*`` moment: a refusal, a new input, or None (go on)."""
+        name, tool_input = str(payload["tool_name"]), payload["tool_input"]
+        if name in DELEGATIONS:
+            return await self._dispatching(payload)
+        if not self.tasks.has("before_execute"):
+            return None
+        ctx = self.task_context(payload, 1)
+        decision, by = await self._call(self.tasks, "before_execute", name, ctx)
+        if isinstance(decision, Skip | Fail):
+            await self.end(
+                payload, TaskState.SKIPPED if isinstance(decision, Skip) else TaskState.FAILED, 1
+            )
+            return decision.reason or f"{type(decision).__name__.lower()} by {by}"
+        if isinstance(decision, Replace) and isinstance(decision.value, Mapping):
+            return dict(decision.value) if decision.value != tool_input else None
+        return None
+
+    async def _dispatching(self, payload: Mapping[str, Any]) -> str | Mapping[str, Any] | None:
+        """A delegation as a dispatch: ``SubagentStart``, then ``before_dispatch``."""
+        tool_input = payload["tool_input"]
+        ctx = _dispatch_context(payload)
+        start = {
+            "agent_name": ctx.subagent_name,
+            "agent_type": ctx.subagent_name,
+            "parent_agent": ctx.parent_agent,
+            "prompt": ctx.task,
+        }
+        outcome = await self.fire("SubagentStart", start)
+        if outcome is not None and (outcome.blocked or outcome.decision == "deny"):
+            return outcome.reason or f"denied by a SubagentStart hook ({outcome.decided_by})"
+        if not self.agents.has("before_dispatch"):
+            return None
+        decision, by = await self._call(self.agents, "before_dispatch", ctx.subagent_name, ctx)
+        if isinstance(decision, Fail):
+            return decision.reason or f"failed by {by}"
+        if isinstance(decision, Delegate) and decision.agent != tool_input.get("coworker"):
+            return {**tool_input, "coworker": decision.agent}
+        if isinstance(decision, Replace) and decision.value != tool_input.get("task"):
+            return {**tool_input, "task": str(decision.value)}
+        return None
+
+    async def _refused(self, payload: Mapping[str, Any], why: str) -> Verdict:
+        await self.fire("PermissionDenied", {**payload, "reason": why})
+        return Verdict(refusal=why)
+
+    # -- after the tool --------------------------------------------------------------------
+
+    async def post(self, payload: Mapping[str, Any], result: Any, attempt: int) -> Any:
+        """``PostToolUse`` and the ``after_*`` moments: what the agent reads instead, or None."""
+        outcome = await self.fire("PostToolUse", post_tool_use_payload(payload, result))
+        output = None if outcome is None else outcome.output
+        seen = result if output is None else output
+        name = str(payload["tool_name"])
+        if name in DELEGATIONS:
+            ctx = _dispatch_context(payload)
+            stop = {"agent_name": ctx.subagent_name, "agent_type": ctx.subagent_name}
+            await self.fire("SubagentStop", {**stop, "last_assistant_message": seen})
+            if self.agents.has("after_dispatch"):
+                done = SubagentResult(agent=ctx.subagent_name, output=seen, attempts=attempt)
+                decision, _ = await self._call(self.agents, "after_dispatch", name, ctx, done)
+                if isinstance(decision, Replace):
+                    output = decision.value
+        elif self.tasks.has("after_execute"):
+            tctx = self.task_context(payload, attempt)
+            decision, _ = await self._call(self.tasks, "after_execute", name, tctx, seen)
+            if isinstance(decision, Replace):
+                output = decision.value
+        await self.end(payload, TaskState.SUCCEEDED, attempt)
+        return output
+
+    async def failed(self, payload: Mapping[str, Any], error: str, attempt: int) -> float | None:
+        """``PostToolUseFailure`` and ``on_failure``: a ``Retry``'s delay, or None."""
+        failure = {**payload, "error": error, "error_type": "ToolError"}
+        await self.fire("PostToolUseFailure", failure)
+        if not self.tasks.has("on_failure") or payload["tool_name"] in DELEGATIONS:
+            return None
+        ctx = self.task_context(payload, attempt)
+        exc = RuntimeError(error)
+        decision, _ = await self._call(
+            self.tasks, "on_failure", str(payload["tool_name"]), ctx, exc
+        )
+        return decision.delay if isinstance(decision, Retry) else None
+
+    async def end(self, payload: Mapping[str, Any], state: TaskState, attempt: int) -> None:
+        """``on_end``, once per tool call."""
+        if self.tasks.has("on_end") and payload["tool_name"] not in DELEGATIONS:
+            ctx = self.task_context(payload, attempt)
+            await self._call(self.tasks, "on_end", str(payload["tool_name"]), ctx, state)
+
+    async def _call(self, chain: HookChain, moment: str, name: str, *args: Any) -> Any:
+        return await chain.call(
+            moment, *args, subject=name, on_error=self.errors.append, tracer=ot.get_tracer()
+        )
+
+    def task_context(self, payload: Mapping[str, Any], attempt: int) -> orchestra.TaskHookContext:
+        """The hook context of one attempt of a tool call (the task id: the tool's name)."""
+        tool_input = dict(payload["tool_input"])
+        fields = {k: payload[k] for k in ("tool_name", "tool_use_id", "agent_name") if k in payload}
+        task = Task(
+            id=str(payload["tool_name"]),
+            fn=_not_here,
+            metadata={**fields, "tool_input": tool_input},
+        )
+        return HookChain.task_context(
+            task=task,
+            attempt=attempt,
+            executor=payload.get("agent_name"),
+            run_id=self.run_id,
+            started_at=time.monotonic(),
+            inputs=MappingProxyType(tool_input),
+        )
+
+
+def _dispatch_context(payload: Mapping[str, Any]) -> SubagentHookContext:
+    """A delegation as a subagent dispatch from the agent that delegates."""
+    tool_input = payload["tool_input"]
+    return SubagentHookContext(
+        parent_agent=payload.get("agent_name"),
+        subagent_name=str(tool_input.get("coworker") or ""),
+        execution_mode=ExecutionMode.SYNC,
+        task=str(tool_input.get("task") or tool_input.get("question") or ""),
+        attempt=1,
+    )
+
+
+def _not_here() -> None:  # pragma: no cover - CrewAI runs the tool, never this
+    """A tool call's task body: CrewAI runs the tool, not orchestra."""
+    raise RuntimeError("CrewAI runs this tool")
