@@ -33,6 +33,7 @@ PACKAGES = (
     "orchestra.bridge",
     "orchestra.bridge.testing",
     "orchestra.agents",
+    "orchestra.bridge",
     "orchestra.skills",
     "orchestra.tracing",
     "orchestra.tracing.names",

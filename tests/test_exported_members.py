@@ -43,12 +43,6 @@ PINNED: dict[str, set[str]] = {
         "AgentDispatcher", "DAG", "DEFAULT_MAX_ATTEMPTS", "Executor", "LocalExecutor",
         "RunResult", "Task", "TaskOptions", "TaskState", "TriggerRule", "run", "run_sync",
     },
-    "orchestra.bridge": {
-        # the attempt driver and its answers
-        "DEFAULT_MAX_ATTEMPTS", "Answer", "AttemptDriver", "ContextFactory", "DoFail", "DoGive",
-        "DoRun", "DoSkip", "DoSleep", "Ended", "GiveOutput", "RetryBudget", "SpanFactory",
-        "TaskAttempts", "carry",
-    },
     "orchestra.bridge.testing": {"TASK_CELLS", "TaskEngine", "TaskRun", "check_task_cell"},
     "orchestra.executors": {
         "AgentDispatcher", "AppliesTimeouts", "ChainsSubmissions", "ChoosesKeptOutputs",
@@ -64,6 +58,20 @@ PINNED: dict[str, set[str]] = {
         "inject_headers", "is_enabled", "names", "read_jsonl", "record_decision", "record_error",
         "set_capture_content",
         "set_enabled", "set_meter_provider", "set_tracer_provider", "traceparent",
+    },
+    "orchestra.bridge": {
+        # the attempt driver and its answers
+        "Answer", "AttemptDriver", "ContextFactory", "DEFAULT_MAX_ATTEMPTS", "DoFail", "DoGive",
+        "DoRun", "DoSkip", "DoSleep", "Ended", "GiveOutput", "RetryBudget", "SpanFactory",
+        "TaskAttempts", "carry",
+        # the tool-call protocol: the call, its answers, the flows and their drivers
+        "Mock", "Ask", "AskCallback", "Consult", "DENIED_PREFIX", "Effect", "FailedAnswer",
+        "Fire", "OutcomeCallback", "PreAnswer", "Proceed", "Raise", "Refuse", "ToolCall",
+        "ToolHooks", "args_sha256", "ask_reason", "blocked_reason", "deny_reason",
+        "error_fields", "failed_flow", "post_flow", "post_tool_use_payload", "pre_flow",
+        "run_blocking", "set_tool_result", "tool_span",
+        # the ambient policy
+        "Policy", "current_policy", "policy_scope", "resolve_policy",
     },
     "orchestra.skills": {
         "AgentHook", "AskCallback", "AuditedDecision", "CommandHook", "ConfigError",

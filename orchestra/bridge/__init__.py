@@ -1,4 +1,4 @@
-"""The one seam every engine drives hooks through: the attempt driver (and its answers).
+"""The one seam every engine drives hooks through: the attempt driver and the tool-call protocol.
 
 A bridge (an integration, or orchestra's own engines) writes no attempt loop: it feeds an
 ``AttemptDriver``'s ``TaskAttempts`` what happened (``started``, ``succeeded(output)``,
@@ -15,16 +15,75 @@ The driver owns the merge (``HookChain``), the attempt cap (``DEFAULT_MAX_ATTEMP
 run's ``RetryBudget``, the reasons and ``on_end`` exactly once; it has a sync form (for
 engines that call hooks from synchronous code) and an async one.
 
+A tool call (the core's ``@registry.guard`` and every integration's tool path) goes
+through ``ToolHooks``, written once without I/O (``pre_flow``, ``post_flow``,
+``failed_flow`` yield ``Fire``/``Consult`` effects, as httpx's ``Auth.auth_flow``) and
+driven by thin async and sync drivers::
+
+    hooks = ToolHooks(registry)                          # once per bridge
+    call = ToolCall("Bash", {"command": "ls"}, tool_use_id=engine_call_id)
+    with tool_span(call.tool_name, call_id=call.tool_use_id):
+        answer = await hooks.pre(call, can_pause=engine_can_pause)
+        # Proceed(tool_input): run the tool with it, then ``await hooks.post(...)``
+        # Mock(output): the tool is not run; ``await hooks.post(call, output, mocked=True)``
+        # Refuse(reason, retry): tell the caller (PermissionDenied already fired)
+        # Ask(...): pause; ``answer.request(call)`` is the pending request
+        # a tool that raised: ``await hooks.failed(call, error)`` -> Raise | Refuse
+
+One refusal text (``Refuse.reason``: the hook's reason, else ``denied by a PreToolUse
+hook at FILE:LINE``; an unanswered ``ask``: its reason, else ``needs approval
+(FILE:LINE)``), one pending-request shape (``Ask.request``: ``tool_name``,
+``tool_input``, ``reason``, ``hook_id``, ``args_sha256``), one span (``tool_span``:
+``execute_tool {name}``).
+
+The ambient policy (``policy_scope``, ``resolve_policy``, ``current_policy``): guarded
+work carries its registry and hooks in a context variable; a bridge started inside it
+without its own is guarded by the same policy, part by part.
+
 Imports: ``orchestra.bridge`` sits above ``orchestra.dag``, ``orchestra.agents`` and
 ``orchestra.skills`` (it may import them and the layers below), and none of them imports
 it: the scheduler and the dispatcher share the driver's decision rule through
-``orchestra._attempts``, below all of them. Integrations import it (public names only).
+``orchestra._attempts``, and ``@registry.guard`` the tool-call protocol through
+``orchestra._tool_call``, ``_tool_flow``, ``_tool_hooks`` and ``_ambient`` (which import
+only ``orchestra._errors`` and ``orchestra.tracing``), below all of them. Integrations
+import it (public names only).
 """
 
+from orchestra._ambient import Policy as Policy
+from orchestra._ambient import current_policy as current_policy
+from orchestra._ambient import policy_scope as policy_scope
+from orchestra._ambient import resolve_policy as resolve_policy
 from orchestra._attempts import DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS
 from orchestra._attempts import RetryBudget as RetryBudget
 from orchestra._decisions import GiveOutput as GiveOutput
 from orchestra._exports import export as _export
+from orchestra._tool_call import DENIED_PREFIX as DENIED_PREFIX
+from orchestra._tool_call import Ask as Ask
+from orchestra._tool_call import FailedAnswer as FailedAnswer
+from orchestra._tool_call import Mock as Mock
+from orchestra._tool_call import PreAnswer as PreAnswer
+from orchestra._tool_call import Proceed as Proceed
+from orchestra._tool_call import Raise as Raise
+from orchestra._tool_call import Refuse as Refuse
+from orchestra._tool_call import ToolCall as ToolCall
+from orchestra._tool_call import args_sha256 as args_sha256
+from orchestra._tool_flow import Consult as Consult
+from orchestra._tool_flow import Effect as Effect
+from orchestra._tool_flow import Fire as Fire
+from orchestra._tool_flow import ask_reason as ask_reason
+from orchestra._tool_flow import blocked_reason as blocked_reason
+from orchestra._tool_flow import deny_reason as deny_reason
+from orchestra._tool_flow import error_fields as error_fields
+from orchestra._tool_flow import failed_flow as failed_flow
+from orchestra._tool_flow import post_flow as post_flow
+from orchestra._tool_flow import post_tool_use_payload as post_tool_use_payload
+from orchestra._tool_flow import pre_flow as pre_flow
+from orchestra._tool_hooks import AskCallback as AskCallback
+from orchestra._tool_hooks import OutcomeCallback as OutcomeCallback
+from orchestra._tool_hooks import ToolHooks as ToolHooks
+from orchestra._tool_hooks import run_blocking as run_blocking
+from orchestra._tool_hooks import set_tool_result as set_tool_result
+from orchestra._tool_hooks import tool_span as tool_span
 from orchestra.bridge._answers import Answer as Answer
 from orchestra.bridge._answers import DoFail as DoFail
 from orchestra.bridge._answers import DoGive as DoGive
@@ -40,20 +99,51 @@ from orchestra.bridge._attempts import TaskAttempts as TaskAttempts
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
+    "DENIED_PREFIX",
     "Answer",
+    "Ask",
+    "AskCallback",
     "AttemptDriver",
+    "Consult",
     "ContextFactory",
     "DoFail",
     "DoGive",
     "DoRun",
     "DoSkip",
     "DoSleep",
+    "Effect",
     "Ended",
+    "FailedAnswer",
+    "Fire",
     "GiveOutput",
+    "Mock",
+    "OutcomeCallback",
+    "Policy",
+    "PreAnswer",
+    "Proceed",
+    "Raise",
+    "Refuse",
     "RetryBudget",
     "SpanFactory",
     "TaskAttempts",
+    "ToolCall",
+    "ToolHooks",
+    "args_sha256",
+    "ask_reason",
+    "blocked_reason",
     "carry",
+    "current_policy",
+    "deny_reason",
+    "error_fields",
+    "failed_flow",
+    "policy_scope",
+    "post_flow",
+    "post_tool_use_payload",
+    "pre_flow",
+    "resolve_policy",
+    "run_blocking",
+    "set_tool_result",
+    "tool_span",
 ]
 
 _export(globals())

@@ -17,6 +17,7 @@ Adapters plug a registry into orchestra's engines: ``registry.as_task_hooks()``,
 from orchestra._errors import ConfigError as ConfigError
 from orchestra._errors import ToolDenied as ToolDenied
 from orchestra._exports import export as _export
+from orchestra._tool_flow import post_tool_use_payload as post_tool_use_payload
 from orchestra.skills._adapters import RegistrySubagentHooks as RegistrySubagentHooks
 from orchestra.skills._adapters import RegistryTaskHooks as RegistryTaskHooks
 from orchestra.skills._catalog import EVENTS as EVENTS
@@ -56,7 +57,6 @@ from orchestra.skills._sandbox import Sandbox as Sandbox
 from orchestra.skills._serve import serve as serve
 from orchestra.skills._steps import Step as Step
 from orchestra.skills._steps import StepEvents as StepEvents
-from orchestra.skills._tool_payloads import post_tool_use_payload as post_tool_use_payload
 from orchestra.skills._types import HOOK_TYPES as HOOK_TYPES
 from orchestra.skills._types import HookType as HookType
 from orchestra.skills._yaml import MAX_FILE_BYTES as MAX_FILE_BYTES

@@ -28,10 +28,10 @@ from orchestra._hooks import (
     TaskHooks,
 )
 from orchestra._reporting import report_hook_error
+from orchestra._tool_flow import blocked_reason, error_fields
 from orchestra.skills._critical import CriticalHookError
 from orchestra.skills._dag_payloads import (
     end_payload,
-    error_fields,
     run_end_payload,
     run_payload,
     safe_serialize,
@@ -56,18 +56,11 @@ __all__ = [
     "DAG_EVENTS",
     "RegistrySubagentHooks",
     "RegistryTaskHooks",
-    "blocked_reason",
-    "error_fields",
     "fire_reported",
     "subagent_hooks",
     "task_hooks",
     "yaml_hook_error",
 ]
-
-
-def blocked_reason(event: str, outcome: HookOutcome) -> str:
-    """Why an event's hooks blocked: their reason, or which hook blocked."""
-    return outcome.reason or f"blocked by a {event} hook at {outcome.decided_by}"
 
 
 def _trim(cls: type, base: type, keep: Mapping[str, bool]) -> type:

@@ -26,6 +26,8 @@ import enum
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from orchestra._tool_flow import error_fields
+
 if TYPE_CHECKING:
     from orchestra._hooks import RunContext, TaskHookContext
 
@@ -95,13 +97,6 @@ def end_payload(
     payload["output"] = None if error is not None else safe_serialize(output)
     payload.update(error_fields(error))
     return payload
-
-
-def error_fields(error: BaseException | None) -> dict[str, Any]:
-    """The ``error`` and ``error_type`` fields of an event, for ``error`` (or None)."""
-    if error is None:
-        return {"error": None, "error_type": None}
-    return {"error": str(error) or type(error).__name__, "error_type": type(error).__qualname__}
 
 
 def run_end_payload(ctx: RunContext, states: Mapping[str, enum.Enum], ok: bool) -> dict[str, Any]:

@@ -13,24 +13,22 @@ import contextvars
 import functools
 import inspect
 import sys
-import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar, final, overload
 
 import anyio
 import anyio.to_thread
+from opentelemetry import trace
 
+from orchestra._ambient import policy_scope
 from orchestra._errors import ToolDenied
 from orchestra._spending import charge_tool
-from orchestra.skills._adapters import blocked_reason, error_fields
-from orchestra.skills._tool_payloads import post_tool_use_payload
+from orchestra._tool_call import Mock, Proceed, Refuse, ToolCall
+from orchestra._tool_hooks import ToolHooks, set_tool_result, tool_span
 from orchestra.tracing import get_tracer
-from orchestra.tracing._engine import set_tool_result, tool_span
 from orchestra.tracing.names import ATTR_TOOL_DECISION
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import Span
-
     from orchestra.skills._outcome import HookOutcome
     from orchestra.skills._registry import HookRegistry
 
@@ -135,13 +133,7 @@ class Guard:
         is_async = inspect.iscoroutinefunction(fn)
         registry, tool, ask, on_outcome = self.registry, self.tool, self.ask, self.on_outcome
 
-        async def fire(event: str, payload: dict[str, Any]) -> HookOutcome:
-            outcome = await registry.fire(event, payload)
-            if on_outcome is not None and outcome.records:
-                answer = on_outcome(event, outcome)
-                if inspect.isawaitable(answer):
-                    await answer
-            return outcome
+        hooks = ToolHooks(registry, ask=ask, on_outcome=on_outcome)
 
         async def call(args: list[Any] | tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             if is_async:
@@ -149,71 +141,39 @@ class Guard:
             return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
         @functools.wraps(fn)
-        async def checked(args: tuple[Any, ...], kwargs: dict[str, Any], span: Span | None) -> Any:
-            pre_hooks = registry.has_hooks("PreToolUse")
-            post_hooks = registry.has_hooks("PostToolUse")
-            fail_hooks = registry.has_hooks("PostToolUseFailure")
-            denied_hooks = registry.has_hooks("PermissionDenied")
-            if not (pre_hooks or post_hooks or fail_hooks):
-                _charge(tool, span)
+        async def checked(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            if not hooks.watching:
+                _charge(tool)
                 return await call(args, kwargs)
-            tool_input = _tool_input(sig, sig.bind(*args, **kwargs))
-            fields = {"tool_name": tool, "tool_use_id": f"toolu_{uuid.uuid4().hex}"}
+            tool_call = ToolCall(tool, _tool_input(sig, sig.bind(*args, **kwargs)))
+            answer = await hooks.pre(tool_call)  # this caller cannot pause: no Ask
+            if isinstance(answer, Refuse):
+                raise ToolDenied(tool, answer.reason, retry=answer.retry)
+            if isinstance(answer, Mock):  # a mock: the tool is not called
+                return await hooks.post(tool_call, answer.output, mocked=True)
+            assert isinstance(answer, Proceed)
+            _charge(tool)
             call_args: list[Any] | tuple[Any, ...] = args
             call_kwargs: dict[str, Any] = kwargs
-            modified = False
-            if pre_hooks:
-                pre = await fire("PreToolUse", {**fields, "tool_input": tool_input})
-                refusal: str | None = None
-                if pre.blocked:
-                    refusal = blocked_reason("PreToolUse", pre)
-                elif pre.decision == "ask" and not await _approve(ask, tool, tool_input, pre):
-                    refusal = pre.reason or f"needs approval ({pre.decided_by})"
-                if span is not None:
-                    span.set_attribute(ATTR_TOOL_DECISION, "deny" if refusal else "allow")
-                if refusal is not None:
-                    retry = False
-                    if denied_hooks:
-                        payload = {**fields, "tool_input": tool_input, "reason": refusal}
-                        retry = (await fire("PermissionDenied", payload)).retry
-                    raise ToolDenied(tool, refusal, retry=retry)
-                if pre.output is not None:  # a mock: the tool is not called
-                    if not post_hooks:
-                        return pre.output
-                    payload = post_tool_use_payload(
-                        {**fields, "tool_input": tool_input}, pre.output, mocked=True
-                    )
-                    post = await fire("PostToolUse", payload)
-                    return pre.output if post.output is None else post.output
-                if pre.modified_input is not None:
-                    tool_input = dict(pre.modified_input)
-                    modified = True
-            _charge(tool, span)
             try:
-                if modified:
-                    call_args, call_kwargs = _call_args(tool, sig, tool_input)
+                if answer.modified:
+                    tool_call = tool_call.with_input(answer.tool_input)
+                    call_args, call_kwargs = _call_args(tool, sig, answer.tool_input)
                 result = await call(call_args, call_kwargs)
             except Exception as exc:
-                if fail_hooks:
-                    payload = {**fields, "tool_input": tool_input, **error_fields(exc)}
-                    await fire("PostToolUseFailure", payload)
+                await hooks.failed(tool_call, exc)  # a guard's ToolDenied inside goes on too
                 raise
-            if post_hooks:
-                payload = post_tool_use_payload({**fields, "tool_input": tool_input}, result)
-                post = await fire("PostToolUse", payload)
-                if post.output is not None:  # a rewrite of what the caller gets
-                    return post.output
-            return result
+            return await hooks.post(tool_call, result)
 
         @functools.wraps(fn)
         async def guarded(*args: _P.args, **kwargs: _P.kwargs) -> Any:
-            tracer = get_tracer()
-            if tracer is None:
-                return await checked(args, kwargs, None)
-            with tool_span(tracer, tool, arguments=_arguments(sig, args, kwargs)) as span:
-                result = await checked(args, kwargs, span)
-                set_tool_result(span, result)
-                return result
+            with policy_scope(registry):  # work started inside the tool: the same policy
+                if get_tracer() is None:
+                    return await checked(args, kwargs)
+                with tool_span(tool, arguments=_arguments(sig, args, kwargs)) as span:
+                    result = await checked(args, kwargs)
+                    set_tool_result(span, result)
+                    return result
 
         if is_async:
             return guarded
@@ -235,7 +195,7 @@ class Guard:
         return guarded_sync
 
 
-def _charge(tool: str, span: Span | None) -> None:
+def _charge(tool: str) -> None:
     """Charge the call to the budgets open here (one read when none is), or refuse it.
 
     Raises:
@@ -244,7 +204,8 @@ def _charge(tool: str, span: Span | None) -> None:
     refusal = charge_tool(tool)
     if refusal is None:
         return
-    if span is not None:
+    span = trace.get_current_span()  # the call's span, current here
+    if span.is_recording():
         span.set_attribute(ATTR_TOOL_DECISION, "deny")
     raise ToolDenied(tool, refusal)
 
@@ -257,14 +218,3 @@ def _loop_free_context() -> contextvars.Context:
         return context
     context.run(sniffio.current_async_library_cvar.set, None)
     return context
-
-
-async def _approve(
-    ask: AskCallback | None, tool: str, tool_input: Mapping[str, Any], outcome: HookOutcome
-) -> bool:
-    if ask is None:
-        return False
-    answer = ask(tool, tool_input, outcome.reason)
-    if inspect.isawaitable(answer):
-        answer = await answer
-    return bool(answer)

@@ -1,0 +1,238 @@
+"""``ToolHooks``: the tool-call protocol's two thin drivers, async and sync.
+
+The protocol itself is in ``_tool_flow`` (generators without I/O); a driver performs the
+effects a flow yields: ``Fire`` is ``registry.fire`` (awaited, or run to its end from
+synchronous code), ``Consult`` calls the ``ask`` callback. ``tool_span`` is the one
+``execute_tool {name}`` span every bridge opens around a call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, final
+
+from opentelemetry import trace
+
+from orchestra._tool_call import FailedAnswer, PreAnswer, Proceed, ToolCall
+from orchestra._tool_flow import Effect, Fire, failed_flow, post_flow, pre_flow
+from orchestra.tracing import get_tracer
+from orchestra.tracing._engine import set_tool_result as _set_tool_result
+from orchestra.tracing._engine import tool_span as _engine_tool_span
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+    from orchestra.skills import HookOutcome, HookRegistry
+
+__all__ = ["AskCallback", "OutcomeCallback", "ToolHooks", "set_tool_result", "tool_span"]
+
+_T = TypeVar("_T")
+
+AskCallback: TypeAlias = Callable[
+    [str, Mapping[str, Any], "str | None"], "bool | Awaitable[bool | None] | None"
+]
+"""Settles a hook's ``ask``: ``(tool_name, tool_input, reason)`` -> approve (True),
+refuse (False) or no answer (None: the call waits for a person where the engine can
+pause, else it is refused)."""
+OutcomeCallback: TypeAlias = Callable[[str, "HookOutcome"], "Awaitable[None] | None"]
+"""Gets the outcome of each tool event fired that had hooks: ``(event, outcome)``."""
+
+TOOL_EVENTS: Final = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+
+
+@final
+class ToolHooks:
+    """A registry's tool events, driven for one engine: ``pre``, ``post``, ``failed``.
+
+    Build one per bridge (it reads which events have hooks once); ``watching`` False
+    means no tool event has hooks and the bridge may call the tool as it is. Every
+    method has a ``*_sync`` twin for engines that call tools from synchronous code.
+
+    Args:
+        registry: the hooks (``orchestra.skills.load(...)``); None: no tool hooks.
+        ask: settles a hook's ``ask`` before the engine would pause or refuse the call.
+        on_outcome: called with each fired event's outcome that had hooks.
+    """
+
+    __slots__ = (
+        "_denied",
+        "ask",
+        "has_failed",
+        "has_post",
+        "has_pre",
+        "on_outcome",
+        "registry",
+        "watching",
+    )
+
+    def __init__(
+        self,
+        registry: HookRegistry | None,
+        *,
+        ask: AskCallback | None = None,
+        on_outcome: OutcomeCallback | None = None,
+    ) -> None:
+        self.registry = registry
+        self.ask = ask
+        self.on_outcome = on_outcome
+        has = registry.has_hooks if registry is not None else (lambda _event: False)
+        self.has_pre = has("PreToolUse")
+        self.has_post = has("PostToolUse")
+        self.has_failed = has("PostToolUseFailure")
+        self._denied = has("PermissionDenied")
+        self.watching = self.has_pre or self.has_post or self.has_failed
+        """Whether any tool event has hooks (else a call needs nothing from here)."""
+
+    # -- the flows -----------------------------------------------------------------------
+
+    def _pre(self, call: ToolCall, can_pause: bool) -> Generator[Effect, Any, PreAnswer] | None:
+        if not self.has_pre:
+            return None
+        consult = self.ask is not None
+        return pre_flow(call, denied_hooks=self._denied, consult=consult, can_pause=can_pause)
+
+    # -- async driver ----------------------------------------------------------------------
+
+    async def pre(self, call: ToolCall, *, can_pause: bool = False) -> PreAnswer:
+        """``PreToolUse``: ``Proceed``, ``Mock`` (a mock), ``Refuse`` or ``Ask``.
+
+        ``Ask`` comes back only with ``can_pause`` (the engine pauses the call for a
+        person); else an unanswered ``ask`` is a ``Refuse``.
+        """
+        flow = self._pre(call, can_pause)
+        if flow is None:
+            return Proceed(call.tool_input)
+        return await self._drive(flow)
+
+    async def post(self, call: ToolCall, output: Any, *, mocked: bool = False) -> Any:
+        """``PostToolUse`` on what the tool (or a mock) returned: what the caller gets."""
+        if not self.has_post:
+            return output
+        return await self._drive(post_flow(call, output, mocked=mocked))
+
+    async def failed(
+        self, call: ToolCall, error: BaseException, *, detail: Mapping[str, Any] | None = None
+    ) -> FailedAnswer:
+        """``PostToolUseFailure`` for a tool that raised: ``Raise`` (or ``Refuse``).
+
+        ``Refuse`` answers a ``ToolDenied`` of a guard inside the tool: no failure, a
+        refusal with that guard's reason and ``retry``.
+        """
+        flow = failed_flow(call, error, failure_hooks=self.has_failed, detail=detail)
+        return await self._drive(flow)
+
+    async def _drive(self, flow: Generator[Effect, Any, _T]) -> _T:
+        sent: Any = None
+        try:
+            while True:
+                effect = flow.send(sent)
+                sent = await self._perform(effect)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]  # the flow's answer
+
+    async def _perform(self, effect: Effect) -> Any:
+        if isinstance(effect, Fire):
+            assert self.registry is not None
+            outcome = await self.registry.fire(effect.event, effect.payload)
+            if self.on_outcome is not None and outcome.records:
+                seen = self.on_outcome(effect.event, outcome)
+                if inspect.isawaitable(seen):
+                    await seen
+            return outcome
+        assert self.ask is not None
+        answer = self.ask(effect.tool_name, effect.tool_input, effect.reason)
+        return await answer if inspect.isawaitable(answer) else answer
+
+    # -- sync driver -------------------------------------------------------------------------
+
+    def pre_sync(self, call: ToolCall, *, can_pause: bool = False) -> PreAnswer:
+        """``pre`` from synchronous code (each event fires on an event loop of its own)."""
+        flow = self._pre(call, can_pause)
+        if flow is None:
+            return Proceed(call.tool_input)
+        return self._drive_sync(flow)
+
+    def post_sync(self, call: ToolCall, output: Any, *, mocked: bool = False) -> Any:
+        """``post`` from synchronous code."""
+        if not self.has_post:
+            return output
+        return self._drive_sync(post_flow(call, output, mocked=mocked))
+
+    def failed_sync(
+        self, call: ToolCall, error: BaseException, *, detail: Mapping[str, Any] | None = None
+    ) -> FailedAnswer:
+        """``failed`` from synchronous code."""
+        flow = failed_flow(call, error, failure_hooks=self.has_failed, detail=detail)
+        return self._drive_sync(flow)
+
+    def _drive_sync(self, flow: Generator[Effect, Any, _T]) -> _T:
+        sent: Any = None
+        try:
+            while True:
+                effect = flow.send(sent)
+                sent = run_blocking(lambda effect=effect: self._perform(effect))  # type: ignore[misc]
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]  # the flow's answer
+
+
+def run_blocking(make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+    """Run the coroutine ``make()`` returns to its end from synchronous code.
+
+    On an event loop of its own (``asyncio.run``), or, when this thread already runs a
+    loop, on a short-lived helper thread with a copy of the caller's context (its run,
+    its span and its ambient policy go with it).
+    """
+    import asyncio  # here: ``import orchestra.skills`` stays light (no ssl, no socket)
+    from concurrent.futures import ThreadPoolExecutor
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    context = contextvars.copy_context()
+    with ThreadPoolExecutor(1, thread_name_prefix="orchestra-hooks") as pool:
+        return pool.submit(context.run, lambda: asyncio.run(make())).result()
+
+
+def set_tool_result(span: Span | None, result: Any) -> None:
+    """Put a tool's result on its ``tool_span`` (only when content capture is on)."""
+    if span is not None:
+        _set_tool_result(span, result)
+
+
+@contextlib.contextmanager
+def tool_span(
+    tool_name: str,
+    *,
+    call_id: str | None = None,
+    arguments: Mapping[str, Any] | None = None,
+    parent: Span | None = None,
+) -> Iterator[Span | None]:
+    """The ``execute_tool {tool_name}`` span of one call, current while the block runs.
+
+    GenAI conventions: ``gen_ai.operation.name`` ``execute_tool``, ``gen_ai.tool.name``,
+    ``gen_ai.tool.call.id``; the arguments only when content capture is on (put the
+    result with ``set_tool_result``). The protocol sets ``orchestra.tool.decision`` on
+    it. Yields None (and costs one check) when no tracer is configured for orchestra.
+
+    Args:
+        tool_name: the tool's name.
+        call_id: the call's id, if the engine has one.
+        arguments: the call's arguments (kept only with content capture).
+        parent: the span to start it under, instead of the current span.
+    """
+    tracer = get_tracer()
+    if tracer is None:
+        yield None
+        return
+    under = trace.use_span(parent, end_on_exit=False) if parent is not None else None
+    with (
+        under if under is not None else contextlib.nullcontext(),
+        _engine_tool_span(tracer, tool_name, arguments=arguments) as span,
+    ):
+        if call_id:
+            span.set_attribute("gen_ai.tool.call.id", call_id)
+        yield span
