@@ -21,7 +21,14 @@ import attrs
 if TYPE_CHECKING:
     from orchestra.skills import HookRegistry
 
-__all__ = ["Policy", "current_policy", "policy_scope", "resolve_policy"]
+__all__ = [
+    "Policy",
+    "current_policy",
+    "policy_scope",
+    "reset_policy",
+    "resolve_policy",
+    "set_policy",
+]
 
 
 def _hooks_tuple(hooks: Iterable[object]) -> tuple[object, ...]:
@@ -72,6 +79,22 @@ def resolve_policy(registry: HookRegistry | None = None, hooks: Iterable[object]
     return Policy(
         registry if registry is not None else ambient.registry, own if own else ambient.hooks
     )
+
+
+def set_policy(
+    registry: HookRegistry | None = None, hooks: Iterable[object] = ()
+) -> contextvars.Token[Policy]:
+    """Make ``resolve_policy(registry, hooks)`` the ambient policy until ``reset_policy``.
+
+    For engines that run work in a context of their own (``contextvars.Context.run``),
+    where a ``with policy_scope(...)`` block cannot span the work: set it in that context.
+    """
+    return _current.set(resolve_policy(registry, hooks))
+
+
+def reset_policy(token: contextvars.Token[Policy]) -> None:
+    """Restore the ambient policy ``set_policy`` replaced (in the same context)."""
+    _current.reset(token)
 
 
 @contextlib.contextmanager

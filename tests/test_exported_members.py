@@ -71,7 +71,7 @@ PINNED: dict[str, set[str]] = {
         "error_fields", "failed_flow", "post_flow", "post_tool_use_payload", "pre_flow",
         "run_blocking", "set_tool_result", "tool_span",
         # the ambient policy
-        "Policy", "current_policy", "policy_scope", "resolve_policy",
+        "Policy", "current_policy", "policy_scope", "reset_policy", "resolve_policy", "set_policy",
     },
     "orchestra.skills": {
         "AgentHook", "AskCallback", "AuditedDecision", "CommandHook", "ConfigError",

@@ -52,7 +52,9 @@ import it (public names only).
 from orchestra._ambient import Policy as Policy
 from orchestra._ambient import current_policy as current_policy
 from orchestra._ambient import policy_scope as policy_scope
+from orchestra._ambient import reset_policy as reset_policy
 from orchestra._ambient import resolve_policy as resolve_policy
+from orchestra._ambient import set_policy as set_policy
 from orchestra._attempts import DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS
 from orchestra._attempts import RetryBudget as RetryBudget
 from orchestra._decisions import GiveOutput as GiveOutput
@@ -140,8 +142,10 @@ __all__ = [
     "post_flow",
     "post_tool_use_payload",
     "pre_flow",
+    "reset_policy",
     "resolve_policy",
     "run_blocking",
+    "set_policy",
     "set_tool_result",
     "tool_span",
 ]

@@ -26,7 +26,7 @@ from opentelemetry import trace
 
 import orchestra.tracing as ot
 from orchestra import Fail, HookChain, TaskFailed, TaskHooks
-from orchestra.bridge import DEFAULT_MAX_ATTEMPTS, AttemptDriver
+from orchestra.bridge import DEFAULT_MAX_ATTEMPTS, AttemptDriver, Policy, resolve_policy, set_policy
 from orchestra.skills import StepEvents
 from orchestra_langgraph._node import HookedNode, node_runnable, reason
 from orchestra_langgraph._run import Run, current
@@ -46,7 +46,15 @@ _MOMENTS = ("before_run", "before_execute", "after_execute", "on_failure", "on_e
 class _Bridge:
     """What a hooked graph and its subgraphs share: the chain, the tool events."""
 
-    __slots__ = ("chain", "has_after_run", "has_before_run", "moments", "steps", "tools")
+    __slots__ = (
+        "chain",
+        "has_after_run",
+        "has_before_run",
+        "moments",
+        "policy",
+        "steps",
+        "tools",
+    )
 
     @property
     def active(self) -> bool:
@@ -66,7 +74,9 @@ class _Bridge:
         tools: ToolEvents | None,
         steps: StepEvents | None,
         max_attempts: int,
+        policy: Policy,
     ) -> None:
+        self.policy = policy  # the ambient policy of what the graph's nodes start
         self.chain = chain
         self.moments = AttemptDriver(chain, max_attempts=max_attempts)
         self.tools = tools if tools is not None and tools.watching else None
@@ -198,6 +208,8 @@ class HookedGraph(CompiledStateGraph):  # type: ignore[type-arg]  # generic like
         run = Run(self.name, tuple(self.builder.nodes))
         context = contextvars.copy_context()
         context.run(current.set, run)
+        policy = self._bridge().policy
+        context.run(set_policy, policy.registry, policy.hooks)
         if run.span is not None:
             context.run(otel_context.attach, trace.set_span_in_context(run.span))
         return run, context
@@ -258,7 +270,10 @@ def with_hooks(
             changed.
         hooks: ``TaskHooks`` objects: the node moments run around every node run, the
             run moments around every ``invoke``/``ainvoke``/``stream``/``astream``.
-        registry: YAML hooks (``orchestra.skills.load(...)``): every tool call of a
+        registry: YAML hooks (``orchestra.skills.load(...)``); None: the ambient policy's
+            (``orchestra.bridge.resolve_policy``: a graph built inside guarded work, a
+            ``ToolNode`` call or another hooked graph's node, follows that policy, and so
+            do ``hooks`` when none are given). Every tool call of a
             prebuilt ``ToolNode`` fires ``PreToolUse``/``PostToolUse``/
             ``PostToolUseFailure``; every chat-model call of a run fires ``StepStart``/
             ``StepEnd`` (see the module ``_steps``); its task events (``registry.as_task_hooks()``:
@@ -276,7 +291,10 @@ def with_hooks(
     """
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
-    objects = list(hooks)
+    own = list(hooks)
+    policy = resolve_policy(registry, own)  # inside guarded work: its policy, unless given
+    registry = policy.registry
+    objects = own or [h for h in policy.hooks if isinstance(h, TaskHooks)]
     tools = steps = None
     if registry is not None:
         tools = ToolEvents(registry)
@@ -285,4 +303,4 @@ def with_hooks(
         if any(getattr(type(task_hooks), m) is not getattr(TaskHooks, m) for m in _MOMENTS):
             objects.append(task_hooks)
     chain = HookChain(objects, trait=TaskHooks, timeout=hook_timeout)
-    return _Bridge(chain, tools, steps, max_attempts).hook(builder, "")
+    return _Bridge(chain, tools, steps, max_attempts, Policy(registry, objects)).hook(builder, "")

@@ -2,7 +2,8 @@
 
 ``with_hooks`` gives every ``ToolNode`` of the graph (given a registry with tool hooks)
 a copy of itself with ``wrap_tool_call``/``awrap_tool_call``, LangGraph's own
-interceptors, around each call:
+interceptors, around each call, driven by ``orchestra.bridge.ToolHooks`` (the one
+tool-call protocol; this module only maps its answers onto LangGraph's messages):
 
 - ``PreToolUse`` with ``tool_name``, ``tool_input`` (the model's arguments) and
   ``tool_use_id``: a deny, a block or an unanswered ``ask`` becomes the error
@@ -12,27 +13,38 @@ interceptors, around each call:
 - ``PostToolUse`` with ``tool_response`` (the message's content): an ``output`` rewrite is
   the content the model reads. ``PostToolUseFailure`` with ``error``/``error_type`` when
   the tool raised (the error then goes on as the ``ToolNode`` handles it) or answered an
-  error message.
+  error message; a ``ToolDenied`` of a ``@registry.guard`` tool inside is a refusal (the
+  error ``ToolMessage`` with its reason), not a failure.
+
+While the tool runs, the registry is the ambient policy (``orchestra.bridge.policy_scope``):
+an agent or graph the tool starts through a bridge without its own registry follows it.
 
 Each call is an ``execute_tool {name}`` span under the node's attempt span.
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, final
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, final
 
 from langchain_core.messages import ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
-from opentelemetry import trace
 
-import orchestra.tracing as ot
-from orchestra.skills import post_tool_use_payload
-from orchestra_langgraph._sync import blocking
+from orchestra.bridge import (
+    FailedAnswer,
+    Mock,
+    PreAnswer,
+    Proceed,
+    Refuse,
+    ToolCall,
+    ToolHooks,
+    policy_scope,
+    tool_span,
+)
 
 if TYPE_CHECKING:
     from orchestra.skills import HookRegistry
@@ -40,110 +52,137 @@ if TYPE_CHECKING:
 __all__ = ["ToolEvents", "guarded_tool_node"]
 
 _Result = ToolMessage | Command[Any]
-_EVENTS: Final = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 
 
 @final
 class ToolEvents:
-    """The tool events of one registry, fired around one call at a time."""
+    """A registry's tool events around one ``ToolNode`` call: ``orchestra.bridge.ToolHooks``."""
 
-    __slots__ = ("has", "registry")
+    __slots__ = ("hooks", "registry")
 
     def __init__(self, registry: HookRegistry) -> None:
         self.registry = registry
-        self.has = {e: registry.has_hooks(e) for e in (*_EVENTS, "PermissionDenied")}
+        self.hooks = ToolHooks(registry)
 
     @property
     def watching(self) -> bool:
         """Whether any tool event has hooks (else a ``ToolNode`` is left as it is)."""
-        return any(self.has[e] for e in _EVENTS)
-
-    async def pre(self, request: ToolCallRequest) -> tuple[ToolCallRequest, _Result | None]:
-        """``PreToolUse``: the request as the tool gets it, or the answer without the tool."""
-        call = request.tool_call
-        if not self.has["PreToolUse"]:
-            return request, None
-        fields = _fields(call)
-        outcome = await self.registry.fire("PreToolUse", fields)
-        refusal: str | None = None
-        if outcome.blocked:
-            refusal = outcome.reason or f"denied by a PreToolUse hook at {outcome.decided_by}"
-        elif outcome.decision == "ask":  # a ToolNode has nobody to ask: refused, with why
-            refusal = f"needs approval: {outcome.reason or outcome.decided_by}"
-        if refusal is not None:
-            _mark("deny")
-            if self.has["PermissionDenied"]:
-                await self.registry.fire("PermissionDenied", {**fields, "reason": refusal})
-            return request, _message(call, refusal, error=True)
-        _mark("allow")
-        if outcome.output is not None:  # a mock: the tool is not called, PostToolUse fires
-            return request, await self.post(request, _message(call, outcome.output), mocked=True)
-        if outcome.modified_input is not None:
-            request = request.override(tool_call={**call, "args": dict(outcome.modified_input)})
-        return request, None
-
-    async def post(
-        self, request: ToolCallRequest, result: _Result, *, mocked: bool = False
-    ) -> _Result:
-        """``PostToolUse`` (or ``PostToolUseFailure`` for an error message) on a result."""
-        if not isinstance(result, ToolMessage):
-            return result  # a Command: the tool steers the graph, nothing to judge
-        fields = _fields(request.tool_call)
-        if result.status == "error":
-            if self.has["PostToolUseFailure"]:
-                error = {"error": str(result.content), "error_type": "ToolMessage"}
-                await self.registry.fire("PostToolUseFailure", {**fields, **error})
-            return result
-        if not self.has["PostToolUse"]:
-            return result
-        payload = post_tool_use_payload(fields, result.content, mocked=mocked)
-        outcome = await self.registry.fire("PostToolUse", payload)
-        if outcome.output is not None:  # a rewrite of what the model reads
-            return result.model_copy(update={"content": _content(outcome.output)})
-        return result
-
-    async def failed(self, request: ToolCallRequest, error: Exception) -> None:
-        """``PostToolUseFailure`` for a tool that raised."""
-        if self.has["PostToolUseFailure"]:
-            fields = _fields(request.tool_call)
-            payload = {**fields, "error": str(error) or type(error).__name__}
-            payload["error_type"] = type(error).__qualname__
-            await self.registry.fire("PostToolUseFailure", payload)
+        return self.hooks.watching
 
     def wrap(
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], _Result]
     ) -> _Result:
         """``wrap_tool_call``: one call under ``invoke``/``stream`` (a worker thread)."""
-        with _span(request):
-            request, answer = blocking(lambda: self.pre(request))
-            if answer is not None:
-                return answer
+        hooks, call = self.hooks, _call(request.tool_call)
+        with _scope(self, call):
+            answer = hooks.pre_sync(call)  # a ToolNode has nobody to ask: no Ask
+            if isinstance(answer, Refuse):
+                return _message(request.tool_call, answer.reason, error=True)
+            if isinstance(answer, Mock):  # the tool is not called, PostToolUse fires
+                output = hooks.post_sync(call, answer.output, mocked=True)
+                return _message(request.tool_call, output)
+            request, call = _proceed(request, call, answer)
             try:
                 result = execute(request)
             except GraphBubbleUp:
                 raise
             except Exception as exc:
-                error = exc
-                blocking(lambda: self.failed(request, error))
-                raise
-            return blocking(lambda: self.post(request, result))
+                return _refused(hooks.failed_sync(call, exc), request)
+            if not isinstance(result, ToolMessage):
+                return result  # a Command: the tool steers the graph, nothing to judge
+            failure = _failure(result)
+            if failure is not None:
+                hooks.failed_sync(call, failure, detail=_detail(failure))
+                return result
+            return _rewritten(result, hooks.post_sync(call, _response(result)))
 
     async def awrap(
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[_Result]]
     ) -> _Result:
         """``awrap_tool_call``: one call under ``ainvoke``/``astream``."""
-        with _span(request):
-            request, answer = await self.pre(request)
-            if answer is not None:
-                return answer
+        hooks, call = self.hooks, _call(request.tool_call)
+        with _scope(self, call):
+            answer = await hooks.pre(call)
+            if isinstance(answer, Refuse):
+                return _message(request.tool_call, answer.reason, error=True)
+            if isinstance(answer, Mock):
+                output = await hooks.post(call, answer.output, mocked=True)
+                return _message(request.tool_call, output)
+            request, call = _proceed(request, call, answer)
             try:
                 result = await execute(request)
             except GraphBubbleUp:
                 raise
             except Exception as exc:
-                await self.failed(request, exc)
-                raise
-            return await self.post(request, result)
+                return _refused(await hooks.failed(call, exc), request)
+            if not isinstance(result, ToolMessage):
+                return result  # a Command: the tool steers the graph, nothing to judge
+            failure = _failure(result)
+            if failure is not None:
+                await hooks.failed(call, failure, detail=_detail(failure))
+                return result
+            return _rewritten(result, await hooks.post(call, _response(result)))
+
+
+class _ErrorMessage(Exception):
+    """A tool's error ``ToolMessage``, as the failure ``PostToolUseFailure`` reports."""
+
+
+@contextlib.contextmanager
+def _scope(events: ToolEvents, call: ToolCall) -> Iterator[None]:
+    """The call's span, and the registry as the ambient policy of what the tool starts."""
+    with tool_span(call.tool_name, call_id=call.tool_use_id), policy_scope(events.registry):
+        yield
+
+
+def _call(tool_call: Mapping[str, Any]) -> ToolCall:
+    given = tool_call.get("id")
+    args = dict(tool_call.get("args") or {})
+    if given:
+        return ToolCall(tool_call["name"], args, tool_use_id=given)
+    return ToolCall(tool_call["name"], args)
+
+
+def _proceed(
+    request: ToolCallRequest, call: ToolCall, answer: PreAnswer
+) -> tuple[ToolCallRequest, ToolCall]:
+    """The request and call as the tool gets them (a hook's rewrite applied)."""
+    assert isinstance(answer, Proceed)
+    if not answer.modified:
+        return request, call
+    args = dict(answer.tool_input)
+    request = request.override(tool_call={**request.tool_call, "args": args})
+    return request, call.with_input(args)
+
+
+def _refused(failure: FailedAnswer, request: ToolCallRequest) -> ToolMessage:
+    """A guard inside the tool refused: the model reads why; any other error goes on."""
+    if isinstance(failure, Refuse):
+        return _message(request.tool_call, failure.reason, error=True)
+    raise failure.error
+
+
+def _failure(result: ToolMessage) -> _ErrorMessage | None:
+    """The failure an error ``ToolMessage`` reports (the ``ToolNode`` caught the error)."""
+    if result.status == "error":
+        return _ErrorMessage(str(result.content))
+    return None
+
+
+def _detail(failure: _ErrorMessage) -> dict[str, Any]:
+    return {"error": str(failure), "error_type": "ToolMessage"}
+
+
+def _response(result: ToolMessage) -> Any:
+    """What ``PostToolUse`` judges: the message's content."""
+    return result.content
+
+
+def _rewritten(result: ToolMessage, output: Any) -> ToolMessage:
+    """The result with a ``PostToolUse`` rewrite as the content the model reads."""
+    if output is result.content:
+        return result
+    return result.model_copy(update={"content": _content(output)})
 
 
 def guarded_tool_node(node: ToolNode, events: ToolEvents) -> ToolNode:
@@ -174,14 +213,6 @@ def guarded_tool_node(node: ToolNode, events: ToolEvents) -> ToolNode:
     )
 
 
-def _fields(call: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "tool_name": call["name"],
-        "tool_input": dict(call.get("args") or {}),
-        "tool_use_id": call.get("id") or f"toolu_{uuid.uuid4().hex}",
-    }
-
-
 def _content(value: Any) -> Any:
     return value if isinstance(value, str | list) else str(value)
 
@@ -193,35 +224,3 @@ def _message(call: Mapping[str, Any], content: Any, *, error: bool = False) -> T
         tool_call_id=call.get("id") or "",
         status="error" if error else "success",
     )
-
-
-def _mark(verdict: str) -> None:
-    span = trace.get_current_span()
-    if span.is_recording():
-        span.set_attribute(ot.names.ATTR_TOOL_DECISION, verdict)
-
-
-class _span:  # used as a context manager, like a function
-    """The ``execute_tool {name}`` span of one call, current while the call runs."""
-
-    __slots__ = ("_cm", "_name")
-
-    def __init__(self, request: ToolCallRequest) -> None:
-        self._name = str(request.tool_call["name"])
-        self._cm: Any = None
-
-    def __enter__(self) -> None:
-        tracer = ot.get_tracer()
-        if tracer is not None:
-            self._cm = tracer.start_as_current_span(
-                ot.names.SPAN_EXECUTE_TOOL.format(tool=self._name),
-                attributes={
-                    ot.names.GEN_AI_OPERATION_NAME: ot.names.OP_EXECUTE_TOOL,
-                    ot.names.GEN_AI_TOOL_NAME: self._name,
-                },
-            )
-            self._cm.__enter__()
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._cm is not None:
-            self._cm.__exit__(*exc)

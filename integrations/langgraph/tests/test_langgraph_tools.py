@@ -250,3 +250,29 @@ def test_yaml_task_events_fire_around_nodes(tmp_path: Path) -> None:
     (completed,) = logged(log)
     assert (completed["task_id"], completed["state"]) == ("model", "failed")
     assert ran == []
+
+
+@HOW
+def test_a_graph_built_inside_a_hooked_node_follows_its_policy(tmp_path: Path, how: str) -> None:
+    """The ambient policy: a ToolNode graph hooked without a registry, inside a node."""
+    ran: list[str] = []
+    registry = write_config(tmp_path, DENY_ROOT)
+    read: list[str] = []
+
+    def outer(state: MessagesState) -> dict[str, Any]:
+        inner = with_hooks(agent_graph([call("/")], ran)).compile()  # no registry of its own
+        messages = inner.invoke({"messages": [HumanMessage("clean up")]})["messages"]
+        read.extend(str(m.content) for m in tool_messages(messages))
+        return {"messages": [AIMessage(content="outer done")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("outer", outer)
+    builder.add_edge(START, "outer")
+    messages = run(builder, registry, how)
+
+    assert ran == []
+    assert read == ["never delete /"]
+    assert messages[-1].content == "outer done"
+    alone = with_hooks(agent_graph([call("/")], ran)).compile()  # outside: nothing guards
+    alone.invoke({"messages": [HumanMessage("clean up")]})
+    assert ran == ["/"]
