@@ -62,6 +62,10 @@ def args_sha256(tool_input: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _as_dict(given: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(given)
+
+
 def _new_id() -> str:
     return f"toolu_{uuid.uuid4().hex}"
 
@@ -81,9 +85,9 @@ class ToolCall:
     """
 
     tool_name: str
-    tool_input: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    tool_input: Mapping[str, Any] = attrs.field(factory=dict, converter=_as_dict)
     tool_use_id: str = attrs.field(factory=_new_id)
-    fields: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    fields: Mapping[str, Any] = attrs.field(factory=dict, converter=_as_dict)
     approved: bool = False
 
     def payload(self, tool_input: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -36,8 +36,11 @@ from orchestra import (
     Fail,
     Replace,
     Retry,
+    SubagentHooks,
     SubagentResult,
+    TaskHooks,
 )
+from orchestra.bridge import current_policy, policy_scope
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra.skills import StepEvents
 from orchestra_pydantic_ai._chains import split_hooks
@@ -100,6 +103,8 @@ class OrchestraCapability(AbstractCapability[Any]):
         self.hooks = tuple(hooks)
         self.registry = registry
         self.id = None
+        self._options = (hook_timeout, max_attempts)
+        self._inherits = registry is None and not self.hooks  # the ambient policy, per run
         objects = list(self.hooks)
         if registry is not None and (
             registry.has_hooks("SubagentStart") or registry.has_hooks("SubagentStop")
@@ -120,12 +125,30 @@ class OrchestraCapability(AbstractCapability[Any]):
         return tuple(self._last[-1].hook_errors) if self._last else ()
 
     async def for_run(self, ctx: RunContext[Any]) -> OrchestraCapability:
-        """A copy of the capability holding this run's state."""
-        run = copy.copy(self)
+        """A copy of the capability holding this run's state.
+
+        A capability given no hooks and no registry follows the ambient policy
+        (``orchestra.bridge.current_policy``) of the guarded work the run starts in: an
+        agent run inside a guarded tool or a hooked agent's tool is guarded alike.
+        """
+        run = copy.copy(self._ambient() if self._inherits else self)
         agent = getattr(ctx.agent, "name", None)
         run._state = RunState(agent, ctx.run_id)
         self._last[:] = [run._state]
         return run
+
+    def _ambient(self) -> OrchestraCapability:
+        policy = current_policy()
+        if policy.empty:
+            return self
+        kinds = (TaskHooks, SubagentHooks)
+        hooks = [h for h in policy.hooks if isinstance(h, kinds)]
+        timeout, attempts = self._options
+        built = OrchestraCapability(
+            hooks, policy.registry, hook_timeout=timeout, max_attempts=attempts
+        )
+        built._last = self._last  # hook_errors: this capability's last run
+        return built
 
     # -- the agent run ----------------------------------------------------------------------
 
@@ -152,7 +175,8 @@ class OrchestraCapability(AbstractCapability[Any]):
     async def _body(self, state: RunState, handler: WrapRunHandler) -> AgentRunResult[Any]:
         token = parent_agent.set(state.agent)
         try:
-            return await handler()
+            with policy_scope(self.registry, self.hooks):  # what its tools start: this policy
+                return await handler()
         finally:
             parent_agent.reset(token)
 

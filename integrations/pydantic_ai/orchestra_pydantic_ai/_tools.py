@@ -1,12 +1,15 @@
 """One tool call of a pydantic-ai agent through the tool events and ``TaskHooks`` (internal).
 
 ``OrchestraCapability.wrap_tool_execute`` hands each call here, with the validated
-arguments and pydantic-ai's ``handler`` (the inner capabilities' tool hooks and the tool):
+arguments and pydantic-ai's ``handler`` (the inner capabilities' tool hooks and the tool).
+The tool events are ``orchestra.bridge.ToolHooks``'s (the one tool-call protocol); this
+module maps its answers onto pydantic-ai's:
 
 - ``PreToolUse`` (``tool_name``, ``tool_input``, ``tool_use_id``, ``agent_name``): a deny
   or block is pydantic-ai's ``ToolDenied`` (the model reads the reason; ``PermissionDenied``
   fires), an ``ask`` is pydantic-ai's ``ApprovalRequired`` (the run ends with
-  ``DeferredToolRequests``; once a person approves, the call goes on), a
+  ``DeferredToolRequests``, the pending request ``orchestra.bridge.Ask.request`` as its
+  metadata; once a person approves, the call goes on), a
   ``modified_input`` is what the tool gets, a mock ``output`` answers without the tool
   (the first mock in config order; ``PostToolUse`` still fires, with ``mocked: true``);
 - the tool-call ``TaskHooks`` around each attempt (task id: the tool's name):
@@ -15,7 +18,8 @@ arguments and pydantic-ai's ``handler`` (the inner capabilities' tool hooks and 
   exception and may ``Retry`` it, ``Skip`` it, or ``Replace`` it with a result;
   ``after_execute`` may ``Replace`` the result; ``on_end`` gets the call's end state;
 - ``PostToolUse`` (``tool_response``: an ``output`` rewrites what the model reads), or
-  ``PostToolUseFailure`` (``error``, ``error_type``) before the exception goes on.
+  ``PostToolUseFailure`` (``error``, ``error_type``) before the exception goes on; a
+  ``ToolDenied`` of a ``@registry.guard`` tool inside is a refusal the model reads.
 
 pydantic-ai's own control flow (``ModelRetry``, ``ToolFailed``, deferrals, skips) passes
 through untouched: it is not a failure of the tool.
@@ -40,7 +44,7 @@ from pydantic_ai.exceptions import (
 
 import orchestra.tracing as ot
 from orchestra import Fail, HookChain, Replace, Retry, Skip, Task, TaskState
-from orchestra.skills import post_tool_use_payload
+from orchestra.bridge import Ask, Mock, Refuse, ToolCall, ToolHooks
 from orchestra_pydantic_ai._state import RunState
 
 if TYPE_CHECKING:
@@ -57,7 +61,6 @@ _CONTROL: Final = (
     ToolRetryError,
 )
 """pydantic-ai's control flow: passes through the hooks untouched."""
-_TOOL_EVENTS: Final = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied")
 _MOMENTS: Final = ("before_execute", "after_execute", "on_failure", "on_end")
 
 
@@ -65,15 +68,15 @@ _MOMENTS: Final = ("before_execute", "after_execute", "on_failure", "on_end")
 class ToolCalls:
     """The tool events and tool-call hooks every call of the capability's agents goes through."""
 
-    __slots__ = ("events", "has", "max_attempts", "registry", "tasks", "watching")
+    __slots__ = ("has", "max_attempts", "registry", "tasks", "tools", "watching")
 
     def __init__(self, registry: HookRegistry | None, tasks: HookChain, max_attempts: int) -> None:
         self.registry = registry
         self.tasks = tasks
         self.max_attempts = max_attempts
-        self.events = {e: registry is not None and registry.has_hooks(e) for e in _TOOL_EVENTS}
+        self.tools = ToolHooks(registry)
         self.has = {m: tasks.has(m) for m in _MOMENTS}
-        self.watching = any(self.events.values()) or any(self.has.values())
+        self.watching = self.tools.watching or any(self.has.values())
         """Whether anything looks at tool calls (else a call costs one check)."""
 
     async def call(
@@ -86,77 +89,34 @@ class ToolCalls:
         handler: _Handler,
     ) -> Any:
         """One tool call, its events and its hooks; what the model reads comes back."""
-        fields: dict[str, Any] = {"tool_name": name, "tool_use_id": call_id}
-        if state.agent is not None:
-            fields["agent_name"] = state.agent
-        tool_input = dict(args)
-        if self.events["PreToolUse"]:
-            verdict = await self._pre(fields, tool_input, approved)
-            if isinstance(verdict, _Answer):
-                if verdict.mocked and self.events["PostToolUse"]:
-                    return await self._post(fields, tool_input, verdict.answer, mocked=True)
-                return verdict.answer
-            if verdict is not None:
-                tool_input = verdict
-        result, returned = await self._attempts(state, name, fields, tool_input, handler)
-        if returned and self.events["PostToolUse"]:
-            return await self._post(fields, tool_input, result)
+        fields = {"agent_name": state.agent} if state.agent is not None else {}
+        call = ToolCall(name, args, tool_use_id=call_id, fields=fields, approved=approved)
+        tools = self.tools
+        answer = await tools.pre(call, can_pause=True)
+        if isinstance(answer, Refuse):
+            return ToolDenied(answer.reason)
+        if isinstance(answer, Ask):  # the run ends with DeferredToolRequests
+            raise ApprovalRequired(metadata=answer.request(call))
+        if isinstance(answer, Mock):  # the tool is not called, PostToolUse fires
+            return await tools.post(call, answer.output, mocked=True)
+        call = call.with_input(answer.tool_input)
+        result, returned = await self._attempts(state, call, handler)
+        if returned:
+            return await tools.post(call, result)
         return result
 
-    async def _post(
-        self,
-        fields: dict[str, Any],
-        tool_input: dict[str, Any],
-        result: Any,
-        *,
-        mocked: bool = False,
-    ) -> Any:
-        """``PostToolUse`` on what the tool (or a mock) answered: what the model reads."""
-        assert self.registry is not None
-        payload = post_tool_use_payload({**fields, "tool_input": tool_input}, result, mocked=mocked)
-        post = await self.registry.fire("PostToolUse", payload)
-        return result if post.output is None else post.output  # an output: a rewrite
-
-    async def _pre(
-        self, fields: dict[str, Any], tool_input: dict[str, Any], approved: bool
-    ) -> dict[str, Any] | _Answer | None:
-        """``PreToolUse``: None (go on), the input to use instead, or the model's answer."""
-        assert self.registry is not None
-        outcome = await self.registry.fire("PreToolUse", {**fields, "tool_input": tool_input})
-        if outcome.blocked:
-            refusal = outcome.reason or f"denied by a PreToolUse hook at {outcome.decided_by}"
-            _mark("deny")
-            if self.events["PermissionDenied"]:
-                payload = {**fields, "tool_input": tool_input, "reason": refusal}
-                await self.registry.fire("PermissionDenied", payload)
-            return _Answer(ToolDenied(refusal))
-        if outcome.decision == "ask" and not approved:
-            _mark("ask")
-            reason = outcome.reason or f"needs approval ({outcome.decided_by})"
-            raise ApprovalRequired(metadata={"reason": reason, "hook": outcome.decided_by})
-        _mark("allow")
-        if outcome.output is not None:  # a mock: the tool is not called
-            return _Answer(outcome.output, mocked=True)
-        if outcome.modified_input is not None:
-            return dict(outcome.modified_input)
-        return None
-
     async def _attempts(
-        self,
-        state: RunState,
-        name: str,
-        fields: dict[str, Any],
-        tool_input: dict[str, Any],
-        handler: _Handler,
+        self, state: RunState, call: ToolCall, handler: _Handler
     ) -> tuple[Any, bool]:
         """The tool's attempts, with the tool-call ``TaskHooks`` around each.
 
         Returns what the model reads, and whether the tool returned it (not a hook).
         """
         has = self.has
+        name, tool_input = call.tool_name, dict(call.tool_input)
         if not any(has.values()):
-            return await self._once(fields, tool_input, handler), True
-        task = Task(id=name, fn=handler, metadata={**fields, "tool_input": tool_input})
+            return await self._once(call, handler)
+        task = Task(id=name, fn=handler, metadata=call.payload())
         started, attempt = time.monotonic(), 1
         errors: tuple[BaseException, ...] = ()
         end, answer = TaskState.SUCCEEDED, None
@@ -176,7 +136,9 @@ class ToolCalls:
                     raise
                 except Exception as exc:
                     errors += (exc,)
-                    await self._failed(fields, tool_input, exc)
+                    failure = await self.tools.failed(call.with_input(tool_input), exc)
+                    if isinstance(failure, Refuse):  # a guard inside the tool said no
+                        return ToolDenied(failure.reason), False
                     decision, by = None, None
                     if has["on_failure"]:
                         ctx = state.task_context(task, attempt, errors, started, tool_input)
@@ -222,41 +184,16 @@ class ToolCalls:
             _decided(decision, by)
         return decision, by
 
-    async def _once(
-        self, fields: dict[str, Any], tool_input: dict[str, Any], handler: _Handler
-    ) -> Any:
+    async def _once(self, call: ToolCall, handler: _Handler) -> tuple[Any, bool]:
         try:
-            return await handler(tool_input)
+            return await handler(dict(call.tool_input)), True
         except _CONTROL:
             raise
         except Exception as exc:
-            await self._failed(fields, tool_input, exc)
+            failure = await self.tools.failed(call, exc)
+            if isinstance(failure, Refuse):  # a guard inside the tool said no
+                return ToolDenied(failure.reason), False
             raise
-
-    async def _failed(
-        self, fields: dict[str, Any], tool_input: dict[str, Any], error: BaseException
-    ) -> None:
-        if not self.events["PostToolUseFailure"]:
-            return
-        assert self.registry is not None
-        payload = {
-            **fields,
-            "tool_input": tool_input,
-            "error": str(error) or type(error).__name__,
-            "error_type": type(error).__qualname__,
-        }
-        await self.registry.fire("PostToolUseFailure", payload)
-
-
-@final
-class _Answer:
-    """What the model reads instead of the tool's result (a denial, a mock)."""
-
-    __slots__ = ("answer", "mocked")
-
-    def __init__(self, answer: Any, *, mocked: bool = False) -> None:
-        self.answer = answer
-        self.mocked = mocked  # a PreToolUse mock (PostToolUse still fires), not a denial
 
 
 def _given_up(decision: object, by: str | None) -> tuple[TaskState, Any]:
@@ -266,12 +203,6 @@ def _given_up(decision: object, by: str | None) -> tuple[TaskState, Any]:
         return TaskState.SKIPPED, f"Tool call skipped: {why or f'skipped by {by}'}"
     assert isinstance(decision, Fail)
     return TaskState.FAILED, ToolDenied(why or f"failed by {by}")
-
-
-def _mark(verdict: str) -> None:
-    span = trace.get_current_span()
-    if span.is_recording():
-        span.set_attribute(ot.names.ATTR_TOOL_DECISION, verdict)
 
 
 def _decided(decision: object, by: str | None) -> None:

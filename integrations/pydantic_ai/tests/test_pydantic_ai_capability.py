@@ -443,3 +443,21 @@ async def test_refusals_name_the_problem() -> None:
         OrchestraCapability([object()])
     with pytest.raises(ValueError, match="max_attempts"):
         OrchestraCapability(max_attempts=0)
+
+
+async def test_an_agent_run_inside_a_guarded_tool_follows_its_policy(tmp_path: Path) -> None:
+    """The ambient policy: a capability given nothing, run inside a ``@registry.guard``."""
+    registry = write_config(tmp_path, {"PreToolUse": [permission("deny", "never delete /")]})
+    ran: list[str] = []
+    script = Script(("delete", {"path": "/"}))
+    inner = ops_agent(script, OrchestraCapability(), ran)  # no registry of its own
+
+    @registry.guard("research")
+    async def research(topic: str) -> str:
+        return str((await inner.run(topic)).output)
+
+    assert await research(topic="disk") == "never delete /"
+    assert ran == []
+    alone = Script(("delete", {"path": "/"}))
+    await ops_agent(alone, OrchestraCapability(), ran).run("disk")  # outside: unguarded
+    assert ran == ["/"]
