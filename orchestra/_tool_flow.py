@@ -16,7 +16,8 @@ so every engine gets the same payloads, texts and answers:
   ``ToolDenied`` from a guarded tool inside the tool is no failure: it is ``Refuse``
   with that guard's reason and ``retry``.
 
-The tool span's ``orchestra.tool.decision`` (allow, deny, ask) is set on the current span.
+``mark_decision`` puts the answer on the call's span (``orchestra.tool.decision``: allow,
+deny, ask); ``ToolHooks.pre`` does it on the current span.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from orchestra._tool_call import (
 from orchestra.tracing.names import ATTR_TOOL_DECISION
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
     from orchestra.skills import HookOutcome
 
 __all__ = [
@@ -54,6 +57,7 @@ __all__ = [
     "deny_reason",
     "error_fields",
     "failed_flow",
+    "mark_decision",
     "post_flow",
     "post_tool_use_payload",
     "pre_flow",
@@ -132,10 +136,18 @@ def post_tool_use_payload(
     return payload
 
 
-def _mark(verdict: str) -> None:
-    span = trace.get_current_span()
-    if span.is_recording():
-        span.set_attribute(ATTR_TOOL_DECISION, verdict)
+def mark_decision(answer: PreAnswer, span: Span | None = None) -> None:
+    """Put ``orchestra.tool.decision`` (allow, deny, ask) on the call's span.
+
+    ``ToolHooks.pre`` does it on the current span; a bridge that took the answer before
+    the call's span existed (an approval check) marks that span with it later.
+    """
+    target = trace.get_current_span() if span is None else span
+    if target.is_recording():
+        verdict = (
+            "deny" if isinstance(answer, Refuse) else "ask" if isinstance(answer, Ask) else "allow"
+        )
+        target.set_attribute(ATTR_TOOL_DECISION, verdict)
 
 
 def _hook_id(outcome: HookOutcome) -> str | None:
@@ -147,7 +159,6 @@ def _hook_id(outcome: HookOutcome) -> str | None:
 
 
 def _refused(call: ToolCall, reason: str, denied_hooks: bool) -> Generator[Effect, Any, Refuse]:
-    _mark("deny")
     retry = False
     if denied_hooks:
         denied = yield Fire("PermissionDenied", {**call.payload(), "reason": reason})
@@ -176,11 +187,9 @@ def pre_flow(
         if consult:
             answer = yield Consult(call.tool_name, tool_input, outcome.reason)
         if answer is None and can_pause:
-            _mark("ask")
             return Ask(ask_reason(outcome), _hook_id(outcome), tool_input, args_sha256(tool_input))
         if not answer:
             return (yield from _refused(call, ask_reason(outcome), denied_hooks))
-    _mark("allow")
     if outcome.output is not None:
         return Mock(outcome.output)
     return Proceed(tool_input, modified=modified is not None)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, final
 from opentelemetry import trace
 
 from orchestra._tool_call import FailedAnswer, PreAnswer, Proceed, ToolCall
-from orchestra._tool_flow import Effect, Fire, failed_flow, post_flow, pre_flow
+from orchestra._tool_flow import Effect, Fire, failed_flow, mark_decision, post_flow, pre_flow
 from orchestra.tracing import get_tracer
 from orchestra.tracing._engine import set_tool_result as _set_tool_result
 from orchestra.tracing._engine import tool_span as _engine_tool_span
@@ -96,16 +96,20 @@ class ToolHooks:
 
     # -- async driver ----------------------------------------------------------------------
 
-    async def pre(self, call: ToolCall, *, can_pause: bool = False) -> PreAnswer:
+    async def pre(self, call: ToolCall, *, can_pause: bool = False, mark: bool = True) -> PreAnswer:
         """``PreToolUse``: ``Proceed``, ``Mock`` (a mock), ``Refuse`` or ``Ask``.
 
         ``Ask`` comes back only with ``can_pause`` (the engine pauses the call for a
-        person); else an unanswered ``ask`` is a ``Refuse``.
+        person); else an unanswered ``ask`` is a ``Refuse``. With ``mark``, the answer
+        is put on the current span (``mark_decision``): the call's ``tool_span``.
         """
         flow = self._pre(call, can_pause)
         if flow is None:
             return Proceed(call.tool_input)
-        return await self._drive(flow)
+        answer = await self._drive(flow)
+        if mark:
+            mark_decision(answer)
+        return answer
 
     async def post(self, call: ToolCall, output: Any, *, mocked: bool = False) -> Any:
         """``PostToolUse`` on what the tool (or a mock) returned: what the caller gets."""
@@ -148,12 +152,15 @@ class ToolHooks:
 
     # -- sync driver -------------------------------------------------------------------------
 
-    def pre_sync(self, call: ToolCall, *, can_pause: bool = False) -> PreAnswer:
+    def pre_sync(self, call: ToolCall, *, can_pause: bool = False, mark: bool = True) -> PreAnswer:
         """``pre`` from synchronous code (each event fires on an event loop of its own)."""
         flow = self._pre(call, can_pause)
         if flow is None:
             return Proceed(call.tool_input)
-        return self._drive_sync(flow)
+        answer = self._drive_sync(flow)
+        if mark:
+            mark_decision(answer)
+        return answer
 
     def post_sync(self, call: ToolCall, output: Any, *, mocked: bool = False) -> Any:
         """``post`` from synchronous code."""

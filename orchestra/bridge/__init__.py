@@ -77,6 +77,7 @@ from orchestra._tool_flow import blocked_reason as blocked_reason
 from orchestra._tool_flow import deny_reason as deny_reason
 from orchestra._tool_flow import error_fields as error_fields
 from orchestra._tool_flow import failed_flow as failed_flow
+from orchestra._tool_flow import mark_decision as mark_decision
 from orchestra._tool_flow import post_flow as post_flow
 from orchestra._tool_flow import post_tool_use_payload as post_tool_use_payload
 from orchestra._tool_flow import pre_flow as pre_flow
@@ -138,6 +139,7 @@ __all__ = [
     "deny_reason",
     "error_fields",
     "failed_flow",
+    "mark_decision",
     "policy_scope",
     "post_flow",
     "post_tool_use_payload",

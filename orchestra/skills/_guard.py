@@ -18,15 +18,14 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar, final, ove
 
 import anyio
 import anyio.to_thread
-from opentelemetry import trace
 
 from orchestra._ambient import policy_scope
 from orchestra._errors import ToolDenied
 from orchestra._spending import charge_tool
 from orchestra._tool_call import Mock, Proceed, Refuse, ToolCall
+from orchestra._tool_flow import mark_decision
 from orchestra._tool_hooks import ToolHooks, set_tool_result, tool_span
 from orchestra.tracing import get_tracer
-from orchestra.tracing.names import ATTR_TOOL_DECISION
 
 if TYPE_CHECKING:
     from orchestra.skills._outcome import HookOutcome
@@ -204,9 +203,7 @@ def _charge(tool: str) -> None:
     refusal = charge_tool(tool)
     if refusal is None:
         return
-    span = trace.get_current_span()  # the call's span, current here
-    if span.is_recording():
-        span.set_attribute(ATTR_TOOL_DECISION, "deny")
+    mark_decision(Refuse(refusal))  # on the call's span, current here
     raise ToolDenied(tool, refusal)
 
 
