@@ -7,6 +7,7 @@ deny was lost and the task ran.
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 import orchestra
 from orchestra import TaskState
 from orchestra.skills import load
+from orchestra.skills._permission_rule import PermissionRule
 
 pytestmark = pytest.mark.anyio
 
@@ -86,3 +88,61 @@ async def test_the_record_file_is_the_user_s_only(tmp_path: Path) -> None:
     assert record.stat().st_mode & 0o777 == 0o600
     assert record.parent.stat().st_mode & 0o777 == 0o700
     assert registry.record_failures == 0
+
+
+RM_FORMS = [
+    "rm -rf /tmp/x",
+    "(rm -rf /tmp/x)",
+    "{ rm -rf /tmp/x; }",
+    "if true; then rm -rf /tmp/x; fi",
+    "for f in a; do rm -rf /tmp/x; done",
+    "while true; do rm -rf /tmp/x; break; done",
+    "case a in a) rm -rf /tmp/x;; esac",
+    "f() { rm -rf /tmp/x; }; f",
+    "env rm -rf /tmp/x",
+    "env -i A=1 rm -rf /tmp/x",
+    "$'\\x72m' -rf /tmp/x",
+    "'r'm -rf /tmp/x",
+    '"rm" -rf /tmp/x',
+    "r\\m -rf /tmp/x",
+    ">/dev/null rm -rf /tmp/x",
+    "A=1 B=2 rm -rf /tmp/x",
+    "nice -n 5 rm -rf /tmp/x",
+    "sudo -u root rm -rf /tmp/x",
+    "exec rm -rf /tmp/x",
+    "/bin/rm -rf /tmp/x",
+    "echo $(rm -rf /tmp/x)",
+    "echo `rm -rf /tmp/x`",
+    "cat <<EOF\n$(rm -rf /tmp/x)\nEOF",
+    "true && ! rm -rf /tmp/x",
+    "cat <(rm -rf /tmp/x)",
+    "$CMD -rf /tmp/x",  # the program is known only when it runs: judged
+    "echo 'unterminated",  # cannot be parsed: judged
+]
+
+
+@pytest.mark.parametrize("command", RM_FORMS)
+def test_every_bash_form_that_runs_rm_is_judged_by_a_bash_rm_rule(command: str) -> None:
+    # The audit's case: 20 forms that really run rm skipped `if: "Bash(rm *)"`.
+    rule = PermissionRule("Bash(rm *)")
+    assert rule.admits({"tool_name": "Bash", "tool_input": {"command": command}})
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["ls -la", "echo rm -rf /tmp/x", "grep 'rm' file", 'echo "$(date)"', "rmdir x", "( ls )"],
+)
+def test_commands_that_do_not_run_rm_are_not_judged(command: str) -> None:
+    rule = PermissionRule("Bash(rm *)")
+    assert not rule.admits({"tool_name": "Bash", "tool_input": {"command": command}})
+
+
+async def test_a_deny_hook_filtered_by_if_denies_rm_in_a_subshell(tmp_path: Path) -> None:
+    # For real: a Claude Code settings file, its deny script, a subshell form.
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    hook = {"type": "command", "command": "echo no >&2; exit 2", "if": "Bash(rm *)"}
+    settings.write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [hook]}]}}))
+    registry = load(settings, project_dir=tmp_path)
+    payload = {"tool_name": "Bash", "tool_input": {"command": "(cd /tmp && rm -rf x)"}}
+    assert (await registry.fire("PreToolUse", payload)).blocked

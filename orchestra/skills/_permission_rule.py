@@ -7,15 +7,19 @@ rule                            runs the hook when
 ==============================  =====================================================
 ``Bash``, ``Bash(*)``, ``*``    the tool is Bash (``*``, ``mcp__*``: a glob on the
                                 tool's name)
-``Bash(git *)``                 a subcommand of the command matches ``git *``: the
-                                command is split on ``&&``, ``||``, ``;``, ``|``,
-                                ``&`` and newlines, ``$(...)`` and backticks are
-                                looked into, leading ``VAR=value`` assignments and
-                                the wrappers ``timeout``, ``time``, ``nice``,
-                                ``nohup``, ``stdbuf``, ``command``, ``builtin``,
-                                ``noglob``, a bare ``xargs`` are stripped; ``*`` is any
-                                text, a trailing `` *`` (or ``:*``) needs a word
-                                boundary
+``Bash(git *)``                 a simple command of the command matches ``git *``:
+                                the command is parsed as bash parses it
+                                (tree-sitter-bash: lists, pipelines, subshells,
+                                groups, ``if``/``for``/``while``/``case`` and function
+                                bodies, ``$(...)``, backticks, here-documents), its
+                                quoting removed (``$'\x72m'`` is ``rm``), assignments
+                                and redirections dropped, and the wrappers
+                                ``timeout``, ``time``, ``nice``, ``nohup``,
+                                ``stdbuf``, ``command``, ``builtin``, ``noglob``,
+                                ``env``, ``exec``, ``sudo``, ... (with their options)
+                                and a bare ``xargs`` stripped; ``/bin/rm`` is also
+                                ``rm``; ``*`` is any text, a trailing `` *`` (or
+                                ``:*``) needs a word boundary
 ``Edit(*.ts)``, ``Read(src/**)``  the file path matches the gitignore-style glob
                                 (``//abs``, ``~/home``, ``/`` from the project, else
                                 from ``cwd``; a bare name at any depth); ``Edit``
@@ -26,10 +30,11 @@ rule                            runs the hook when
                                 globs)
 ==============================  =====================================================
 
-The filter is best-effort and fails open, as Claude Code's: a command that cannot be
-parsed, a pattern that names more than the command name while the command holds
-``$(...)``, backticks or ``$VAR``, or a specifier of a shape this module does not know,
-runs the hook.
+Whatever cannot be judged counts as a match, so a deny hook filtered by ``if`` still
+judges it: a command that cannot be parsed, a program only known when it runs
+(``$CMD x``, ``"$(echo rm)" x``), a pattern that names more than the program while a
+word of that command expands (``$X``), or a specifier of a shape this module does not
+know, runs the hook. Matching runs on RE2 (linear time).
 """
 
 from __future__ import annotations
@@ -38,22 +43,21 @@ import fnmatch
 import functools
 import os
 import re
-import shlex
 from collections.abc import Mapping
 from typing import Any, Final, final
 from urllib.parse import urlsplit
 
 from orchestra.skills._matchers import Matcher
+from orchestra.skills._shell_words import simple_commands
 
 __all__ = ["PermissionRule", "permission_rule"]
 
 _RULE: Final = re.compile(r"\s*([^()\s]+)\s*(?:\((.*)\))?\s*", re.S)
 _PARAM: Final = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)", re.S)
-_SEPARATORS: Final = re.compile(r"\|\||&&|\|&|[;|&\n]")
-_SUBSHELL: Final = re.compile(r"\$\(([^()]*)\)|`([^`]*)`")
 _ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _WRAPPERS: Final = frozenset(
     {"timeout", "time", "nice", "nohup", "stdbuf", "command", "builtin", "noglob"}
+    | {"env", "exec", "sudo", "doas", "chronic", "ionice", "setsid", "unbuffer"}
 )
 _SHELL_TOOLS: Final = frozenset({"Bash", "PowerShell"})
 _BASH_PARAMS: Final = frozenset({"description", "timeout", "run_in_background"})
@@ -93,37 +97,35 @@ def _path_regex(pattern: str) -> Matcher:
     return Matcher("(?s)" + "".join(out) + "(?:/.*)?")
 
 
-def _subcommands(command: str) -> list[str] | None:
-    """The subcommands of a shell command (``$()`` and backticks looked into), or None."""
-    found: list[str] = []
-    pending = [command]
-    while pending:
-        text = pending.pop()
-        for match in _SUBSHELL.finditer(text):
-            pending.append(match.group(1) if match.group(1) is not None else match.group(2))
-        for part in _SEPARATORS.split(_SUBSHELL.sub(" _ ", text)):
-            try:
-                words = shlex.split(part)
-            except ValueError:
-                return None  # cannot be parsed: the filter fails open
-            _strip_wrappers(words)
-            if words[:1] == ["xargs"] and len(words) > 1 and not words[1].startswith("-"):
-                words.pop(0)
-            if words:
-                found.append(" ".join(words))
-    return found
+_WRAPPER_ARGS: Final = {  # the options of a wrapper that take the next word
+    "timeout": {"-s", "--signal", "-k", "--kill-after"},
+    "nice": {"-n", "--adjustment"},
+    "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"},
+    "exec": {"-a"},
+    "sudo": {"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T"},
+    "stdbuf": {"-i", "-o", "-e"},
+}
 
 
-def _strip_wrappers(words: list[str]) -> None:
-    """Drop leading assignments and wrappers (with their options, timeout's duration)."""
-    while words and (_ASSIGNMENT.match(words[0]) or words[0] in _WRAPPERS):
+def _program(words: list[str | None]) -> list[str | None]:
+    """``words`` from the program they run: leading wrappers and their options dropped.
+
+    ``env A=1``, ``timeout 5``, ``nice -n 5``, ``sudo -u x``, ``exec``, ``command``, ...
+    and a bare ``xargs`` run the words after them.
+    """
+    while words and isinstance(words[0], str) and words[0] in _WRAPPERS:
         wrapper = words.pop(0)
-        if wrapper in ("command", "builtin") or _ASSIGNMENT.match(wrapper):
-            continue
-        while words and words[0].startswith("-"):
-            words.pop(0)
+        takes = _WRAPPER_ARGS.get(wrapper or "", set())
+        while words and isinstance(words[0], str) and words[0].startswith("-"):
+            if words.pop(0) in takes and words:
+                words.pop(0)
         if wrapper == "timeout" and words:
             words.pop(0)  # the duration
+        while wrapper == "env" and words and _ASSIGNMENT.match(words[0] or ""):
+            words.pop(0)
+    if words[:1] == ["xargs"] and len(words) > 1 and not (words[1] or "-").startswith("-"):
+        words.pop(0)
+    return words
 
 
 @final
@@ -231,13 +233,28 @@ class PermissionRule:
 def _shell_admits(glob: Matcher, specific: bool, command: Any) -> bool:
     if not isinstance(command, str):
         return True
-    parts = _subcommands(command)
-    if parts is None:
-        return True  # cannot be parsed: fail open
-    if any(glob.fullmatch(part) for part in parts):
-        return True
-    # A pattern naming more than the command runs anyway on what cannot be read.
-    return specific and ("`" in command or "$" in command)
+    commands = simple_commands(command)
+    if commands is None:
+        return True  # cannot be parsed: it counts as a match
+    for words in commands:
+        words = _program(words)
+        if not words:
+            continue
+        program = words[0]
+        if program is None:
+            return True  # the program is only known when it runs: a match
+        text = " ".join(word if word is not None else "_" for word in words)
+        if glob.fullmatch(text) or ("/" in program and glob.fullmatch(_basename(text))):
+            return True
+        if specific and None in words:
+            return True  # a pattern naming more than the program: unknown words match
+    return False
+
+
+def _basename(text: str) -> str:
+    """``/bin/rm -rf x`` as ``rm -rf x`` (a program named by its path)."""
+    program, space, rest = text.partition(" ")
+    return program.rpartition("/")[2] + space + rest
 
 
 @functools.lru_cache(maxsize=512)
