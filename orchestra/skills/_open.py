@@ -18,10 +18,12 @@ from orchestra.skills._load import load_hooks
 from orchestra.skills._record import DEFAULT_RECORD_BYTES
 from orchestra.skills._registry import DEFAULT_MAX_PARALLEL_HOOKS, HookRegistry
 from orchestra.skills._scripts import not_executable
+from orchestra.skills._travel import register, remember
 
 __all__ = ["load"]
 
 logger: Final = logging.getLogger("orchestra.skills")
+register(HookRegistry)  # a registry pickles as its sources and options (_travel)
 
 
 def load(
@@ -86,7 +88,7 @@ def load(
     for hook in hooks:
         if (warning := not_executable(hook, project_dir)) is not None:
             logger.warning("%s: %s", hook.source, warning)
-    return HookRegistry(
+    registry = HookRegistry(
         [_passing(hook, passed) for hook in hooks] if passed else hooks,
         project_dir=project_dir,
         session_id=session_id,
@@ -99,6 +101,21 @@ def load(
         record_payload=record_payload,
         budgets=budgets,
     )
+    options: dict[str, Any] = {
+        "project_dir": registry.project_dir,
+        "session_id": registry.session_id,
+        "judge": judge,
+        "max_parallel_hooks": max_parallel_hooks,
+        "require_trust": require_trust,
+        "enforce": enforce,
+        "record": record,
+        "record_max_bytes": record_max_bytes,
+        "record_payload": record_payload,
+        "pass_env": passed,
+    }
+    # what travels to another process for it (_travel): these files, these options
+    remember(registry, [Path(p).expanduser().resolve() for p in paths], options)
+    return registry
 
 
 def _pass_env(names: Iterable[str]) -> tuple[str, ...]:

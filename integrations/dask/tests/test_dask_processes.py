@@ -218,3 +218,35 @@ def partial_grow(upstream: str) -> Any:
 
     grow.__name__ = f"grow_{upstream}"
     return grow
+
+
+async def test_a_guarded_tool_in_a_body_is_guarded_in_the_worker_process(
+    client: Client, tmp_path: Path
+) -> None:
+    """The registry reaches the worker process as its files and options, loaded there."""
+    from orchestra.skills import load
+
+    config = tmp_path / "orchestra.yaml"
+    config.write_text(
+        "hooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n        - type: command\n"
+        "          command: \"grep -q 'rm -rf' && echo 'no rm -rf here' >&2 && exit 2 || exit 0\"\n"
+    )
+    registry = load(config, project_dir=tmp_path)
+
+    @registry.guard("Bash")
+    def bash(command: str) -> str:
+        return f"ran {command}"
+
+    def unsafe() -> tuple[int, str]:
+        try:
+            bash(command="rm -rf /")
+        except orchestra.ToolDenied as exc:
+            return os.getpid(), f"denied: {exc}"
+        return os.getpid(), "ran"
+
+    dag = DAG("guarded-elsewhere")
+    dag.add(Task(id="unsafe", fn=unsafe))
+    result = await orchestra.run(dag, executor=DaskExecutor(client))
+    pid, said = result.outputs["unsafe"]
+    assert pid != os.getpid()  # it ran in a worker process
+    assert "no rm -rf here" in said
