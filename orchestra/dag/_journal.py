@@ -45,7 +45,7 @@ from orchestra.journal import (
     SQLiteJournal,
 )
 from orchestra.journal._key import PayloadKey, check_key, resolve_key
-from orchestra.journal._lease import RENEW_EVERY, Lease, new_lease
+from orchestra.journal._lease import RENEW_EVERY, Holding, Lease, new_lease
 from orchestra.journal._resume import Held, find_and_hold, reusable
 from orchestra.journal._shared import acquire_shared, release_shared
 from orchestra.journal._writer import BatchWriter
@@ -131,6 +131,7 @@ class RunJournal(BatchRecorder):
         self.tag: Callable[[bytes], str] = _no_key
         self.lease: Lease | None = None  # the run's own; the resumed run's is held too
         self.leases: list[Lease] = []
+        self.holding: Holding | None = None  # renews and fences them, once started
         self.notes: dict[str, str] = {}  # why tasks the resumed run had kept ran again
         self.serializer = serializer
         self.max_bytes: int = getattr(serializer, "max_bytes", DEFAULT_MAX_BYTES)
@@ -264,11 +265,12 @@ class RunJournal(BatchRecorder):
             self._release(journal, shared)
             raise
         self.shared = shared
+        self.holding = Holding(journal, self.leases, run_id)
         self.writer = BatchWriter(
             self.write,
             name=f"orchestra-journal-{run_id[:8]}",
             lanes=3,
-            tick=self.renew,
+            tick=self.holding.renew,
             tick_every=RENEW_EVERY,
         )
         self.none, self.atom, self.put = self.writer.puts
@@ -302,6 +304,11 @@ class RunJournal(BatchRecorder):
             else:
                 payload, note = self.serialize(i, output)
         self.put((i, state, attempts, duration, error, payload, note))
+
+    def fence(self) -> JournalError | None:
+        """Why this run may settle no more tasks (it lost a lease), or None."""
+        lost = self.holding.lost() if self.holding is not None else None
+        return None if lost is None else JournalError(lost, journal=str(self.journal))
 
     def _not_plain(self, i: Plain) -> None:
         """``none`` or ``atom`` when outputs have no payload here: ``settled`` instead."""
@@ -340,25 +347,6 @@ class RunJournal(BatchRecorder):
         assert self.journal is not None
         self.writer.close()
         self._release(self.journal, self.shared)
-
-    def renew(self) -> None:
-        """Renew the run's leases (from the writer thread, every ``RENEW_EVERY`` s)."""
-        journal = self.journal
-        assert journal is not None
-        for k, lease in enumerate(self.leases):
-            renewed = lease.renewed()
-            holder = journal.hold(renewed)
-            if holder is None:
-                self.leases[k] = renewed
-            else:
-                logger.error(
-                    "journal: run %s: its lease on run %s was taken by %s (this run went "
-                    "%d s without renewing it)",
-                    self.run_id,
-                    lease.run_id,
-                    holder.describe(),
-                    time.time() - lease.heartbeat,
-                )
 
     def _release(self, journal: Journal, shared: SQLiteJournal | None) -> None:
         """Release the run's leases, then the borrowed journal (never raises for a lease)."""

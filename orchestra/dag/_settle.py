@@ -96,6 +96,10 @@ def recorded(run: _Run, i: int, duration: float) -> None:
     tid = state.order[i].id
     run.durations[tid] = duration
     if run.journal is not None:
+        lost = run.journal.fence()
+        if lost is not None:  # another holder runs these tasks now: this run stops
+            end_fatal(run, i, lost)
+            return
         run.journal.settled(
             i,
             state.states[i],

@@ -9,6 +9,11 @@ out two ways: on the same machine (same boot and PID namespace) at once, as its 
 is gone; elsewhere once its lease has gone ``LEASE_TTL`` seconds without renewal. Either
 way its lease is free to take.
 
+A lease fences its holder: a run re-checks its leases before it settles a task
+(``Holding.lost``), and one that lost a lease stops. A lease is lost when another holder
+took it, or when its holder went ``LEASE_TTL`` seconds without renewing it (paused,
+starved): another may have taken and even released it meanwhile.
+
 Stores keep leases with two atomic operations of the ``Journal`` protocol: ``hold`` (a
 compare-and-set on the run's lease) and ``release``; whether a holder is alive is decided
 here, by the process asking (``claim``).
@@ -17,7 +22,9 @@ here, by the process asking (``claim``).
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -29,7 +36,9 @@ import attrs
 if TYPE_CHECKING:
     from orchestra.journal._records import Journal
 
-__all__ = ["LEASE_TTL", "RENEW_EVERY", "Lease", "claim", "is_live", "new_lease"]
+__all__ = ["LEASE_TTL", "RENEW_EVERY", "Holding", "Lease", "claim", "is_live", "new_lease"]
+
+logger: Final = logging.getLogger("orchestra.journal")
 
 LEASE_TTL: Final = 30.0
 """Seconds without renewal after which a lease is free (its holder is taken for dead)."""
@@ -159,3 +168,55 @@ def claim(journal: Journal, lease: Lease) -> Lease | None:
             return current
         current = journal.hold(lease, replacing=current.token)
     return current
+
+
+@final
+class Holding:
+    """The leases one run holds: renewed from its writer thread, and the run's fence.
+
+    Args:
+        journal: the store.
+        leases: the run's leases (its own, and the resumed run's).
+        run_id: the holding run, for messages.
+    """
+
+    def __init__(self, journal: Journal, leases: list[Lease], run_id: str) -> None:
+        self._journal = journal
+        self.leases = leases
+        self._run_id = run_id
+        self._lock = threading.Lock()  # the writer thread renews; the event loop may too
+        self._confirmed = time.monotonic()
+        self._lost: str | None = None
+
+    def renew(self) -> None:
+        """Renew every lease (each ``RENEW_EVERY`` s); one taken or expired is lost for good."""
+        with self._lock:
+            for k, lease in enumerate(self.leases):
+                if self._lost is not None:
+                    return
+                late = time.time() - lease.heartbeat
+                holder = None if late > LEASE_TTL else self._journal.hold(lease.renewed())
+                if late <= LEASE_TTL and holder is None:
+                    self.leases[k] = lease.renewed()
+                    continue
+                by = f"taken by {holder.describe()}" if holder else "free for others to take"
+                self._lost = (
+                    f"run {self._run_id} lost its lease on run {lease.run_id} (it went "
+                    f"{late:.0f} s without renewing it; it is {by}): it stops, so that no "
+                    "task runs twice"
+                )
+                logger.error("journal: %s", self._lost)
+            self._confirmed = time.monotonic()
+
+    def lost(self) -> str | None:
+        """Why the run may settle no more tasks (a lease lost), or None; checked per task.
+
+        Free while renewals come; when none confirmed the leases for ``2 * RENEW_EVERY``
+        seconds (the process was paused), the store is asked now.
+        """
+        if self._lost is None and time.monotonic() - self._confirmed > 2 * RENEW_EVERY:
+            try:
+                self.renew()
+            except Exception:  # the store is unreachable: the writer's next tick retries
+                logger.exception("journal: the run's leases could not be checked")
+        return self._lost

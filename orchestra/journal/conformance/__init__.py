@@ -15,7 +15,8 @@ that makes a fresh, empty store for each test::
 A ``JournalSpec`` names the store's factory by import path, so the suite can open the
 same store in child processes: it kills one with SIGKILL in the middle of a run and
 resumes in another, has two processes journal into one store at once, and two resume one
-crashed run at once (one is refused, or waits). It also plants payloads in the store
+crashed run at once (one is refused, or waits), and pauses a resume (SIGSTOP) until
+another takes its run, which it must then leave (fencing). It also plants payloads in the store
 (they must never be deserialized) and checks the store's leases (``hold``, ``release``). The suite
 needs pytest, the anyio pytest plugin and trio (both anyio backends are tested):
 ``pip install orchestra-hooks[conformance]``.
@@ -28,6 +29,7 @@ from collections.abc import Iterator
 import pytest
 
 from orchestra.journal._records import Journal
+from orchestra.journal.conformance._fencing import FencingTests
 from orchestra.journal.conformance._leases import LeaseTests
 from orchestra.journal.conformance._processes import ProcessTests
 from orchestra.journal.conformance._runs import RunTests
@@ -38,7 +40,7 @@ from orchestra.journal.conformance._trust import TrustTests
 __all__ = ["JournalConformance", "JournalSpec"]
 
 
-class JournalConformance(StoreTests, RunTests, ProcessTests, TrustTests, LeaseTests):
+class JournalConformance(StoreTests, RunTests, ProcessTests, TrustTests, LeaseTests, FencingTests):
     """The conformance suite: subclass it and define a ``journal_spec`` fixture."""
 
     @pytest.fixture
