@@ -10,7 +10,7 @@ callbacks whose matcher matches, waits for every answer, and ends the turn with 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -18,10 +18,22 @@ from claude_agent_sdk import Transport
 
 
 class FakeCLI(Transport):
-    """A scripted CLI: ``script`` is a list of ``(event, payload)``; ``"can_use_tool"`` too."""
+    """A scripted CLI: ``script`` is a list of ``(event, payload)``; ``"can_use_tool"`` too.
 
-    def __init__(self, script: list[tuple[str, dict[str, Any]]]) -> None:
+    ``("tool", {"tool_name", "tool_input", "tool_use_id"})`` is a whole tool call, as the
+    CLI makes it: ``PreToolUse``, then (unless a callback denied it) the tool from
+    ``tools`` with the input the callbacks left, then ``PostToolUse`` with its result or
+    ``PostToolUseFailure`` with its error; what the model would read is kept in ``read``.
+    """
+
+    def __init__(
+        self,
+        script: list[tuple[str, dict[str, Any]]],
+        tools: dict[str, Callable[[dict[str, Any]], Any]] | None = None,
+    ) -> None:
         self.script = script
+        self.tools = tools or {}
+        self.read: list[Any] = []
         self.written: list[dict[str, Any]] = []
         self.initialize: dict[str, Any] | None = None
         self.answers: list[tuple[str, dict[str, Any]]] = []
@@ -79,20 +91,14 @@ class FakeCLI(Transport):
 
     async def _run_script(self) -> None:
         for event, payload in self.script:
+            if event == "tool":
+                await self._tool_call(payload)
+                continue
             if event == "can_use_tool":
                 request = {"subtype": "can_use_tool", **payload}
                 self.answers.append((event, await self._request(request)))
                 continue
-            full = {"session_id": "s-1", "transcript_path": "/tmp/t", "cwd": "/tmp"}
-            full |= {"hook_event_name": event, **payload}
-            for callback_id in self.callback_ids(event, payload.get("tool_name")):
-                request = {
-                    "subtype": "hook_callback",
-                    "callback_id": callback_id,
-                    "input": full,
-                    "tool_use_id": payload.get("tool_use_id"),
-                }
-                self.answers.append((event, await self._request(request)))
+            await self._hooks(event, payload)
         await self._send.send(
             {
                 "type": "result",
@@ -105,6 +111,43 @@ class FakeCLI(Transport):
                 "result": "done",
             }
         )
+
+    async def _hooks(self, event: str, payload: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every callback of ``event`` that matches, in turn; their answers."""
+        full = {"session_id": "s-1", "transcript_path": "/tmp/t", "cwd": "/tmp"}
+        full |= {"hook_event_name": event, **payload}
+        answers = []
+        for callback_id in self.callback_ids(event, payload.get("tool_name")):
+            request = {
+                "subtype": "hook_callback",
+                "callback_id": callback_id,
+                "input": full,
+                "tool_use_id": payload.get("tool_use_id"),
+            }
+            answer = await self._request(request)
+            self.answers.append((event, answer))
+            answers.append(answer)
+        return answers
+
+    async def _tool_call(self, call: dict[str, Any]) -> None:
+        tool_input = call["tool_input"]
+        for answer in await self._hooks("PreToolUse", call):
+            specific = answer.get("hookSpecificOutput") or {}
+            if specific.get("permissionDecision") == "deny":
+                self.read.append(specific.get("permissionDecisionReason"))
+                return
+            tool_input = specific.get("updatedInput", tool_input)
+        call = {**call, "tool_input": tool_input}
+        try:
+            response = self.tools[call["tool_name"]](tool_input)
+        except Exception as error:
+            await self._hooks("PostToolUseFailure", {**call, "error": str(error)})
+            self.read.append(f"Error: {error}")
+            return
+        for answer in await self._hooks("PostToolUse", {**call, "tool_response": response}):
+            specific = answer.get("hookSpecificOutput") or {}
+            response = specific.get("updatedToolOutput", response)
+        self.read.append(response)
 
     async def _request(self, request: dict[str, Any]) -> dict[str, Any]:
         self._counter += 1

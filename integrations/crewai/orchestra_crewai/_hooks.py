@@ -12,8 +12,10 @@ before the tool                   the policy's ``pre``: a refusal raises CrewAI'
                                   dispatcher would run the tool); a new input is written
                                   into ``tool_input``, in place, as CrewAI asks
 after a refused call              the agent reads ``Tool call denied: {reason}``
+after an answered call            (``Replace(GiveOutput(v))``) the agent reads ``v``
 after a call that failed          (CrewAI's ``Error executing tool: ...``) ``failed``: a
-                                  ``Retry`` runs the tool again, here, with the same input
+                                  ``Retry`` runs the tool again, here, with the same input;
+                                  a ``Skip`` is ``Tool call skipped: {reason}``
 after the tool                    ``post``: its rewrite is what the agent reads
 ================================  ===========================================================
 """
@@ -36,7 +38,7 @@ from crewai.hooks import (
 from opentelemetry import trace
 
 import orchestra.tracing as ot
-from orchestra import TaskState
+from orchestra import Skip, TaskState
 from orchestra_crewai._blocking import call_blocking
 from orchestra_crewai._policy import Policy
 
@@ -61,13 +63,15 @@ _calls: dict[int, _Call] = {}
 class _Call:
     """One guarded call between CrewAI's before and after hooks."""
 
-    __slots__ = ("payload", "policy", "refusal", "span")
+    __slots__ = ("given", "payload", "policy", "refusal", "span")
 
     def __init__(self, policy: Policy, payload: dict[str, Any], span: trace.Span | None) -> None:
         self.policy = policy
         self.payload = payload
         self.span = span
         self.refusal: str | None = None
+        self.given: str | None = None
+        """What the agent reads instead of a tool a hook answered for (``GiveOutput``)."""
 
 
 def guard(target: Any, policy: Policy) -> None:
@@ -114,6 +118,9 @@ def _before(ctx: ToolCallHookContext) -> None:
         call.refusal = f"orchestra's PreToolUse hooks failed ({type(error).__name__}: {error})"
     else:
         call.refusal = verdict.refusal
+        if verdict.given is not None:
+            value = verdict.given.value
+            call.given = value if isinstance(value, str) else str(value)
         if verdict.tool_input is not None:
             ctx.tool_input.clear()  # in place: CrewAI runs the tool with this dict
             ctx.tool_input.update(verdict.tool_input)
@@ -121,6 +128,8 @@ def _before(ctx: ToolCallHookContext) -> None:
     _mark(call.span, call.refusal)
     if call.refusal is not None:
         raise HookAborted(reason=call.refusal)
+    if call.given is not None:
+        raise HookAborted(reason="answered by a hook")  # the tool must not run
     return None
 
 
@@ -131,6 +140,8 @@ def _after(ctx: ToolCallHookContext) -> str | None:
     try:
         if call.refusal is not None:
             return DENIED + call.refusal
+        if call.given is not None:
+            return call.given
         return _settle(ctx, call)
     finally:
         if call.span is not None:
@@ -143,13 +154,16 @@ def _settle(ctx: ToolCallHookContext, call: _Call) -> str | None:
     result, attempt = ctx.tool_result, 1
     try:
         while (error := _failure(result)) is not None:
-            delay = call_blocking(policy.timeout, call.span, policy.failed, payload, error, attempt)
-            if delay is None or attempt >= _MAX_ATTEMPTS:
-                call_blocking(
-                    policy.timeout, call.span, policy.end, payload, TaskState.FAILED, attempt
-                )
+            decision = call_blocking(policy.timeout, span, policy.failed, payload, error, attempt)
+            if isinstance(decision, Skip):
+                ended = TaskState.SKIPPED
+                call_blocking(policy.timeout, span, policy.end, payload, ended, attempt)
+                return f"Tool call skipped: {decision.reason or 'skipped by a hook'}"
+            if decision is None or attempt >= _MAX_ATTEMPTS:
+                ended = TaskState.FAILED
+                call_blocking(policy.timeout, span, policy.end, payload, ended, attempt)
                 return None if attempt == 1 else result
-            time.sleep(delay)
+            time.sleep(decision.delay)
             attempt += 1
             result = _run_again(ctx)
         output = call_blocking(policy.timeout, span, policy.post, payload, result, attempt)

@@ -13,8 +13,8 @@ anywhere else:
                             guards again. Answers a ``Verdict``.
 ``post(payload, result)``   ``PostToolUse``, then ``after_execute`` (or ``after_dispatch``
                             and ``SubagentStop``): the result the agent reads instead.
-``failed(payload, error)``  ``PostToolUseFailure`` and ``on_failure``: the delay of a
-                            ``Retry``, or None.
+``failed(payload, error)``  ``PostToolUseFailure`` and ``on_failure``: its ``Retry`` or
+                            ``Skip``, or None.
 ``end(payload, state)``     ``on_end``, once per call.
 ==========================  =============================================================
 """
@@ -46,6 +46,7 @@ from orchestra import (
     TaskHooks,
     TaskState,
 )
+from orchestra.bridge import GiveOutput
 from orchestra.skills import post_tool_use_payload
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ _MAX_REJUDGE: Final = 3
 _TASK_ANSWERS: Final = {
     "before_execute": (Skip, Fail, Replace),
     "after_execute": (Replace,),
-    "on_failure": (Retry,),
+    "on_failure": (Retry, Skip),
 }
 _AGENT_ANSWERS: Final = {
     "before_dispatch": (Fail, Delegate, Replace),
@@ -75,6 +76,8 @@ class Verdict:
 
     refusal: str | None = None
     tool_input: Mapping[str, Any] | None = None
+    given: GiveOutput | None = None
+    """A ``before_execute`` hook's output (``Replace(GiveOutput(v))``): the tool does not run."""
 
 
 @final
@@ -133,6 +136,8 @@ class Policy:
                 if outcome.modified_input is not None:
                     tool_input, changed = dict(outcome.modified_input), True
             answer = await self._before({**payload, "tool_input": tool_input})
+            if isinstance(answer, GiveOutput):
+                return Verdict(given=answer)
             if isinstance(answer, str):
                 return await self._refused({**payload, "tool_input": tool_input}, answer)
             if answer is None:
@@ -140,8 +145,10 @@ class Policy:
             tool_input, changed = answer, True  # a new input: the guards judge it again
         return Verdict(refusal=f"the input was still being rewritten after {_MAX_REJUDGE} rounds")
 
-    async def _before(self, payload: Mapping[str, Any]) -> str | Mapping[str, Any] | None:
-        """The ``before_*`` moment: a refusal, a new input, or None (go on)."""
+    async def _before(
+        self, payload: Mapping[str, Any]
+    ) -> str | GiveOutput | Mapping[str, Any] | None:
+        """The ``before_*`` moment: a refusal, an output, a new input, or None (go on)."""
         name, tool_input = str(payload["tool_name"]), payload["tool_input"]
         if name in DELEGATIONS:
             return await self._dispatching(payload)
@@ -154,6 +161,9 @@ class Policy:
                 payload, TaskState.SKIPPED if isinstance(decision, Skip) else TaskState.FAILED, 1
             )
             return decision.reason or f"{type(decision).__name__.lower()} by {by}"
+        if isinstance(decision, Replace) and isinstance(decision.value, GiveOutput):
+            await self.end(payload, TaskState.SUCCEEDED, 1)
+            return decision.value
         if isinstance(decision, Replace) and isinstance(decision.value, Mapping):
             return dict(decision.value) if decision.value != tool_input else None
         return None
@@ -211,8 +221,10 @@ class Policy:
         await self.end(payload, TaskState.SUCCEEDED, attempt)
         return output
 
-    async def failed(self, payload: Mapping[str, Any], error: str, attempt: int) -> float | None:
-        """``PostToolUseFailure`` and ``on_failure``: a ``Retry``'s delay, or None."""
+    async def failed(
+        self, payload: Mapping[str, Any], error: str, attempt: int
+    ) -> Retry | Skip | None:
+        """``PostToolUseFailure`` and ``on_failure``: its ``Retry`` or ``Skip``, or None."""
         failure = {**payload, "error": error, "error_type": "ToolError"}
         await self.fire("PostToolUseFailure", failure)
         if not self.tasks.has("on_failure") or payload["tool_name"] in DELEGATIONS:
@@ -222,7 +234,7 @@ class Policy:
         decision, _ = await self._call(
             self.tasks, "on_failure", str(payload["tool_name"]), ctx, exc
         )
-        return decision.delay if isinstance(decision, Retry) else None
+        return decision if isinstance(decision, Retry | Skip) else None
 
     async def end(self, payload: Mapping[str, Any], state: TaskState, attempt: int) -> None:
         """``on_end``, once per tool call."""

@@ -17,7 +17,7 @@ from orchestra_crewai import DENIED, with_hooks
 from pydantic import Field
 
 import orchestra.skills
-from orchestra import Delegate, Fail, Replace, Retry, SubagentHooks, TaskHooks, TaskState
+from orchestra import Delegate, Fail, Replace, Retry, Skip, SubagentHooks, TaskHooks, TaskState
 from orchestra.tracing import names
 
 # CrewAI's own deprecations (it reads its deprecated fields itself): not this bridge's
@@ -339,3 +339,31 @@ def test_public_names_only() -> None:
     private = re.compile(r"^\s*(from|import)\s+orchestra(\.[a-z_]+)*\._", re.MULTILINE)
     folder = Path(orchestra_crewai.__file__).parent
     assert [p.name for p in folder.glob("*.py") if private.search(p.read_text())] == []
+
+
+@tool("broken")
+def broken(url: str) -> str:
+    """Always fails."""
+    attempts.append(url)
+    raise ConnectionError("connection reset")
+
+
+class GiveUp(TaskHooks):
+    def __init__(self) -> None:
+        self.ends: list[TaskState] = []
+
+    def on_failure(self, ctx: Any, error: BaseException) -> Skip:
+        return Skip("the mirror is down")
+
+    def on_end(self, ctx: Any, state: TaskState) -> None:
+        self.ends.append(state)
+
+
+def test_a_skip_after_a_failure_is_what_the_agent_reads() -> None:
+    attempts.clear()
+    hooks = GiveUp()
+    llm = Scripted(model="s", replies=[act("broken", url="https://x.test"), final()])
+    with_hooks(crew_of(llm, tools=[broken]), hooks=[hooks]).kickoff()
+    assert llm.read("Tool call skipped: the mirror is down")
+    assert hooks.ends == [TaskState.SKIPPED]
+    assert len(attempts) == 6  # CrewAI's own attempts; the Skip runs it no more
