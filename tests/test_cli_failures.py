@@ -272,7 +272,7 @@ TYPO = textwrap.dedent(
 
 
 def one_line(out: subprocess.CompletedProcess[str]) -> str:
-    assert out.returncode == 1, out.stdout + out.stderr
+    assert out.returncode == 2, out.stdout + out.stderr
     assert out.stdout == ""  # no progress bar, no table
     lines = out.stderr.splitlines()
     assert len(lines) == 1, out.stderr

@@ -62,6 +62,7 @@ def test_missing_scripts_warn_and_say_what_to_do(tmp_path: Path) -> None:
     gone = tmp_path / "hooks" / "gone.sh"
     assert said[12].startswith(f"$ORCHESTRA_PROJECT_DIR/hooks/gone.sh not found (looked for {gone}")
     (tmp_path / "guard.sh").write_text("exit 0\n")
+    (tmp_path / "guard.sh").chmod(0o755)  # else: found, and not executable
     assert 6 not in warnings(cli("hooks", "validate", "orchestra.yaml", cwd=tmp_path).stdout)
 
 
@@ -72,6 +73,7 @@ def test_a_script_of_the_project_above_the_config_is_found(tmp_path: Path) -> No
     (project / "conf" / "deep").mkdir(parents=True)
     (project / "bin").mkdir()
     (project / "bin" / "stop.sh").write_text("exit 0\n")
+    (project / "bin" / "stop.sh").chmod(0o755)
     (project / "conf" / "deep" / "orchestra.yaml").write_text(
         "hooks:\n  Stop:\n    - hooks:\n"
         "        - type: command\n          command: ./bin/stop.sh\n"

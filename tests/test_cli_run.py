@@ -239,7 +239,7 @@ def test_bad_factories_are_clear_errors(tmp_path: Path, name: str, message: str)
 def test_a_file_that_cannot_load_names_the_line(tmp_path: Path) -> None:
     (tmp_path / "bad.py").write_text("import orchestra\n\nx = 1 / 0\n")
     out = cli("run", "bad.py", cwd=tmp_path)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "ZeroDivisionError: division by zero (at " in out.stderr
     assert "bad.py:3)" in out.stderr
     assert "Traceback" not in out.stderr

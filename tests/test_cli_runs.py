@@ -70,21 +70,21 @@ def test_cli_errors_are_one_clear_line(tmp_path: Path) -> None:
     assert resume_only.returncode == 2
     assert "--resume needs --journal" in resume_only.stderr
     unknown = cli("run", "flow.py", "--journal", "runs.db", "--resume", "nope", cwd=tmp_path)
-    assert unknown.returncode == 1
+    assert unknown.returncode == 2
     assert "has no run 'nope' to resume" in unknown.stderr
     assert "Traceback" not in unknown.stderr
     missing = cli("runs", "list", "nothing.db", cwd=tmp_path)
-    assert missing.returncode == 1
+    assert missing.returncode == 2
     assert "nothing.db: no such file" in missing.stderr
     (tmp_path / "notes.db").write_text("not a journal")
     stranger = cli("runs", "show", "notes.db", cwd=tmp_path)
-    assert stranger.returncode == 1
+    assert stranger.returncode == 2
     assert "not an orchestra journal" in stranger.stderr
     empty = tmp_path / "empty.db"
     cli("run", "flow.py", "--journal", str(empty), cwd=tmp_path)
     no_run = cli("runs", "show", str(empty), "abc", cwd=tmp_path)
-    assert no_run.returncode == 1
+    assert no_run.returncode == 2
     assert "no run 'abc'" in no_run.stderr
     postgres = cli("runs", "list", "postgresql://127.0.0.1:1/x", cwd=tmp_path)
-    assert postgres.returncode == 1
+    assert postgres.returncode == 2
     assert "cannot connect" in postgres.stderr or "orchestra-hooks-postgres" in postgres.stderr

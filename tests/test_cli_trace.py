@@ -241,12 +241,12 @@ def test_show_run_picks_a_run_by_id_or_prefix(two_runs: tuple[Path, list[Any]]) 
         assert out.stdout.startswith(f"run first  ·  {first.run_id}")
         assert "earlier run" not in out.stdout
     out = show(path, "--run", "nope")
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "no run 'nope'" in out.stderr
     assert f"{first.run_id} (first)" in out.stderr
     assert f"{last.run_id} (pipeline)" in out.stderr
     out = show(path, "--run", "")  # a prefix of both
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "several runs start with ''" in out.stderr
 
 
@@ -254,7 +254,7 @@ def test_show_run_on_a_file_without_runs(tmp_path: Path) -> None:
     path = tmp_path / "out.jsonl"
     write_trace(path)
     out = show(path, "--run", "abc")
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "no DAG run in the file" in out.stderr
 
 
@@ -262,12 +262,12 @@ def test_show_reports_bad_files(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"resourceSpans": []}\nnot json\n')
     out = show(bad)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "bad.jsonl:2: not JSON" in out.stderr
     old = tmp_path / "old.jsonl"
     old.write_text('{"name": "a span per line"}\n')
     out = show(old)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "old.jsonl:1: not an OTLP JSON trace request" in out.stderr
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
@@ -317,5 +317,5 @@ def test_report_of_a_file_without_runs(tmp_path: Path) -> None:
     path = tmp_path / "out.jsonl"
     write_trace(path)
     out = orchestra_cli("trace", "report", str(path))
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "no DAG run in the file" in out.stderr

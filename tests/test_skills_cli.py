@@ -109,7 +109,7 @@ def test_test_shows_each_hook_and_the_final_outcome(project: Path) -> None:
     proc = orchestra(
         "hooks", "test", "PreToolUse", "--payload", payload, "orchestra.yaml", cwd=project
     )
-    assert proc.returncode == 2, proc.stderr  # blocked: scripts can tell
+    assert proc.returncode == 1, proc.stderr  # blocked: the answer is no (2: unusable input)
     out = proc.stdout
     assert "PreToolUse: 2 of 2 hooks match the payload" in out
     assert "orchestra.yaml:5" in out

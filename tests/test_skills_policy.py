@@ -273,7 +273,7 @@ def test_replay_requires_trust_unless_told(tmp_path: Path, monkeypatch: pytest.M
     )
     config = guard_file(tmp_path, "guard", NO_RM)
     out = cli("hooks", "replay", str(events), str(config))
-    assert out.exit_code == 1
+    assert out.exit_code == 2
     assert "orchestra hooks trust" in out.output
 
 

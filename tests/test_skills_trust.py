@@ -132,7 +132,7 @@ def test_untrust_and_the_list_of_trusted_files(tmp_path: Path) -> None:
 def test_an_invalid_file_cannot_be_trusted(tmp_path: Path, config_home: Path) -> None:
     config = write(tmp_path / "orchestra.yaml", "hooks:\n  PreToolUs: []\n")
     result = hooks("trust", config)
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "unknown event (did you mean 'PreToolUse'?)" in result.output
     assert not (config_home / "orchestra" / "trust.json").exists()
 
@@ -180,7 +180,7 @@ def test_a_broken_or_unwritable_store_is_one_line_without_a_traceback(
         )
     args = {"trusted": (), "trust": (config,), "untrust": (config,), "test": ("Stop", config)}
     proc = installed("hooks", command, *args[command], config_home=config_home)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert "Traceback" not in proc.stdout + proc.stderr
     said = [line for line in (proc.stdout + proc.stderr).splitlines() if expected in line]
     assert len(said) == 1, proc.stdout + proc.stderr
@@ -210,7 +210,7 @@ def test_hooks_test_requires_trust_unless_trust_all(tmp_path: Path) -> None:
         "hooks:\n  Stop:\n    - hooks: [{type: prompt, prompt: hi}]\n",
     )
     refusal = hooks("test", "Stop", config)
-    assert refusal.exit_code == 1
+    assert refusal.exit_code == 2
     assert f"orchestra hooks trust {config}" in refusal.output
     assert hooks("test", "Stop", "--trust-all", config).exit_code == 0
     hooks("trust", config)
@@ -234,7 +234,7 @@ def test_orchestra_run_requires_trust_unless_trust_all(tmp_path: Path) -> None:
     )
     runner = CliRunner()
     refusal = runner.invoke(main, ["run", str(pipeline), "--hooks", str(config)])
-    assert refusal.exit_code == 1
+    assert refusal.exit_code == 2
     assert f"orchestra hooks trust {config}" in refusal.output
     trusted = runner.invoke(main, ["run", str(pipeline), "--hooks", str(config), "--trust-all"])
     assert trusted.exit_code == 0, trusted.output

@@ -1,7 +1,19 @@
 """Errors at the command line: one line for a user's mistake, the traceback with ``--debug``.
 
+Exit statuses, the same for every command (docs/reference/cli.md):
+
+| status  | meaning                                                                       |
+|---------|-------------------------------------------------------------------------------|
+| 0       | done, nothing to report: the run ok, the files valid, no decision changes,    |
+|         | the event not blocked                                                         |
+| 1       | done, and the answer is no: the run failed, ``validate`` found problems,      |
+|         | ``replay`` found decisions that change, ``hooks test`` was blocked            |
+| 2       | the input could not be used: a usage error, a file that cannot be read,       |
+|         | parsed or trusted, hooks or a DAG that do not load, an unknown run            |
+| 130/143 | stopped by Ctrl-C / SIGTERM (128 + the signal)                                |
+
 What counts as the user's mistake, said in one line with its fix (click's ``Error: ...``
-on stderr, exit status 1):
+on stderr, exit status 2, ``UNUSABLE``):
 
 - orchestra's own errors (``ConfigError``, ``DAGError``, ``JournalError``, ...);
 - a ``TypeError`` or ``ValueError`` that orchestra raised itself, checking what it was
@@ -25,7 +37,10 @@ import click
 from orchestra._errors import OrchestraError
 from orchestra.cli._lazy import LazyGroup
 
-__all__ = ["Main", "add_debug_option"]
+__all__ = ["UNUSABLE", "Main", "Unusable", "add_debug_option"]
+
+UNUSABLE: Final = 2
+"""The exit status of a command whose input could not be used (a usage error's too)."""
 
 _DEBUG: Final = "orchestra.debug"
 _HINT: Final = "  (--debug shows the traceback)"
@@ -85,6 +100,12 @@ def one_line(exc: BaseException) -> str | None:
     return None
 
 
+class Unusable(click.ClickException):
+    """A user's mistake: the input could not be used (exit status 2, ``UNUSABLE``)."""
+
+    exit_code = UNUSABLE
+
+
 class Main(LazyGroup):
     """The ``orchestra`` group: turns a user's mistake into one line (see the module)."""
 
@@ -114,9 +135,11 @@ class Main(LazyGroup):
         except click.ClickException as exc:
             if ctx.meta.get(_DEBUG) and exc.__cause__ is not None:
                 traceback.print_exception(exc.__cause__)
-            raise
+            if exc.exit_code == UNUSABLE:
+                raise
+            raise Unusable(exc.message) from exc.__cause__
         except Exception as exc:
             line = None if ctx.meta.get(_DEBUG) else one_line(exc)
             if line is None:
                 raise
-            raise click.ClickException(line + _HINT) from None
+            raise Unusable(line + _HINT) from None

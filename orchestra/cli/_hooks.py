@@ -61,7 +61,7 @@ def validate(paths: tuple[Path, ...]) -> None:
     not fail the check. Validating runs nothing: a ``type: python`` hook's module is not
     imported (a note says so).
     """
-    registry = review_registry(paths)
+    registry = review_registry(paths, problems_exit=1)
     for note in [*registry.notes, *not_imported(registry)]:
         click.echo(f"note: {note}")
     for hook in registry.hooks:

@@ -45,7 +45,7 @@ def table_console() -> Console:
 def load_registry(
     paths: Sequence[Path], project_dir: Path | None = None, *, require_trust: bool = False
 ) -> HookRegistry:
-    """Load the hook files, or print their problems and exit 1."""
+    """Load the hook files, or print their problems and exit 2 (hooks unusable)."""
     _current_folder_on_path()
     try:
         return load(*paths, project_dir=project_dir, require_trust=require_trust)
@@ -53,19 +53,20 @@ def load_registry(
         fail(error)
 
 
-def review_registry(paths: Sequence[Path]) -> HookRegistry:
+def review_registry(paths: Sequence[Path], *, problems_exit: int = 2) -> HookRegistry:
     """Load the hook files to review them: no module imported, no process started.
 
     Reviewing is never running: a ``type: python`` hook's reference is checked for its
     form only (importing its module would run the module's code), and nothing is
-    spawned. Problems are printed and exit 1, as ``load_registry``.
+    spawned. Problems are printed and exit ``problems_exit``: 2 (the files cannot be
+    used), or 1 for ``validate``, whose answer they are.
     """
     _current_folder_on_path()
     try:
         with without_imports(), _load_warnings_off():  # the review prints them itself
             return load(*paths)
     except ConfigError as error:
-        fail(error)
+        fail(error, problems_exit)
 
 
 @contextmanager
@@ -95,13 +96,16 @@ def _current_folder_on_path() -> None:
         sys.path.insert(0, os.getcwd())
 
 
-def fail(error: ConfigError) -> NoReturn:
-    """Print every problem of ``error``, their count on stderr, and exit 1."""
+def fail(error: ConfigError, code: int = 2) -> NoReturn:
+    """Print every problem of ``error``, their count on stderr, and exit ``code``.
+
+    2 by default: the files could not be used (see ``_errors`` for the exit statuses).
+    """
     for problem in error.errors:
         click.echo(str(problem))
     count = len(error.errors)
     click.echo(f"{count} problem{'s' if count != 1 else ''} found", err=True)
-    raise SystemExit(1)
+    raise SystemExit(code)
 
 
 def spec_json(hook: HookSpec) -> dict[str, Any]:

@@ -170,8 +170,8 @@ def test(
         orchestra hooks test PreToolUse --payload '{"tool_name": "Bash",
         "tool_input": {"command": "rm -rf /"}}' orchestra.yaml
 
-    Exits 0, or 2 when the outcome is blocked (for scripts: `if ! orchestra hooks
-    test ...`), or 1 when the config does not load.
+    Exits 0, or 1 when the outcome is blocked (for scripts: `if ! orchestra hooks
+    test ...`), or 2 when the config or the payload cannot be used.
     """
     data = _payload(payload)
     registry = load_registry(paths, project_dir, require_trust=not trust_all)
@@ -190,7 +190,7 @@ def test(
             "outcome": _outcome_json(outcome),
         }
         click.echo(json.dumps(report, indent=2, default=str))
-        raise SystemExit(2 if outcome.blocked else 0)
+        raise SystemExit(1 if outcome.blocked else 0)
     console = table_console()
     total = sum(1 for hook in registry.hooks if hook.event == event)
     console.print(
@@ -218,7 +218,7 @@ def test(
         console.print(table)
     _print_outcome(console, outcome)
     if outcome.blocked:
-        raise SystemExit(2)
+        raise SystemExit(1)
 
 
 async def _fire(

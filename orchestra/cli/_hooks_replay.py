@@ -3,7 +3,7 @@
 Fires every event recorded in EVENTS.jsonl (``orchestra run --record-events``,
 ``skills.load(record=...)``) through the hooks of PATH, for real, and lists the events
 whose decision would change; exits 1 when any would, 0 when none (a CI gate), 2 when the
-events file is refused.
+events file or the hooks cannot be used (not trusted, corrupt), as every command does.
 """
 
 from __future__ import annotations
@@ -106,7 +106,8 @@ def replay(
 
     Prints each event whose decision would change (was -> now, and the hook that decides
     now) and a summary; exits 1 when any would change, 0 when none, 2 when EVENTS is
-    not a file of recorded events (the line is named).
+    not a file of recorded events (the line is named) or the hooks cannot be used
+    (files not trusted, hooks that do not load).
     """
     registry = load_registry(paths, project_dir, require_trust=not trust_all)
     if sandbox:

@@ -28,12 +28,12 @@ __all__ = ["trust", "trusted", "untrust"]
 
 @contextlib.contextmanager
 def _store_errors() -> Iterator[None]:
-    """A broken or unwritable trust store: one line on stderr, exit 1 (no traceback)."""
+    """A broken or unwritable trust store: one line on stderr, exit 2 (no traceback)."""
     try:
         yield
     except ConfigError as error:
         click.echo(f"error: {error}", err=True)
-        raise SystemExit(1) from None
+        raise SystemExit(2) from None
 
 
 @click.command("trust")
@@ -63,7 +63,7 @@ def trust(paths: tuple[Path, ...]) -> None:
         ]
     except ValueError as exc:  # a skill's folder too big to cover
         click.echo(f"error: {exc}", err=True)
-        raise SystemExit(1) from None
+        raise SystemExit(2) from None
     with _store_errors():
         TrustStore().trust(records)
     for item, record in zip(loaded, records, strict=True):
