@@ -1,7 +1,8 @@
 """What a resume takes from a journal: the run it holds, and the outputs it may trust.
 
 ``find_and_hold`` finds the run ``resume=`` names (``"last"``: the DAG's latest run that
-is not still going) and holds it with the resuming run's lease, or raises ``Held`` naming
+is not still going and settled a task: one killed right after it registered is passed
+over) and holds it with the resuming run's lease, or raises ``Held`` naming
 the live holder. ``reusable`` decides which tasks of it to reuse: a task whose record
 SUCCEEDED with a kept payload, unchanged code and inputs, every upstream reused too, and
 whose payload's tag checks under the journal key; only then is the payload deserialized.
@@ -86,9 +87,11 @@ def _last(journal: Journal, name: str, lease: Lease) -> JournaledRun:
             holder = claim(journal, lease.holding(info.run_id))
             if holder is None:
                 found = journal.load_run(info.run_id)
-                if found is not None:
+                if found is not None and found.tasks:
                     return found
-                journal.release(lease.token)  # gone meanwhile: a store cleaned up
+                # gone meanwhile (a store cleaned up), or registered and never started
+                # (killed at once): no task of it settled, so an older run is the last
+                journal.release(lease.token)
                 continue
             if not holder.going:  # the latest run that ended is being resumed: refuse
                 raise _held(journal, info.run_id, holder)

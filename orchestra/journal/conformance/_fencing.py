@@ -19,6 +19,9 @@ from typing import Final
 
 import orchestra
 from orchestra import DAG, Task
+from orchestra.journal._lease import new_lease
+from orchestra.journal._records import RunInfo
+from orchestra.journal.conformance._processes import crash, finish_flow, start_flow
 from orchestra.journal.conformance._spec import JournalSpec
 
 __all__ = ["FencingTests"]
@@ -134,3 +137,28 @@ class FencingTests:
         # A finished at most the task it was in when paused, then stopped.
         assert _ran(log, "A") - at_pause <= 1
         assert _ran(log, "B") == _TASKS
+
+    def test_a_resume_killed_right_after_registering_is_not_the_last_run(
+        self, journal_spec: JournalSpec, tmp_path: Path
+    ) -> None:
+        # The audit's case: a resume killed (kill -9) once its run was registered, before
+        # any task settled, became resume="last", and the next resume reran every task.
+        crash(journal_spec, tmp_path)  # fetch, config and order settled, then SIGKILL
+        journal = journal_spec.open()
+        try:
+            (crashed,) = journal.list_runs("crashy")
+            registered = new_lease(f"killed-{time.time_ns()}")
+            journal.begin_run(
+                RunInfo(
+                    run_id=registered.run_id,
+                    dag="crashy",
+                    started_at=time.time() + 1,
+                    task_count=5,
+                    resumed_from=crashed.run_id,
+                )
+            )  # what a kill -9 right after registering leaves: a run, no task, no holder
+        finally:
+            journal.close()
+        resumed = finish_flow(start_flow(tmp_path, journal_spec, FLOW_RESUME="last"))
+        assert resumed["resumed_from"] == crashed.run_id
+        assert resumed["reused"] == ["config", "fetch", "order"]
