@@ -85,8 +85,10 @@ DIFFERENCES: Final = (
         "Claude Code passes its whole environment; orchestra passes PATH, HOME, USER, "
         "LOGNAME, SHELL, LANG, LC_*, TZ, TERM, TMPDIR and the project variables "
         "(`CLAUDE_PROJECT_DIR`, `CLAUDE_PLUGIN_ROOT`, `CLAUDE_PLUGIN_DATA`, "
-        "`CLAUDE_ENV_FILE`), so a hook is never handed the agent's secrets. A hook that "
-        "needs one: `orchestra hooks import` it and add `pass_env:`.",
+        "`CLAUDE_ENV_FILE`), so a hook is never handed the agent's secrets (a security "
+        "default kept on purpose). A hook that needs one: "
+        '`load(..., pass_env=("NAME", ...))` names it for every source, or '
+        "`orchestra hooks import` it and add `pass_env:`.",
     ),
     (
         "Background hooks speak with the next `fire`.",
@@ -105,9 +107,15 @@ DIFFERENCES: Final = (
         "Output fields without an orchestra counterpart are read, not acted on.",
         "`sessionTitle`, `initialUserMessage`, `watchPaths`, `reloadSkills`, "
         "`suppressOriginalPrompt`, `classifierContext`, `terminalSequence`, "
-        "`updatedPermissions`, `interrupt`, Elicitation's `action` and `content`, and "
-        "`continueOnBlock` are checked and accepted; orchestra has no session title, "
-        "watcher, terminal or permission store to apply them to. `defer` is no opinion.",
+        "`updatedPermissions` and `continueOnBlock` are checked and accepted; orchestra "
+        "has no session title, watcher, terminal or permission store to apply them to. "
+        "One of the wrong type is dropped, as Claude Code drops it, and the hook's record "
+        "says so (`sessionTitle dropped: expected a string, got a number`). "
+        "Elicitation's `action` and `content` are the outcome's `output` "
+        '(`{"action": ..., "content": ...}`), for the code that answers the MCP '
+        "server; a PermissionRequest deny with `interrupt: true` stops "
+        "(`outcome.stop`); `defer` is no opinion, its reason, `updatedInput` and "
+        "`additionalContext` ignored.",
     ),
     (
         "Matchers are JavaScript regexes run on RE2, else on the `regex` package.",
@@ -179,9 +187,7 @@ def _events() -> list[str]:
         if name not in CLAUDE_EVENTS:  # orchestra's own (the DAG's moments)
             continue
         claude = spec.claude
-        blocks = claude.blocks or not {"decision", "permissionDecision"}.isdisjoint(
-            f.partition(".")[0] for f in claude.reads
-        )
+        blocks = claude.blocks  # the reference's "Can block?" (of exit 2)
         reads = ", ".join(f"`{f}`" for f in claude.reads) or "-"
         discards = ", ".join(f"`{f}`" for f in claude.discards) or "-"
         types = ", ".join(sorted(claude.types))
@@ -223,6 +229,11 @@ def page() -> str:
         "not Claude Code's.",
         "",
         *_events(),
+        "",
+        "Two events depend on their payload, as the reference says: a ConfigChange from "
+        "`policy_settings` cannot be blocked (a block is ignored, the hook's record says "
+        "so), and a DirectoryAdded hook's `systemMessage` goes to the agent (`messages`) "
+        "when `source` is `slash_command`, nowhere when it is `register_repo_root`.",
         "",
         "## Handler fields",
         "",

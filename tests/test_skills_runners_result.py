@@ -98,7 +98,8 @@ CLAUDE_CODE = [
                 "decision": {"behavior": "deny", "message": "no network", "interrupt": True},
             }
         },
-        HookResult(decision="deny", reason="no network"),
+        # interrupt: "for deny only: if true, stops Claude"
+        HookResult(decision="deny", reason="no network", stop=True, stop_reason="no network"),
     ),
     (
         {

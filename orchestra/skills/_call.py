@@ -22,6 +22,7 @@ import anyio
 import attrs
 from opentelemetry.trace import Span, Tracer
 
+from orchestra.skills._claude_result import PAYLOAD_RULES, by_payload
 from orchestra.skills._hook import HookCall, HookSpec
 from orchestra.skills._judge import Judge
 from orchestra.skills._outcome import HookRecord
@@ -111,6 +112,8 @@ async def attempt(hook: HookSpec, call: HookCall, slots: Gate | None) -> HookRec
         except Exception as exc:  # a hook never crashes the caller; its error is recorded
             error = HookRunError(f"{type(exc).__name__}: {exc}", summary=type(exc).__name__)
         else:
+            if hook.event in PAYLOAD_RULES:
+                result = by_payload(hook.event, call.data, result, hook.claude_code)
             broken = hook.phase_error(result) if hook.phase is not None else None
             if broken is None:
                 duration = time.perf_counter() - started

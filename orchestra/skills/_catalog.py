@@ -72,6 +72,16 @@ class EventSpec:
     can_skip: bool = False
     claude: ClaudeEvent = attrs.field(default=attrs.Factory(claude_event, takes_self=True))
 
+    def on_error_for(self, phase: Phase | None, fails_open: bool) -> OnError:
+        """The ``on_error`` of a hook at this event that sets none.
+
+        A guard's is ``block``; a hook type that fails open (an http hook, as lobehub's
+        webhooks) gets ``continue``; any other, ``default_on_error``.
+        """
+        if phase == "guard":
+            return "block"
+        return "continue" if fails_open else self.default_on_error
+
     @property
     def claude_matcher_field(self) -> str | None:
         """The field a Claude Code source's matchers read (None: matchers ignored)."""

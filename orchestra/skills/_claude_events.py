@@ -73,6 +73,11 @@ def claude_event(spec: EventSpec) -> ClaudeEvent:
 _C: Final = ClaudeEvent
 _TOOL_CONTEXT: Final = ("additionalContext",)
 _BLOCK_FIELDS: Final = ("decision", "reason")
+_UNIVERSAL: Final = ("continue", "stopReason", "systemMessage")  # what some events discard
+# Elicitation and ElicitationResult: hookSpecificOutput's action and content are the answer
+_ELICITATION: Final = ClaudeEvent(
+    "mcp_server_name", "block", reads=("action", "content"), discards=_UNIVERSAL, types=_NO_MODEL
+)
 
 CLAUDE_EVENTS: Final[dict[str, ClaudeEvent]] = {
     "PreToolUse": _C(
@@ -126,7 +131,7 @@ CLAUDE_EVENTS: Final[dict[str, ClaudeEvent]] = {
     "SessionEnd": _C(
         "reason",
         "user",
-        discards=("continue", "stopReason", "systemMessage"),
+        discards=_UNIVERSAL,
         timeout=1.5,
         types=_NO_MODEL,
     ),
@@ -134,11 +139,11 @@ CLAUDE_EVENTS: Final[dict[str, ClaudeEvent]] = {
     "StopFailure": _C(
         "error",
         "ignored",
-        discards=("continue", "stopReason", "systemMessage"),
+        discards=_UNIVERSAL,
         types=_NO_MODEL,
         exact_chars="_|",
     ),
-    "Notification": _C("notification_type", "ignored", types=_NO_MODEL),
+    "Notification": _C("notification_type", "ignored", discards=_UNIVERSAL, types=_NO_MODEL),
     "UserPromptSubmit": _C(
         None,
         "block",
@@ -151,16 +156,16 @@ CLAUDE_EVENTS: Final[dict[str, ClaudeEvent]] = {
         ),
         timeout=30.0,
     ),
-    "PreCompact": _C("trigger", "block", reads=_BLOCK_FIELDS, types=_NO_MODEL),
-    "PostCompact": _C("trigger", "user", types=_NO_MODEL),
+    "PreCompact": _C("trigger", "block", reads=_BLOCK_FIELDS, discards=_UNIVERSAL, types=_NO_MODEL),
+    "PostCompact": _C("trigger", "user", discards=_UNIVERSAL, types=_NO_MODEL),
     "ConfigChange": _C(
         "source",
         "block",
         reads=_BLOCK_FIELDS,
-        discards=("continue", "stopReason", "systemMessage"),
+        discards=_UNIVERSAL,
         types=_NO_MODEL,
     ),
-    "InstructionsLoaded": _C("load_reason", "ignored", types=_NO_MODEL),
+    "InstructionsLoaded": _C("load_reason", "ignored", discards=_UNIVERSAL, types=_NO_MODEL),
     "PostToolBatch": _C(None, "block", reads=(*_BLOCK_FIELDS, "additionalContext")),
     "SubagentStart": _C("agent_type", "user", reads=_TOOL_CONTEXT, types=_NO_MODEL),
     "SubagentStop": _C("agent_type", "block", reads=(*_BLOCK_FIELDS, "additionalContext")),
@@ -175,11 +180,9 @@ CLAUDE_EVENTS: Final[dict[str, ClaudeEvent]] = {
         types=frozenset({"command", "mcp_tool"}),
     ),
     "WorktreeCreate": _C(None, "fail", reads=("worktreePath",), types=_NO_MODEL),
-    "WorktreeRemove": _C(None, "debug", types=_NO_MODEL),
-    "Elicitation": _C("mcp_server_name", "block", reads=("action", "content"), types=_NO_MODEL),
-    "ElicitationResult": _C(
-        "mcp_server_name", "block", reads=("action", "content"), types=_NO_MODEL
-    ),
+    "WorktreeRemove": _C(None, "debug", discards=_UNIVERSAL, types=_NO_MODEL),
+    "Elicitation": _ELICITATION,
+    "ElicitationResult": _ELICITATION,
     "CwdChanged": _C(
         None,
         "user",
@@ -207,7 +210,7 @@ CLAUDE_EVENTS: Final[dict[str, ClaudeEvent]] = {
         None,
         "ignored",
         reads=("displayContent",),
-        discards=("continue", "stopReason", "systemMessage"),
+        discards=_UNIVERSAL,
         timeout=10.0,
         types=_NO_MODEL,
     ),

@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
@@ -44,14 +45,23 @@ from orchestra.skills._catalog import EVENTS, EventSpec
 from orchestra.skills._command import ExitReader, describe_exit
 from orchestra.skills._result import HookResult, HookRunError, result_from_json
 
-__all__ = ["claude_reader", "only_what_it_reads", "read_claude_exit"]
+__all__ = [
+    "PAYLOAD_RULES",
+    "by_payload",
+    "claude_reader",
+    "only_what_it_reads",
+    "read_claude_exit",
+]
 
 _ANSI: Final = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _DECISIONS: Final = frozenset({"decision", "permissionDecision", "decision.behavior"})
 _INPUTS: Final = frozenset({"updatedInput", "decision.updatedInput"})
 _OUTPUTS: Final = frozenset(
-    {"updatedToolOutput", "updatedMCPToolOutput", "displayContent", "worktreePath"}
+    {"updatedToolOutput", "updatedMCPToolOutput", "displayContent", "worktreePath", "action"}
 )
+_UNBLOCKABLE: Final = "ConfigChange from policy_settings cannot be blocked (Claude Code)"
+PAYLOAD_RULES: Final = frozenset({"ConfigChange", "DirectoryAdded"})
+"""The events whose payload changes what a hook's answer may do (``by_payload``)."""
 
 
 def only_what_it_reads(spec: EventSpec, result: HookResult) -> HookResult:
@@ -154,3 +164,30 @@ def read_claude_exit(
 def claude_reader(event: str, rewake: bool = False) -> ExitReader:
     """The ``run_command`` reader of a Claude Code command hook on ``event``."""
     return functools.partial(read_claude_exit, EVENTS[event], rewake=rewake)
+
+
+def by_payload(
+    event: str, data: Mapping[str, Any], result: HookResult, claude_code: bool
+) -> HookResult:
+    """``result`` as the event's payload lets it count, as Claude Code's reference says.
+
+    - ``ConfigChange`` with ``source: policy_settings``: a block is ignored (managed
+      settings always take effect), for every hook;
+    - ``DirectoryAdded`` (a Claude Code source's hook): ``systemMessage`` goes to the
+      agent (``messages``) when ``source`` is ``slash_command``, to the debug log
+      (nowhere) when ``register_repo_root``.
+    """
+    source = data.get("source")
+    if event == "ConfigChange":
+        if source != "policy_settings" or result.decision not in ("deny", "block"):
+            return result
+        ignored = (*result.ignored, _UNBLOCKABLE)
+        return attrs.evolve(result, decision=None, reason=None, ignored=ignored)
+    if not claude_code or result.system_message is None:
+        return result
+    if source == "slash_command":
+        messages = (*result.messages, result.system_message)
+        return attrs.evolve(result, messages=messages, system_message=None)
+    if source == "register_repo_root":
+        return attrs.evolve(result, system_message=None)
+    return result

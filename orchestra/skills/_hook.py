@@ -48,7 +48,6 @@ __all__ = [
     "HookSpec",
     "check_phase",
     "check_timeout",
-    "default_on_error",
     "event_data",
     "event_json",
     "key_by",
@@ -138,22 +137,9 @@ def _valid_phase(hook: HookSpec, _field: object, phase: Phase | None) -> None:
         raise ValueError(f"{problem[0]}: {problem[1]}")
 
 
-def default_on_error(cls: type[HookSpec], event: str, phase: Phase | None) -> OnError:
-    """The ``on_error`` of a hook of type ``cls`` at ``event`` that sets none.
-
-    A guard fails closed; a type that fails open (an http hook, as lobehub's webhooks)
-    continues; else the event's default (``EventSpec.default_on_error``).
-    """
-    if phase == "guard":
-        return "block"
-    if cls.fails_open:
-        return "continue"
-    spec = EVENTS.get(event)  # an unknown event is refused by its validator
-    return spec.default_on_error if spec is not None else "continue"
-
-
 def _default_on_error(hook: HookSpec) -> OnError:
-    return default_on_error(type(hook), hook.event, hook.phase)
+    spec = EVENTS.get(hook.event)  # an unknown event is refused by its validator
+    return "continue" if spec is None else spec.on_error_for(hook.phase, hook.fails_open)
 
 
 def _compiled(hook: HookSpec) -> Matcher | ClaudeMatcher | None:

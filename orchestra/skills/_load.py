@@ -24,14 +24,7 @@ from orchestra.skills._catalog import EVENTS, EventSpec, OnError, Phase
 from orchestra.skills._covered import covered_files
 from orchestra.skills._fields import Entry, FileDefaults
 from orchestra.skills._graph_hooks import is_graph_file, read_graph
-from orchestra.skills._hook import (
-    DEFAULT_TIMEOUT,
-    PHASES,
-    HookSpec,
-    check_phase,
-    check_timeout,
-    default_on_error,
-)
+from orchestra.skills._hook import DEFAULT_TIMEOUT, PHASES, HookSpec, check_phase, check_timeout
 from orchestra.skills._matchers import compile_matcher
 from orchestra.skills._python_hook import without_imports
 from orchestra.skills._sources import Source, sources
@@ -399,7 +392,7 @@ def _enforce(entry: Entry) -> bool:
 
 def _on_error(entry: Entry, phase: Phase | None, cls: type[HookSpec]) -> OnError:
     event = entry.hook_event
-    default = default_on_error(cls, event.name, phase)
+    default = event.on_error_for(phase, cls.fails_open)
     value = entry.choice("on_error", _ON_ERROR, default)
     if value == "block" and entry.get("on_error") == "block" and not event.can_block:
         entry.bad("on_error", f"{event.name} cannot block; use on_error: continue")

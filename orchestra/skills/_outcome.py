@@ -240,6 +240,8 @@ class Combiner:
         note = self._verdict(record, result)
         if note is True:
             return True
+        if result.ignored:
+            note = "; ".join((note, *result.ignored) if note else result.ignored)
         if result.output is not None:
             note = self._output(result, record, note)
         if result.modified_input is not None:

@@ -29,6 +29,7 @@ def plain_outcome(spec: EventSpec, record: HookRecord) -> HookOutcome | None:
         or result.retry
         or result.stop
         or result.modified_input is not None
+        or result.ignored
     ):
         return None
     verdict = result.decision

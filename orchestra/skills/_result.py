@@ -28,7 +28,9 @@ ours                               Claude Code
 
 Ours also has ``decision: skip``, which gives a DAG task up unrun (``AttemptStart``).
 ``suppressOutput`` and ``hookSpecificOutput.hookEventName`` are read and checked, and
-change nothing. Claude Code's ``defer`` means no opinion. When the output names several
+change nothing. Claude Code's ``defer`` means no opinion (its reason, ``updatedInput``
+and ``additionalContext`` ignored); ``interrupt: true`` with a PermissionRequest deny
+stops, as ``continue: false``. When the output names several
 decisions (``decision`` and ``permissionDecision``), the strictest wins:
 deny/block > ask > allow.
 
@@ -47,6 +49,7 @@ from typing import Any, Final, Literal, TypeAlias, final
 import attrs
 
 from orchestra._errors import OrchestraError
+from orchestra.skills._claude_types import elicitation_answer, wrong_types
 
 __all__ = [
     "NO_OPINION",
@@ -119,6 +122,9 @@ class HookResult:
         stderr: what a command hook wrote on stderr (at most 1 MiB), for debugging.
         final: the hook's own protocol ends the chain here (the graph executor's first
             ``block``): the hooks after it do not run, whatever the event.
+        ignored: parts of the answer that count for nothing, each saying why (a Claude
+            Code field of the wrong type, dropped as Claude Code drops it; a block of a
+            change that cannot be blocked); the hook's record notes them.
     """
 
     decision: HookVerdict | None = None
@@ -133,6 +139,7 @@ class HookResult:
     output: Any = None
     retry: bool = False
     final: bool = False
+    ignored: tuple[str, ...] = ()
 
 
 @final
@@ -264,15 +271,17 @@ _Verdict: TypeAlias = tuple[HookVerdict | None, str | None, dict[str, Any] | Non
 
 def _read_specific(
     specific: Mapping[str, Any], strict: bool, verdicts: list[_Verdict], messages: list[str]
-) -> None:
-    """Read Claude Code's ``hookSpecificOutput``: its verdicts and its context."""
+) -> bool:
+    r"""Read Claude Code's ``hookSpecificOutput``; return whether a deny ``interrupt``\ s."""
     where = "hookSpecificOutput."
     if strict:
         _check_fields(specific, _SPECIFIC_FIELDS, where)
     _text(specific, "hookEventName", where)
-    verdicts.append(_verdict(specific, where, _PERMISSION_KEYS, _PERMISSION_DECISIONS))
+    verdict = _verdict(specific, where, _PERMISSION_KEYS, _PERMISSION_DECISIONS)
+    deferred = specific.get("permissionDecision") == "defer"  # its other fields: ignored
+    verdicts.append((None, None, None) if deferred else verdict)
     context = _text(specific, "additionalContext", where)
-    if context is not None:
+    if context is not None and not deferred:
         messages.append(context)
     # PermissionRequest: {"decision": {"behavior": "allow" | "deny", "message": ..., ...}}
     behavior = _object(specific, "decision", where) or {}
@@ -280,7 +289,8 @@ def _read_specific(
     if strict:
         _check_fields(behavior, _BEHAVIOR_FIELDS, where)
     verdicts.append(_verdict(behavior, where, _BEHAVIOR_KEYS, _BEHAVIORS))
-    _flag(behavior, "interrupt", where, False)
+    interrupt = _flag(behavior, "interrupt", where, False)
+    return interrupt and behavior.get("behavior") == "deny"  # "for deny only"
 
 
 def _merged(verdicts: list[_Verdict]) -> _Verdict:
@@ -359,14 +369,13 @@ def result_from_json(data: object, *, strict: bool = False) -> HookResult:
     if message is not None:
         messages.append(message)
     specific = _object(data, "hookSpecificOutput", "") or {}
+    interrupt, output = False, data.get("output")
+    ignored = wrong_types(data) if specific or "terminalSequence" in data else ()
     if specific:  # Claude Code's shape (most answers have none: spare the reading)
-        _read_specific(specific, strict, verdicts, messages)
+        interrupt = _read_specific(specific, strict, verdicts, messages)
+        output = next((specific[k] for k in _OUTPUT_FIELDS if k in specific), output)
+        output = elicitation_answer(specific) or output
     system_message = _text(data, "systemMessage", "") or _text(data, "system_message", "")
-    output = data.get("output")
-    for key in _OUTPUT_FIELDS:
-        if key in specific:
-            output = specific[key]
-            break
     retry = _flag(data, "retry", "", False) or _flag(
         specific, "retry", "hookSpecificOutput.", False
     )
@@ -375,6 +384,8 @@ def result_from_json(data: object, *, strict: bool = False) -> HookResult:
     stop_reason = _text(data, "stopReason", "")
 
     strictest, reason, changed = _merged(verdicts)
+    if interrupt and not stop:  # PermissionRequest: deny and stop Claude
+        stop, stop_reason = True, reason
     return HookResult(
         decision=strictest,
         reason=reason,
@@ -385,4 +396,5 @@ def result_from_json(data: object, *, strict: bool = False) -> HookResult:
         system_message=system_message,
         output=output,
         retry=retry,
+        ignored=ignored,
     )
