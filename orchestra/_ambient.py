@@ -65,20 +65,28 @@ def current_policy() -> Policy:
     return _current.get()
 
 
-def resolve_policy(registry: HookRegistry | None = None, hooks: Iterable[object] = ()) -> Policy:
+def resolve_policy(
+    registry: HookRegistry | None = None,
+    hooks: Iterable[object] = (),
+    *,
+    kinds: tuple[type, ...] | None = None,
+) -> Policy:
     """The policy a bridge follows: what it was given, else the ambient one, part by part.
 
     Args:
         registry: the bridge's own registry; None: the ambient policy's.
         hooks: the bridge's own hook objects; empty: the ambient policy's.
+        kinds: the hook classes the bridge takes (``(TaskHooks,)``): of the ambient
+            hooks, only their instances are inherited (its own are kept as given).
     """
     own = tuple(hooks)
     ambient = _current.get()
     if ambient is _NONE:
         return Policy(registry, own)
-    return Policy(
-        registry if registry is not None else ambient.registry, own if own else ambient.hooks
-    )
+    inherited = ambient.hooks
+    if not own and kinds is not None:
+        inherited = tuple(h for h in inherited if isinstance(h, kinds))
+    return Policy(registry if registry is not None else ambient.registry, own or inherited)
 
 
 def set_policy(

@@ -61,6 +61,7 @@ __all__ = [
     "post_flow",
     "post_tool_use_payload",
     "pre_flow",
+    "refuse_flow",
 ]
 
 
@@ -158,7 +159,14 @@ def _hook_id(outcome: HookOutcome) -> str | None:
     return outcome.decided_by
 
 
-def _refused(call: ToolCall, reason: str, denied_hooks: bool) -> Generator[Effect, Any, Refuse]:
+def refuse_flow(
+    call: ToolCall, reason: str, *, denied_hooks: bool
+) -> Generator[Effect, Any, Refuse]:
+    """A refusal of ``call``: ``PermissionDenied`` fires (its ``retry`` kept), ``Refuse``.
+
+    ``pre_flow`` refuses through it; so does a bridge that refuses a call for a reason
+    of its own (a rewrite it cannot carry out, a target agent's hooks).
+    """
     retry = False
     if denied_hooks:
         denied = yield Fire("PermissionDenied", {**call.payload(), "reason": reason})
@@ -179,7 +187,11 @@ def pre_flow(
     """
     outcome: HookOutcome = yield Fire("PreToolUse", call.payload())
     if outcome.blocked:
-        return (yield from _refused(call, deny_reason("PreToolUse", outcome), denied_hooks))
+        return (
+            yield from refuse_flow(
+                call, deny_reason("PreToolUse", outcome), denied_hooks=denied_hooks
+            )
+        )
     modified = outcome.modified_input
     tool_input = call.tool_input if modified is None else dict(modified)
     if outcome.decision == "ask" and not call.approved:
@@ -189,7 +201,7 @@ def pre_flow(
         if answer is None and can_pause:
             return Ask(ask_reason(outcome), _hook_id(outcome), tool_input, args_sha256(tool_input))
         if not answer:
-            return (yield from _refused(call, ask_reason(outcome), denied_hooks))
+            return (yield from refuse_flow(call, ask_reason(outcome), denied_hooks=denied_hooks))
     if outcome.output is not None:
         return Mock(outcome.output)
     return Proceed(tool_input, modified=modified is not None)

@@ -16,8 +16,16 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, final
 
 from opentelemetry import trace
 
-from orchestra._tool_call import FailedAnswer, PreAnswer, Proceed, ToolCall
-from orchestra._tool_flow import Effect, Fire, failed_flow, mark_decision, post_flow, pre_flow
+from orchestra._tool_call import FailedAnswer, PreAnswer, Proceed, Refuse, ToolCall
+from orchestra._tool_flow import (
+    Effect,
+    Fire,
+    failed_flow,
+    mark_decision,
+    post_flow,
+    pre_flow,
+    refuse_flow,
+)
 from orchestra.tracing import get_tracer
 from orchestra.tracing._engine import set_tool_result as _set_tool_result
 from orchestra.tracing._engine import tool_span as _engine_tool_span
@@ -128,6 +136,12 @@ class ToolHooks:
         flow = failed_flow(call, error, failure_hooks=self.has_failed, detail=detail)
         return await self._drive(flow)
 
+    async def refuse(self, call: ToolCall, reason: str) -> Refuse:
+        """Refuse ``call`` for the bridge's own ``reason`` (``PermissionDenied`` fires)."""
+        answer = await self._drive(refuse_flow(call, reason, denied_hooks=self._denied))
+        mark_decision(answer)
+        return answer
+
     async def _drive(self, flow: Generator[Effect, Any, _T]) -> _T:
         sent: Any = None
         try:
@@ -174,6 +188,12 @@ class ToolHooks:
         """``failed`` from synchronous code."""
         flow = failed_flow(call, error, failure_hooks=self.has_failed, detail=detail)
         return self._drive_sync(flow)
+
+    def refuse_sync(self, call: ToolCall, reason: str) -> Refuse:
+        """``refuse`` from synchronous code."""
+        answer = self._drive_sync(refuse_flow(call, reason, denied_hooks=self._denied))
+        mark_decision(answer)
+        return answer
 
     def _drive_sync(self, flow: Generator[Effect, Any, _T]) -> _T:
         sent: Any = None

@@ -69,7 +69,7 @@ PINNED: dict[str, set[str]] = {
         "Fire", "OutcomeCallback", "PreAnswer", "Proceed", "Raise", "Refuse", "ToolCall",
         "ToolHooks", "args_sha256", "ask_reason", "blocked_reason", "deny_reason",
         "error_fields", "failed_flow", "mark_decision", "post_flow", "post_tool_use_payload",
-        "pre_flow",
+        "pre_flow", "refuse_flow",
         "run_blocking", "set_tool_result", "tool_span",
         # the ambient policy
         "Policy", "current_policy", "policy_scope", "reset_policy", "resolve_policy", "set_policy",

@@ -81,6 +81,7 @@ from orchestra._tool_flow import mark_decision as mark_decision
 from orchestra._tool_flow import post_flow as post_flow
 from orchestra._tool_flow import post_tool_use_payload as post_tool_use_payload
 from orchestra._tool_flow import pre_flow as pre_flow
+from orchestra._tool_flow import refuse_flow as refuse_flow
 from orchestra._tool_hooks import AskCallback as AskCallback
 from orchestra._tool_hooks import OutcomeCallback as OutcomeCallback
 from orchestra._tool_hooks import ToolHooks as ToolHooks
@@ -144,6 +145,7 @@ __all__ = [
     "post_flow",
     "post_tool_use_payload",
     "pre_flow",
+    "refuse_flow",
     "reset_policy",
     "resolve_policy",
     "run_blocking",

@@ -291,10 +291,10 @@ def with_hooks(
     """
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
-    own = list(hooks)
-    policy = resolve_policy(registry, own)  # inside guarded work: its policy, unless given
+    # inside guarded work: its policy, unless given one
+    policy = resolve_policy(registry, hooks, kinds=(TaskHooks,))
     registry = policy.registry
-    objects = own or [h for h in policy.hooks if isinstance(h, TaskHooks)]
+    objects = list(policy.hooks)
     tools = steps = None
     if registry is not None:
         tools = ToolEvents(registry)

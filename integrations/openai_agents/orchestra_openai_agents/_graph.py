@@ -24,6 +24,8 @@ from agents import (
     handoff,
 )
 
+from orchestra import TaskHooks
+from orchestra.bridge import resolve_policy
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra_openai_agents._chain import split_hooks
 
@@ -222,16 +224,22 @@ def guard_agent(
         ValueError: for a hosted tool the hooks match, under ``hosted_tools="refuse"``.
         TypeError: for an agent tool whose agent cannot be swapped for its guarded clone.
     """
-    tasks, _ = split_hooks(hooks)
-    guard = ToolGuard(
+    guard = _guard(
         registry,
-        tasks,
+        hooks,
         ask=ask,
         on_deny=on_deny,
         hosted_tools=hosted_tools,
         max_attempts=max_attempts,
     )
     return cast(_TAgent, _GraphGuard(guard).agent(agent))
+
+
+def _guard(registry: HookRegistry | None, hooks: Any, **options: Any) -> ToolGuard:
+    """The ``ToolGuard`` of the given policy, else (given none) of the ambient one."""
+    policy = resolve_policy(registry, hooks, kinds=(TaskHooks,))
+    tasks, _ = split_hooks(policy.hooks)
+    return ToolGuard(policy.registry, tasks, hooks=policy.hooks, **options)
 
 
 def guard_graph(agent: _TAgent, guard: ToolGuard) -> _TAgent:
@@ -263,7 +271,8 @@ def guard_tool(
 
     Args:
         tool: the SDK ``FunctionTool`` (what ``@function_tool`` returns).
-        registry: the ``orchestra.skills.HookRegistry`` whose hooks fire, or None.
+        registry: the ``orchestra.skills.HookRegistry`` whose hooks fire; None: the
+            ambient policy's (``orchestra.bridge.resolve_policy``), as for ``hooks``.
         hooks: ``TaskHooks`` for the tool's calls.
         ask: approves (True), refuses (False) or pauses (None) calls hooks ``ask`` about.
         on_deny: ``"reject"`` (the model gets ``"Tool call denied: {reason}"`` and the run
@@ -276,6 +285,5 @@ def guard_tool(
     """
     if not isinstance(tool, FunctionTool):
         raise TypeError(f"guard_tool takes a FunctionTool, got {tool!r}")
-    tasks, _ = split_hooks(hooks)
-    guard = ToolGuard(registry, tasks, ask=ask, on_deny=on_deny, max_attempts=max_attempts)
+    guard = _guard(registry, hooks, ask=ask, on_deny=on_deny, max_attempts=max_attempts)
     return guarded_function_tool(tool, guard)

@@ -1,9 +1,11 @@
 """The tool guard's policy: ``PreToolUse`` verdicts, denials, hosted tools (internal).
 
-``ToolGuard`` holds what every guarded tool of a bridge follows (the registry, the
-tool-call ``TaskHooks``, the ``ask`` callback, ``on_deny``, ``hosted_tools``) and fires
-``PreToolUse``, settling an ``ask``. The guarded invoker (``_invoker``) and the agent-graph
-cloning (``_graph``) use it.
+``ToolGuard`` holds what every guarded tool of a bridge follows (the registry's tool
+events as ``orchestra.bridge.ToolHooks``, the tool-call ``TaskHooks``, the ``ask``
+callback, ``on_deny``, ``hosted_tools``) and turns the protocol's answers into the SDK's:
+a ``Refuse`` is ``Tool call denied: {reason}`` (or ``ToolDenied`` with ``on_deny="raise"``),
+an ``Ask`` no callback settles is the SDK's approval interruption. The guarded invoker
+(``_invoker``) and the agent-graph cloning (``_graph``) use it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, final
 
-import attrs
 from agents import (
     Agent,
     CodeInterpreterTool,
@@ -29,13 +30,14 @@ from agents import (
 from opentelemetry import trace
 
 from orchestra import HookChain, ToolDenied
+from orchestra.bridge import Ask, Policy, Proceed, Refuse, ToolCall, ToolHooks
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra_openai_agents._state import state_for
 
 if TYPE_CHECKING:
     from agents.run_context import RunContextWrapper
 
-    from orchestra.skills import HookOutcome, HookRegistry
+    from orchestra.skills import HookRegistry
 
 __all__ = [
     "ApprovalPolicy",
@@ -44,7 +46,7 @@ __all__ = [
     "HostedTools",
     "OnDeny",
     "ToolGuard",
-    "Verdict",
+    "tool_call",
     "tool_payload_input",
 ]
 
@@ -80,32 +82,26 @@ _HOSTED: Final = (
 )
 
 
-def tool_payload_input(raw: str | None) -> Any:
+def tool_payload_input(raw: str | None) -> dict[str, Any]:
     """The ``tool_input`` of a payload: the model's JSON arguments, parsed."""
     if not raw:
         return {}
     try:
-        return json.loads(raw)
+        parsed = json.loads(raw)
     except ValueError:  # the tool reports bad JSON itself
         return {"raw": raw}
+    return parsed if isinstance(parsed, dict) else {"raw": raw}
 
 
-def _refusal(outcome: HookOutcome) -> str:
-    return outcome.reason or f"denied by a PreToolUse hook at {outcome.decided_by}"
-
-
-@final
-@attrs.frozen
-class Verdict:
-    """What ``PreToolUse`` (and the ``ask`` callback) said about one call."""
-
-    refusal: str | None = None  # the call is denied, with this reason
-    modified: dict[str, Any] | None = None  # the input the tool gets instead
-    pending: str | None = None  # the call waits for a person's approval, with this reason
-    output: Any = None  # a hook's mock output: the tool is not called
-
-
-_ALLOW: Final = Verdict()
+def tool_call(
+    name: str, arguments: str | dict[str, Any] | None, call_id: object, **fields: Any
+) -> ToolCall:
+    """The ``orchestra.bridge.ToolCall`` of one SDK call (its id, else a new one)."""
+    given = arguments if isinstance(arguments, dict) else tool_payload_input(arguments)
+    extra = {k: v for k, v in fields.items() if v is not None}
+    if call_id:
+        return ToolCall(name, given, tool_use_id=str(call_id), fields=extra)
+    return ToolCall(name, given, fields=extra)
 
 
 @final
@@ -118,8 +114,10 @@ class ToolGuard:
         "hosted_tools",
         "max_attempts",
         "on_deny",
+        "policy",
         "registry",
         "tasks",
+        "tools",
         "watching",
     )
 
@@ -128,6 +126,7 @@ class ToolGuard:
         registry: HookRegistry | None,
         tasks: HookChain,
         *,
+        hooks: tuple[object, ...] = (),
         ask: AskCallback | None = None,
         on_deny: OnDeny = "reject",
         hosted_tools: HostedTools = "refuse",
@@ -140,53 +139,22 @@ class ToolGuard:
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
         self.registry = registry
+        self.policy = Policy(registry, hooks)  # the ambient policy of what a tool starts
+        self.tools = ToolHooks(registry, ask=ask)  # the one tool-call protocol
         self.tasks = tasks
         self.ask = ask
         self.on_deny: OnDeny = on_deny
         self.hosted_tools: HostedTools = hosted_tools
         self.max_attempts = max_attempts
-        events = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
         moments = ("before_execute", "after_execute", "on_failure")
-        self.watching = any(tasks.has(moment) for moment in moments) or (
-            registry is not None and any(registry.has_hooks(event) for event in events)
-        )
+        self.watching = self.tools.watching or any(tasks.has(moment) for moment in moments)
         """Whether any hook looks at tool calls (else a call costs one check)."""
         self.dispatch_gate: DispatchGate | None = None
         """Set by the bridge: asks the handoff target's ``before_dispatch``/``SubagentStart``."""
 
     def pre(self) -> bool:
         """Whether ``PreToolUse`` hooks are registered."""
-        return self.registry is not None and self.registry.has_hooks("PreToolUse")
-
-    async def pre_tool_use(
-        self, payload: dict[str, Any], *, approved: bool, interruptible: bool
-    ) -> Verdict:
-        """Fire ``PreToolUse`` and settle an ``ask``.
-
-        An ``ask`` is settled by a person's earlier approval of this call (``approved``),
-        else by the ``ask`` callback; when neither decides, the call waits for approval
-        (``pending``) where the SDK can pause the run (``interruptible``), else it is
-        refused.
-        """
-        assert self.registry is not None
-        outcome = await self.registry.fire("PreToolUse", payload)
-        if outcome.blocked:
-            return Verdict(refusal=_refusal(outcome))
-        modified = dict(outcome.modified_input) if outcome.modified_input is not None else None
-        if outcome.decision == "ask" and not approved:
-            reason = outcome.reason or f"needs approval ({outcome.decided_by})"
-            answer: bool | None = None
-            if self.ask is not None:
-                tool_input = modified if modified is not None else payload["tool_input"]
-                given = self.ask(payload["tool_name"], tool_input, outcome.reason)
-                answer = await given if inspect.isawaitable(given) else given
-            if answer is None and interruptible:
-                return Verdict(modified=modified, pending=reason)
-            if not answer:
-                return Verdict(refusal=reason)
-        if modified is None and outcome.output is None:
-            return _ALLOW
-        return Verdict(modified=modified, output=outcome.output)
+        return self.tools.has_pre
 
     @property
     def guards_handoffs(self) -> bool:
@@ -202,43 +170,31 @@ class ToolGuard:
         a ``modified_input`` is the input the handoff gets), then the target's dispatch
         hooks through the bridge (``dispatch_gate``).
         """
+        call = tool_call(
+            tool,
+            input_json,
+            getattr(context, "tool_call_id", None),
+            agent_name=source,
+            handoff_to=target,
+        )
         if self.pre():
-            payload: dict[str, Any] = {
-                "tool_name": tool,
-                "tool_input": tool_payload_input(input_json),
-                "agent_name": source,
-                "handoff_to": target,
-            }
-            call_id = getattr(context, "tool_call_id", None)
-            if call_id:
-                payload["tool_use_id"] = str(call_id)
-            verdict = await self.pre_tool_use(payload, approved=False, interruptible=False)
-            if verdict.refusal is not None:
-                retry = await self.permission_denied(payload, verdict.refusal)
-                return self.deny(tool, verdict.refusal, retry=retry), input_json
-            if verdict.modified is not None:
-                input_json = json.dumps(verdict.modified)
+            answer = await self.tools.pre(call)  # a handoff cannot pause: no Ask
+            if isinstance(answer, Refuse):
+                return self.deny(tool, answer), input_json
+            if isinstance(answer, Proceed) and answer.modified:
+                input_json = json.dumps(dict(answer.tool_input))
         if self.dispatch_gate is not None:
             refusal = await self.dispatch_gate(context, source, target)
             if refusal is not None:
-                return self.deny(tool, refusal), input_json
+                return self.deny(tool, Refuse(refusal)), input_json
         return None, input_json
 
-    def deny(self, tool: str, refusal: str, *, retry: bool = False) -> str:
-        """What a denied call returns to the model (or ``ToolDenied`` with ``raise``)."""
-        logger.info("tool %r denied: %s", tool, refusal)
+    def deny(self, tool: str, refusal: Refuse) -> str:
+        """What a refused call returns to the model (or ``ToolDenied`` with ``raise``)."""
+        logger.info("tool %r denied: %s", tool, refusal.reason)
         if self.on_deny == "raise":
-            raise ToolDenied(tool, refusal, retry=retry)
-        again = " (you may try the call again)" if retry else ""
-        return f"Tool call denied: {refusal}{again}"
-
-    async def permission_denied(self, payload: dict[str, Any], refusal: str) -> bool:
-        """Fire ``PermissionDenied`` for a call ``PreToolUse`` denied: may it be retried?"""
-        registry = self.registry
-        if registry is None or not registry.has_hooks("PermissionDenied"):
-            return False
-        outcome = await registry.fire("PermissionDenied", {**payload, "reason": refusal})
-        return outcome.retry
+            raise ToolDenied(tool, refusal.reason, retry=refusal.retry)
+        return refusal.message
 
     def check_hosted(self, agent: Agent[Any], tool: object) -> None:
         """Refuse a hosted tool that ``PreToolUse`` hooks match, unless allowed."""
@@ -291,18 +247,14 @@ class ApprovalPolicy:
         if not self.guard.pre():
             return False
         state = state_for(context)
-        payload: dict[str, Any] = {
-            "tool_name": self.name,
-            "tool_use_id": call_id,
-            "tool_input": params,
-        }
-        if state is not None and state.agent is not None:
-            payload["agent_name"] = state.agent.name
+        agent = state.agent.name if state is not None and state.agent is not None else None
+        call = tool_call(self.name, params, call_id, agent_name=agent)
         parent = (state.span or state.run_span) if state is not None else None
         with trace.use_span(parent, end_on_exit=False) if parent else contextlib.nullcontext():
-            verdict = await self.guard.pre_tool_use(payload, approved=False, interruptible=True)
-        if verdict.pending is not None:
-            return True
+            # before the call's span exists: the invoker marks it with the answer
+            answer = await self.guard.tools.pre(call, can_pause=True, mark=False)
+        if isinstance(answer, Ask):
+            return True  # the SDK pauses the run: result.interruptions
         if state is not None:
-            state.verdicts[call_id] = verdict
+            state.verdicts[call_id] = answer
         return False

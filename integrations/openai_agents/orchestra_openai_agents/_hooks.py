@@ -25,9 +25,12 @@ from orchestra import (
     DispatchError,
     ExecutionMode,
     SubagentHookContext,
+    SubagentHooks,
     SubagentResult,
+    TaskHooks,
     ToolDenied,
 )
+from orchestra.bridge import Mock, Proceed, Refuse, resolve_policy
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra.skills import RegistrySubagentHooks, StepEvents
 from orchestra.tracing import get_tracer
@@ -39,7 +42,7 @@ from orchestra_openai_agents._guard import (
     HostedTools,
     OnDeny,
     ToolGuard,
-    tool_payload_input,
+    tool_call,
 )
 from orchestra_openai_agents._invoker import is_guarded
 from orchestra_openai_agents._spans import current
@@ -94,7 +97,10 @@ class OrchestraRunHooks(RunHooks[Any]):
     Args:
         hooks: ``SubagentHooks`` (agents) and ``TaskHooks`` (tool calls) objects, called
             in order; an object that is both joins both.
-        registry: an ``orchestra.skills.HookRegistry`` for the YAML events, or None.
+        registry: an ``orchestra.skills.HookRegistry`` for the YAML events; None: the
+            ambient policy's (``orchestra.bridge.resolve_policy``: a bridge made inside a
+            guarded tool or run follows its policy, and so do ``hooks`` when none are
+            given). While a guarded tool runs, this bridge's policy is the ambient one.
         parent: the ``parent_agent`` of the starting agent (e.g. the caller's name).
         ask: settles tool calls the hooks answer ``ask`` about: True approves, False
             refuses, None (or no callback) pauses the run for approval.
@@ -124,10 +130,14 @@ class OrchestraRunHooks(RunHooks[Any]):
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         hook_timeout: float | None = 60.0,
     ) -> None:
-        self._tasks, self._agents = split_hooks(hooks, hook_timeout)
+        # inside guarded work (a tool of another run, a DAG task): its policy, unless given
+        policy = resolve_policy(registry, hooks, kinds=(TaskHooks, SubagentHooks))
+        registry = policy.registry
+        self._tasks, self._agents = split_hooks(policy.hooks, hook_timeout)
         self.tool_guard = ToolGuard(
             registry,
             self._tasks,
+            hooks=policy.hooks,
             ask=ask,
             on_deny=on_deny,
             hosted_tools=hosted_tools,
@@ -361,36 +371,29 @@ class OrchestraRunHooks(RunHooks[Any]):
         if not guard.pre() or is_guarded(tool):
             return
         name = str(getattr(tool, "name", type(tool).__name__))
-        payload: dict[str, Any] = {
-            "tool_name": name,
-            "tool_input": tool_payload_input(getattr(context, "tool_arguments", None)),
-            "agent_name": str(agent.name),
-        }
+        arguments = getattr(context, "tool_arguments", None)
         call_id = getattr(context, "tool_call_id", None)
-        if call_id:
-            payload["tool_use_id"] = str(call_id)
-        verdict = await guard.pre_tool_use(payload, approved=False, interruptible=False)
-        refusal = verdict.refusal
-        if refusal is None and verdict.modified is not None:
-            refusal = (
-                "a PreToolUse hook rewrote the input of a tool the bridge cannot rewrite "
-                f"({type(tool).__name__}); only guarded function tools take rewritten input"
+        call = tool_call(name, arguments, call_id, agent_name=str(agent.name))
+        answer = await guard.tools.pre(call)
+        rewrote = isinstance(answer, Proceed) and answer.modified
+        if rewrote or isinstance(answer, Mock):  # neither can be carried out here
+            what = "rewrote the input of" if rewrote else "answered"
+            answer = await guard.tools.refuse(
+                call,
+                f"a PreToolUse hook {what} a tool the bridge cannot rewrite "
+                f"({type(tool).__name__}); only guarded function tools take rewritten input",
             )
-        if refusal is not None:
-            retry = await guard.permission_denied(payload, refusal)
-            raise ToolDenied(name, refusal, retry=retry)
+        if isinstance(answer, Refuse):
+            raise ToolDenied(name, answer.reason, retry=answer.retry)
 
     async def on_tool_end(
         self, context: RunContextWrapper[Any], agent: Any, tool: Tool, result: object
     ) -> None:
         """Fire ``PostToolUse`` for a local tool the guard could not wrap."""
-        registry = self.registry
-        if registry is None or is_guarded(tool) or not registry.has_hooks("PostToolUse"):
+        tools = self.tool_guard.tools
+        if not tools.has_post or is_guarded(tool):
             return
-        payload: dict[str, Any] = {
-            "tool_name": str(getattr(tool, "name", type(tool).__name__)),
-            "tool_input": tool_payload_input(getattr(context, "tool_arguments", None)),
-            "tool_response": result,
-            "agent_name": str(agent.name),
-        }
-        await registry.fire("PostToolUse", payload)
+        name = str(getattr(tool, "name", type(tool).__name__))
+        arguments = getattr(context, "tool_arguments", None)
+        call_id = getattr(context, "tool_call_id", None)
+        await tools.post(tool_call(name, arguments, call_id, agent_name=str(agent.name)), result)

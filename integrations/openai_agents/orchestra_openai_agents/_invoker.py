@@ -6,7 +6,8 @@ each guarded ``FunctionTool`` (a copy) gets an invoker that fires ``PreToolUse``
 tool-call ``TaskHooks`` around each attempt (``on_failure`` sees the tool's own exception;
 ``Retry`` calls the tool again), fires ``PostToolUse``/``PostToolUseFailure`` and only then
 applies the tool's own failure policy. A hook's ``ask`` becomes the SDK's approval
-interruption (``needs_approval``).
+interruption (``needs_approval``). The tool events are ``orchestra.bridge.ToolHooks``'s
+(the one tool-call protocol); while the tool runs, the guard's policy is the ambient one.
 """
 
 from __future__ import annotations
@@ -20,25 +21,25 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
 import anyio
+import attrs
 from agents import Agent, FunctionTool
 from agents.tool import maybe_invoke_function_tool_failure_error_function
 from opentelemetry import trace
 
-from orchestra import Fail, Retry, Skip, Task, TaskHookContext, ToolDenied
-from orchestra.skills import post_tool_use_payload
+from orchestra import Fail, Retry, Skip, Task, TaskHookContext
+from orchestra.bridge import Mock, Proceed, Refuse, ToolCall, mark_decision, policy_scope
 from orchestra.tracing import get_tracer
 from orchestra.tracing.names import (
     ATTR_DECISION,
     ATTR_DECISION_BY,
     ATTR_DECISION_DELAY,
-    ATTR_TOOL_DECISION,
     EVENT_DECISION,
     GEN_AI_OPERATION_NAME,
     GEN_AI_TOOL_NAME,
     OP_EXECUTE_TOOL,
     SPAN_EXECUTE_TOOL,
 )
-from orchestra_openai_agents._guard import ApprovalPolicy, ToolGuard, tool_payload_input
+from orchestra_openai_agents._guard import ApprovalPolicy, ToolGuard, tool_call
 from orchestra_openai_agents._state import RunState, end_span, state_for, tool_parent_var
 
 if TYPE_CHECKING:
@@ -94,6 +95,13 @@ class _GuardedInvoker:
     async def __call__(self, ctx: ToolContext[Any], input: str) -> Any:  # the SDK's name
         name = str(getattr(ctx, "tool_name", "") or (self.tool.name if self.tool else "tool"))
         state = state_for(ctx)
+        policy = self.guard.policy
+        with policy_scope(policy.registry, policy.hooks):  # what the tool starts: this policy
+            return await self._traced(ctx, name, input, state)
+
+    async def _traced(
+        self, ctx: ToolContext[Any], name: str, input: str, state: RunState | None
+    ) -> Any:
         tracer = get_tracer()
         if tracer is None:
             return await self._invoke(ctx, name, input, state, None)
@@ -134,68 +142,53 @@ class _GuardedInvoker:
     ) -> Any:
         guard = self.guard
         if not guard.watching:
-            return await self._once(ctx, name, input, state)
-        registry = guard.registry
-        tool_input: Any = tool_payload_input(input)
-        call_id = str(getattr(ctx, "tool_call_id", "") or f"call_{uuid.uuid4().hex}")
+            return await self._once(ctx, name, input, state, None)
         agent = getattr(ctx, "agent", None)
-        fields: dict[str, Any] = {"tool_name": name, "tool_use_id": call_id}
-        if agent is not None:
-            fields["agent_name"] = agent.name
-        mock: Any = None
+        call_id = getattr(ctx, "tool_call_id", "") or f"call_{uuid.uuid4().hex}"
+        call = tool_call(name, input, call_id, agent_name=getattr(agent, "name", None))
+        mocked = False
         if guard.pre():
-            verdict = state.verdicts.pop(call_id, None) if state is not None else None
-            if verdict is None:
-                approved = _approved(ctx, name, call_id)
-                payload = {**fields, "tool_input": tool_input}
-                verdict = await guard.pre_tool_use(payload, approved=approved, interruptible=False)
-            refusal = verdict.refusal
-            if span is not None:
-                span.set_attribute(ATTR_TOOL_DECISION, "deny" if refusal else "allow")
-            if refusal is not None:
-                payload = {**fields, "tool_input": tool_input}
-                retry = await guard.permission_denied(payload, refusal)
-                return guard.deny(name, refusal, retry=retry)
-            mock = verdict.output  # a mock: the tool is not called, PostToolUse fires
-            if mock is None and verdict.modified is not None:
-                tool_input = verdict.modified
-                input = json.dumps(verdict.modified)
+            answer = state.verdicts.pop(call.tool_use_id, None) if state is not None else None
+            if answer is None:
+                approved = _approved(ctx, name, call.tool_use_id)
+                answer = await guard.tools.pre(attrs.evolve(call, approved=approved))
+            else:  # taken by the approval check, before this span existed
+                mark_decision(answer, span)
+            if isinstance(answer, Refuse):
+                return guard.deny(name, answer)
+            if isinstance(answer, Mock):  # the tool is not called, PostToolUse fires
+                result, mocked = answer.output, True
+            elif isinstance(answer, Proceed) and answer.modified:
+                call = call.with_input(answer.tool_input)
+                input = json.dumps(dict(answer.tool_input))
                 # Arguments the SDK prepared for an approval check match the old input.
                 if getattr(ctx, "_function_tool_arguments", None) is not None:
                     ctx._function_tool_arguments = None
-        if mock is None:
-            result = await self._attempts(ctx, name, input, tool_input, fields, state, span)
-        else:
-            result = mock
-        if registry is not None and registry.has_hooks("PostToolUse"):
-            called = {**fields, "tool_input": tool_input}
-            payload = post_tool_use_payload(called, result, mocked=mock is not None)
-            post = await registry.fire("PostToolUse", payload)
-            if post.output is not None:  # a rewrite of what the model gets
-                return post.output
-        return result
+        if not mocked:
+            result = await self._attempts(ctx, name, input, call, state, span)
+        return await guard.tools.post(call, result, mocked=mocked)
 
     async def _attempts(
         self,
         ctx: ToolContext[Any],
         name: str,
         input: str,
-        tool_input: Any,
-        fields: dict[str, Any],
+        tool: ToolCall,
         state: RunState | None,
         span: Span | None,
     ) -> Any:
         """Call the tool, with the tool-call ``TaskHooks`` around each attempt."""
         tasks = self.guard.tasks
         if not any(tasks.has(m) for m in ("before_execute", "on_failure", "after_execute")):
-            return await self._once(ctx, name, input, state, fields, tool_input)
+            return await self._once(ctx, name, input, state, tool)
         call = _Call(
-            Task(id=name, fn=self, metadata={**fields, "tool_input": tool_input}),
-            fields.get("agent_name"),
+            Task(id=name, fn=self, metadata=tool.payload()),
+            tool.fields.get("agent_name"),
             state,
+            tool,
         )
         while True:
-            done, answer = await self._attempt(ctx, name, input, tool_input, call, span)
+            done, answer = await self._attempt(ctx, name, input, call, span)
             if done:
                 return answer
             call.attempt += 1
@@ -205,7 +198,6 @@ class _GuardedInvoker:
         ctx: ToolContext[Any],
         name: str,
         input: str,
-        tool_input: Any,
         call: _Call,
         span: Span | None,
     ) -> tuple[bool, Any]:
@@ -222,13 +214,11 @@ class _GuardedInvoker:
             if isinstance(decision, Skip):
                 return True, f"Tool call skipped: {decision.reason or f'skipped by {by}'}"
             if isinstance(decision, Fail):
-                return True, guard.deny(name, decision.reason or f"failed by {by}")
+                return True, guard.deny(name, Refuse(decision.reason or f"failed by {by}"))
         try:
             result = await self.inner(ctx, input)
-        except ToolDenied as exc:
-            return True, guard.deny(name, exc.reason or str(exc), retry=exc.retry)
         except Exception as exc:
-            return await self._after_failure(ctx, name, tool_input, call, span, exc)
+            return await self._after_failure(ctx, name, call, span, exc)
         if call.state is not None:
             call.state.tool_calls += 1
         if tasks.has("after_execute"):
@@ -247,14 +237,15 @@ class _GuardedInvoker:
         self,
         ctx: ToolContext[Any],
         name: str,
-        tool_input: Any,
         call: _Call,
         span: Span | None,
         exc: Exception,
     ) -> tuple[bool, Any]:
         """A failed attempt: ``on_failure`` decides between a retry, a skip and the failure."""
+        failure = await self.guard.tools.failed(call.tool, exc)
+        if isinstance(failure, Refuse):  # a @registry.guard inside the tool said no
+            return True, self.guard.deny(name, failure)
         call.errors = (*call.errors, exc)
-        await self._report_failure(call.fields, tool_input, exc)
         decision, by = None, None
         tasks = self.guard.tasks
         if tasks.has("on_failure"):
@@ -282,35 +273,21 @@ class _GuardedInvoker:
         name: str,
         input: str,
         state: RunState | None,
-        fields: dict[str, Any] | None = None,
-        tool_input: Any = None,
+        call: ToolCall | None,
     ) -> Any:
         """One call with no tool-call hooks: the result, or the tool's failure policy's."""
         try:
             result = await self.inner(ctx, input)
-        except ToolDenied as exc:  # a @registry.guard inside the tool said no
-            return self.guard.deny(name, exc.reason or str(exc), retry=exc.retry)
         except Exception as exc:
-            if fields is not None:
-                await self._report_failure(fields, tool_input, exc)
+            if call is None:  # no tool events: a guard inside still refuses alike
+                call = tool_call(name, input, getattr(ctx, "tool_call_id", None))
+            failure = await self.guard.tools.failed(call, exc)
+            if isinstance(failure, Refuse):  # a @registry.guard inside the tool said no
+                return self.guard.deny(name, failure)
             return await self._failed(ctx, exc)
         if state is not None:
             state.tool_calls += 1
         return result
-
-    async def _report_failure(
-        self, fields: dict[str, Any], tool_input: Any, error: BaseException
-    ) -> None:
-        registry = self.guard.registry
-        if registry is None or not registry.has_hooks("PostToolUseFailure"):
-            return
-        payload = {
-            **fields,
-            "tool_input": tool_input,
-            "error": str(error) or type(error).__name__,
-            "error_type": type(error).__qualname__,
-        }
-        await registry.fire("PostToolUseFailure", payload)
 
     async def _failed(self, ctx: ToolContext[Any], error: Exception) -> Any:
         """The tool's own failure policy: its ``failure_error_function``'s message, or raise."""
@@ -328,21 +305,19 @@ class _GuardedInvoker:
 class _Call:
     """One guarded call's attempts: its task, attempt number and errors so far."""
 
-    __slots__ = ("attempt", "errors", "executor", "record", "started", "state", "task")
+    __slots__ = ("attempt", "errors", "executor", "record", "started", "state", "task", "tool")
 
-    def __init__(self, task: Task, executor: str | None, state: RunState | None) -> None:
+    def __init__(
+        self, task: Task, executor: str | None, state: RunState | None, tool: ToolCall
+    ) -> None:
         self.task = task
+        self.tool = tool
         self.executor = executor
         self.state = state
         self.record = state.hook_errors.append if state is not None else None
         self.started = time.monotonic()
         self.attempt = 1
         self.errors: tuple[BaseException, ...] = ()
-
-    @property
-    def fields(self) -> dict[str, Any]:
-        """The call's event fields (``tool_name``, ``tool_use_id``, ``agent_name``)."""
-        return {k: v for k, v in self.task.metadata.items() if k != "tool_input"}
 
     def context(self) -> TaskHookContext:
         """The hook context of the current attempt."""

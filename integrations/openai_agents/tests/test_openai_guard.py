@@ -485,3 +485,37 @@ async def test_a_denied_handoff_raises_with_on_deny_raise(tmp_path: Path) -> Non
 
     with pytest.raises(ToolDenied, match="ops is on call only"):
         await OrchestraRunHooks(registry=registry, on_deny="raise").run(triage, "restart prod")
+
+
+async def test_a_nested_run_inside_a_function_tool_follows_the_runs_policy(
+    tmp_path: Path, mode: str
+) -> None:
+    """The ambient policy: a bridge made inside a guarded tool, given no registry."""
+    registry = write_config(tmp_path, DENY_SHELL)
+    ran: list[str] = []
+    inner = ScriptedModel(
+        [
+            [function_call("run_shell", {"command": "rm -rf /"}, call_id="s1")],
+            [assistant_message("the shell is closed")],
+        ]
+    )
+    ops = Agent(name="ops", model=inner, tools=[shell_tool(ran)])
+
+    @function_tool
+    async def delegate(task: str) -> str:
+        """Hand a task to the ops agent."""
+        nested = await OrchestraRunHooks().run(ops, task)  # no registry of its own
+        return str(nested.final_output)
+
+    outer = ScriptedModel(
+        [
+            [function_call("delegate", {"task": "wipe"}, call_id="d1")],
+            [assistant_message("ops said no")],
+        ]
+    )
+    triage = Agent(name="triage", model=outer, tools=[delegate])
+    await drive(OrchestraRunHooks(registry=registry), triage, "clean up", mode)
+
+    assert ran == []
+    assert tool_outputs(inner) == {"s1": "Tool call denied: no shell today"}
+    assert tool_outputs(outer) == {"d1": "the shell is closed"}

@@ -40,7 +40,7 @@ from orchestra import (
     SubagentResult,
     TaskHooks,
 )
-from orchestra.bridge import current_policy, policy_scope
+from orchestra.bridge import current_policy, policy_scope, resolve_policy
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra.skills import StepEvents
 from orchestra_pydantic_ai._chains import split_hooks
@@ -138,14 +138,12 @@ class OrchestraCapability(AbstractCapability[Any]):
         return run
 
     def _ambient(self) -> OrchestraCapability:
-        policy = current_policy()
-        if policy.empty:
+        if current_policy().empty:
             return self
-        kinds = (TaskHooks, SubagentHooks)
-        hooks = [h for h in policy.hooks if isinstance(h, kinds)]
+        policy = resolve_policy(kinds=(TaskHooks, SubagentHooks))
         timeout, attempts = self._options
         built = OrchestraCapability(
-            hooks, policy.registry, hook_timeout=timeout, max_attempts=attempts
+            policy.hooks, policy.registry, hook_timeout=timeout, max_attempts=attempts
         )
         built._last = self._last  # hook_errors: this capability's last run
         return built
