@@ -1,9 +1,9 @@
 """The policy calls of one session: what the registry and the Python hooks decide (internal).
 
-This module only asks; ``_answers`` turns what it hears into the SDK's hook output. It is
-the one place that drives the registry and the hook chains, so that it can become the
-public tool-call protocol (``orchestra.bridge``: ``pre`` -> proceed | answer | refuse |
-ask, ``post``, ``failed``) without a change anywhere else:
+This module only asks; ``_answers`` turns what it hears into the SDK's hook output. The
+tool events go through the public tool-call protocol (``orchestra.bridge.ToolHooks``:
+``pre`` -> proceed | mock | refuse | ask, ``post``, ``failed``); this module adds the hook
+chains around it:
 
 ==========================  =============================================================
 ``pre(payload)``            ``PreToolUse`` (transforms, then guards on the final input),
@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -44,7 +45,7 @@ from orchestra import (
     TaskHooks,
     TaskState,
 )
-from orchestra.skills import post_tool_use_payload
+from orchestra.bridge import Ask, Mock, Refuse, ToolCall, ToolHooks
 
 if TYPE_CHECKING:
     from orchestra.skills import HookOutcome, HookRegistry
@@ -93,7 +94,7 @@ class Verdict:
 class Policy:
     """The registry and the Python hooks of a ``with_hooks`` session."""
 
-    __slots__ = ("agents", "errors", "registry", "run_id", "tasks")
+    __slots__ = ("agents", "errors", "registry", "run_id", "tasks", "tools")
 
     def __init__(
         self,
@@ -103,6 +104,7 @@ class Policy:
         timeout: float | None,
     ) -> None:
         self.registry = registry
+        self.tools = ToolHooks(registry, on_outcome=_Heard.hear)
         self.tasks = HookChain(list(hooks), TaskHooks, timeout, carries=_TASK_ANSWERS)
         self.agents = HookChain(
             list(subagent_hooks), SubagentHooks, timeout, carries=_AGENT_ANSWERS
@@ -136,37 +138,28 @@ class Policy:
     # -- tool calls ------------------------------------------------------------------------
 
     async def pre(self, payload: Mapping[str, Any]) -> Verdict:
-        """``PreToolUse`` and the ``before_*`` moments of one call."""
-        tool_input: Mapping[str, Any] = payload.get("tool_input") or {}
-        changed, allowed, system = False, False, None
-        messages: tuple[str, ...] = ()
-        for _ in range(_MAX_REJUDGE):
-            outcome = await self.fire("PreToolUse", {**payload, "tool_input": tool_input})
-            if outcome is not None:
-                messages, system = messages + outcome.messages, outcome.system_message
-                if outcome.blocked or outcome.decision == "deny":
-                    why = outcome.reason or f"denied by a PreToolUse hook ({outcome.decided_by})"
-                    return await self._refused(payload, tool_input, why, messages, system)
-                if outcome.output is not None:  # a mock: Claude Code has no tool answer here
-                    why = f"answered by a PreToolUse hook: {outcome.output}"
-                    return await self._refused(payload, tool_input, why, messages, system)
-                if outcome.decision == "ask":
-                    why = outcome.reason or f"needs approval ({outcome.decided_by})"
-                    return Verdict(ask=why, messages=messages, system_message=system)
-                allowed = outcome.decision == "allow"
-                if outcome.modified_input is not None:
-                    tool_input, changed = dict(outcome.modified_input), True
-            answer = await self._before(payload, tool_input)
-            if isinstance(answer, str):
-                return await self._refused(payload, tool_input, answer, messages, system)
-            if answer is None:
-                new = tool_input if changed else None
-                return Verdict(
-                    tool_input=new, messages=messages, system_message=system, allowed=allowed
-                )
-            tool_input, changed = answer, True  # a hook's new input: the guards judge it
-        why = f"the input was still being rewritten after {_MAX_REJUDGE} rounds"
-        return Verdict(refusal=why, messages=messages, system_message=system)
+        """``PreToolUse`` (``ToolHooks.pre``) and the ``before_*`` moments of one call."""
+        call, changed = _call(payload), False
+        with _Heard() as heard:
+            for _ in range(_MAX_REJUDGE):
+                answer = await self.tools.pre(call, can_pause=True)  # Claude Code asks
+                if isinstance(answer, Refuse):
+                    return heard.verdict(refusal=answer.reason)
+                if isinstance(answer, Ask):
+                    return heard.verdict(ask=answer.reason)
+                if isinstance(answer, Mock):  # Claude Code has no tool answer here
+                    why = f"answered by a PreToolUse hook: {answer.output}"
+                    return heard.verdict(refusal=why)
+                if answer.modified:
+                    call, changed = call.with_input(answer.tool_input), True
+                before = await self._before(payload, call.tool_input)
+                if isinstance(before, str):
+                    return await self._refused(payload, call.tool_input, before, heard)
+                if before is None:
+                    return heard.verdict(tool_input=call.tool_input if changed else None)
+                call, changed = call.with_input(before), True  # the guards judge it again
+            why = f"the input was still being rewritten after {_MAX_REJUDGE} rounds"
+            return heard.verdict(refusal=why)
 
     async def _before(
         self, payload: Mapping[str, Any], tool_input: Mapping[str, Any]
@@ -195,22 +188,18 @@ class Policy:
         return None
 
     async def _refused(
-        self,
-        payload: Mapping[str, Any],
-        tool_input: Mapping[str, Any],
-        why: str,
-        messages: tuple[str, ...],
-        system: str | None,
+        self, payload: Mapping[str, Any], tool_input: Mapping[str, Any], why: str, heard: _Heard
     ) -> Verdict:
-        await self.fire("PermissionDenied", {**payload, "tool_input": tool_input, "reason": why})
-        return Verdict(refusal=why, messages=messages, system_message=system)
+        """A Python hook's refusal (``on_end`` was called by ``_before``)."""
+        return heard.verdict(refusal=why)
 
     async def post(self, payload: Mapping[str, Any]) -> tuple[HookOutcome | None, Any]:
         """``PostToolUse`` and the ``after_*`` moments: (the outcome, a new output or None)."""
-        outcome = await self.fire(
-            "PostToolUse", post_tool_use_payload(payload, payload.get("tool_response"))
-        )
-        output = None if outcome is None else outcome.output
+        given = payload.get("tool_response")
+        with _Heard() as heard:
+            seen = await self.tools.post(_call(payload), given)
+        outcome = heard.last("PostToolUse")
+        output = None if seen is given else seen
         name = str(payload.get("tool_name", ""))
         tool_input = payload.get("tool_input") or {}
         response = payload.get("tool_response") if output is None else output
@@ -231,10 +220,13 @@ class Policy:
 
     async def failed(self, payload: Mapping[str, Any]) -> HookOutcome | None:
         """``PostToolUseFailure``, ``on_failure`` (observed only) and ``on_end``."""
-        outcome = await self.fire("PostToolUseFailure", payload)
         name = str(payload.get("tool_name", ""))
         tool_input = payload.get("tool_input") or {}
         error = RuntimeError(str(payload.get("error") or "the tool failed"))
+        detail = {"error": str(error), "error_type": "ToolError"}  # the CLI reports a message
+        with _Heard() as heard:
+            await self.tools.failed(_call(payload), error, detail=detail)
+        outcome = heard.last("PostToolUseFailure")
         if name in AGENT_TOOLS and self.agents.has("on_failure"):
             ctx = _dispatch_context(payload, tool_input)
             await self._call(self.agents, "on_failure", name, ctx, error)
@@ -270,6 +262,62 @@ class Policy:
             started_at=time.monotonic(),
             inputs=MappingProxyType(dict(tool_input)),
         )
+
+
+def _call(payload: Mapping[str, Any]) -> ToolCall:
+    """The CLI's payload as ``orchestra.bridge`` describes a call (the rest as fields)."""
+    own = ("tool_name", "tool_input", "tool_use_id", "tool_response", "error")
+    extra = {k: v for k, v in payload.items() if k not in own}
+    return ToolCall(
+        str(payload.get("tool_name", "")),
+        payload.get("tool_input") or {},
+        tool_use_id=str(payload.get("tool_use_id") or uuid.uuid4().hex),
+        fields=extra,
+    )
+
+
+_heard: ContextVar[list[tuple[str, HookOutcome]] | None] = ContextVar(
+    "orchestra_claude_agent_sdk_heard", default=None
+)
+
+
+@final
+class _Heard:
+    """The outcomes ``ToolHooks`` fired for one callback (its ``on_outcome``).
+
+    The protocol answers what to do; Claude Code's output also carries what the hooks
+    said beside it (``additionalContext``, ``systemMessage``, an explicit ``allow``).
+    """
+
+    __slots__ = ("outcomes", "token")
+
+    def __enter__(self) -> _Heard:
+        self.outcomes: list[tuple[str, HookOutcome]] = []
+        self.token = _heard.set(self.outcomes)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _heard.reset(self.token)
+
+    @staticmethod
+    def hear(event: str, outcome: HookOutcome) -> None:
+        """``ToolHooks``' ``on_outcome``: keep it for the callback being answered."""
+        outcomes = _heard.get()
+        if outcomes is not None:
+            outcomes.append((event, outcome))
+
+    def last(self, event: str) -> HookOutcome | None:
+        """The last outcome of ``event``."""
+        found = [o for e, o in self.outcomes if e == event]
+        return found[-1] if found else None
+
+    def verdict(self, **answer: Any) -> Verdict:
+        """The verdict, with the ``PreToolUse`` hooks' messages and their ``allow``."""
+        pre = [o for e, o in self.outcomes if e == "PreToolUse"]
+        messages = tuple(m for o in pre for m in o.messages)
+        system = next((o.system_message for o in reversed(pre) if o.system_message), None)
+        allowed = bool(pre) and pre[-1].decision == "allow"
+        return Verdict(messages=messages, system_message=system, allowed=allowed, **answer)
 
 
 def _dispatch_context(

@@ -1,13 +1,13 @@
 """The policy calls of one guarded crew or agent (internal).
 
 This module only asks, on the event loop of ``_blocking``; ``_hooks`` carries out what it
-hears in CrewAI's hooks. It is the one place that drives the registry and the hook chains,
-so that it can become the public tool-call protocol (``orchestra.bridge``) without a change
-anywhere else:
+hears in CrewAI's hooks. The tool events go through the public tool-call protocol
+(``orchestra.bridge.ToolHooks``: ``PreToolUse``, ``PermissionDenied``, ``PostToolUse``,
+``PostToolUseFailure``); this module adds the hook chains and the delegations around it:
 
 ==========================  =============================================================
-``pre(payload)``            ``PreToolUse`` (transforms, then guards on the final input),
-                            then ``before_execute``; for a delegation (``Delegate work to
+``pre(payload)``            ``PreToolUse`` through ``orchestra.bridge.ToolHooks``, then
+                            ``before_execute``; for a delegation (``Delegate work to
                             coworker``, ``Ask question to coworker``) ``SubagentStart`` and
                             ``before_dispatch`` too. A hook's new input is judged by the
                             guards again. Answers a ``Verdict``.
@@ -46,8 +46,7 @@ from orchestra import (
     TaskHooks,
     TaskState,
 )
-from orchestra.bridge import GiveOutput
-from orchestra.skills import post_tool_use_payload
+from orchestra.bridge import Ask, GiveOutput, Mock, Refuse, ToolCall, ToolHooks
 
 if TYPE_CHECKING:
     from orchestra.skills import HookOutcome, HookRegistry
@@ -84,7 +83,16 @@ class Verdict:
 class Policy:
     """The registry and the Python hooks of one ``with_hooks`` call."""
 
-    __slots__ = ("agents", "errors", "registry", "run_id", "tasks", "timeout", "watching")
+    __slots__ = (
+        "agents",
+        "errors",
+        "registry",
+        "run_id",
+        "tasks",
+        "timeout",
+        "tools",
+        "watching",
+    )
 
     def __init__(
         self,
@@ -94,6 +102,7 @@ class Policy:
         timeout: float | None,
     ) -> None:
         self.registry = registry
+        self.tools = ToolHooks(registry)
         self.timeout = timeout
         self.tasks = HookChain(list(hooks), TaskHooks, timeout, carries=_TASK_ANSWERS)
         self.agents = HookChain(
@@ -120,29 +129,27 @@ class Policy:
     # -- before the tool -------------------------------------------------------------------
 
     async def pre(self, payload: Mapping[str, Any]) -> Verdict:
-        """``PreToolUse`` and the ``before_*`` moments of one call."""
-        tool_input: Mapping[str, Any] = payload["tool_input"]
+        """``PreToolUse`` (``ToolHooks.pre``) and the ``before_*`` moments of one call."""
+        call = _call(payload)
         changed = False
         for _ in range(_MAX_REJUDGE):
-            current = {**payload, "tool_input": tool_input}
-            outcome = await self.fire("PreToolUse", current)
-            if outcome is not None:
-                if outcome.blocked or outcome.decision in ("deny", "ask"):
-                    # CrewAI cannot pause a call: an ask nobody can answer refuses it
-                    why = outcome.reason or f"denied by a PreToolUse hook ({outcome.decided_by})"
-                    return await self._refused(current, why)
-                if outcome.output is not None:  # a mock: the agent reads it, the tool waits
-                    return Verdict(refusal=f"answered by a PreToolUse hook: {outcome.output}")
-                if outcome.modified_input is not None:
-                    tool_input, changed = dict(outcome.modified_input), True
-            answer = await self._before({**payload, "tool_input": tool_input})
-            if isinstance(answer, GiveOutput):
-                return Verdict(given=answer)
-            if isinstance(answer, str):
-                return await self._refused({**payload, "tool_input": tool_input}, answer)
-            if answer is None:
-                return Verdict(tool_input=tool_input if changed else None)
-            tool_input, changed = answer, True  # a new input: the guards judge it again
+            # CrewAI cannot pause a call: an ask nobody answers is a refusal (can_pause)
+            answer = await self.tools.pre(call, can_pause=False)
+            if isinstance(answer, Refuse | Ask):
+                return Verdict(refusal=answer.reason)
+            if isinstance(answer, Mock):  # the agent reads it, the tool does not run
+                given = await self.tools.post(call, answer.output, mocked=True)
+                return Verdict(given=GiveOutput(given))
+            if answer.modified:
+                call, changed = call.with_input(answer.tool_input), True
+            before = await self._before({**payload, "tool_input": call.tool_input})
+            if isinstance(before, GiveOutput):
+                return Verdict(given=before)
+            if isinstance(before, str):
+                return Verdict(refusal=before)
+            if before is None:
+                return Verdict(tool_input=call.tool_input if changed else None)
+            call, changed = call.with_input(before), True  # the guards judge it again
         return Verdict(refusal=f"the input was still being rewritten after {_MAX_REJUDGE} rounds")
 
     async def _before(
@@ -192,17 +199,12 @@ class Policy:
             return {**tool_input, "task": str(decision.value)}
         return None
 
-    async def _refused(self, payload: Mapping[str, Any], why: str) -> Verdict:
-        await self.fire("PermissionDenied", {**payload, "reason": why})
-        return Verdict(refusal=why)
-
     # -- after the tool --------------------------------------------------------------------
 
     async def post(self, payload: Mapping[str, Any], result: Any, attempt: int) -> Any:
         """``PostToolUse`` and the ``after_*`` moments: what the agent reads instead, or None."""
-        outcome = await self.fire("PostToolUse", post_tool_use_payload(payload, result))
-        output = None if outcome is None else outcome.output
-        seen = result if output is None else output
+        seen = await self.tools.post(_call(payload), result)
+        output = None if seen is result else seen
         name = str(payload["tool_name"])
         if name in DELEGATIONS:
             ctx = _dispatch_context(payload)
@@ -225,8 +227,8 @@ class Policy:
         self, payload: Mapping[str, Any], error: str, attempt: int
     ) -> Retry | Skip | None:
         """``PostToolUseFailure`` and ``on_failure``: its ``Retry`` or ``Skip``, or None."""
-        failure = {**payload, "error": error, "error_type": "ToolError"}
-        await self.fire("PostToolUseFailure", failure)
+        detail = {"error": error, "error_type": "ToolError"}  # CrewAI reports a message
+        await self.tools.failed(_call(payload), RuntimeError(error), detail=detail)
         if not self.tasks.has("on_failure") or payload["tool_name"] in DELEGATIONS:
             return None
         ctx = self.task_context(payload, attempt)
@@ -264,6 +266,19 @@ class Policy:
             started_at=time.monotonic(),
             inputs=MappingProxyType(tool_input),
         )
+
+
+def _call(payload: Mapping[str, Any]) -> ToolCall:
+    """The call as ``orchestra.bridge`` describes it."""
+    extra = {
+        k: v for k, v in payload.items() if k not in ("tool_name", "tool_input", "tool_use_id")
+    }
+    return ToolCall(
+        str(payload["tool_name"]),
+        payload["tool_input"],
+        tool_use_id=str(payload["tool_use_id"]),
+        fields=extra,
+    )
 
 
 def _dispatch_context(payload: Mapping[str, Any]) -> SubagentHookContext:
