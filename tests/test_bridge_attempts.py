@@ -107,7 +107,7 @@ def test_failure_outcomes() -> None:
     error = ValueError("bad")
     recovered = begin(Answers(failure=Replace(42)))
     recovered.started()
-    assert recovered.failed(error) == DoGive(42, None, error)
+    assert recovered.failed(error) == DoGive(42, "recovered by Answers.on_failure", error)
     skipped = begin(Answers(failure=Skip("optional")))
     skipped.started()
     assert skipped.failed(error) == DoSkip("skipped by Answers.on_failure: optional", error)

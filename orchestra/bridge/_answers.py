@@ -58,7 +58,9 @@ class DoGive:
 
     Attributes:
         output: the work's output (what flows downstream).
-        reason: ``"output given by X"`` when a ``before_execute`` hook gave it, else None.
+        reason: ``"output given by X"`` when a ``before_execute`` hook gave it,
+            ``"recovered by X"`` when an ``on_failure`` ``Replace`` did (as orchestra's
+            scheduler says), else None.
         error: the body's error that an ``on_failure`` ``Replace`` recovered from, else
             None (kept on the result).
     """

@@ -192,7 +192,7 @@ class Flow:
 def _failure_end(decision: Decision | None, by: str | None, error: Exception) -> Ended:
     """How the work ends after a failure no retry follows."""
     if type(decision) is Replace:  # recovered: the substitute is the output
-        return DoGive(decision.value, None, error)
+        return DoGive(decision.value, f"recovered by {by}" if by else "recovered", error)
     if type(decision) is Skip:
         return DoSkip(f"skipped by {by}{_why(decision)}", error)
     if decision is None:

@@ -256,7 +256,7 @@ class _HookedTask:
         """Carry out the driver's answer in Prefect's terms (see the module docstring)."""
         if isinstance(answer, DoGive):
             if error is not None:
-                self.log(f"{self.name}: failure recovered with a substitute output")
+                self.log(f"{self.name}: failure {answer.reason} with a substitute output")
             self.forget(rid)
             return answer.output
         if error is not None:
