@@ -319,6 +319,38 @@ async def test_a_line_while_nothing_is_in_flight_is_a_protocol_error_for_an_id_l
     await leaks.check()
 
 
+async def test_an_id_less_allow_written_before_the_next_event_is_read_never_answers_it(
+    tmp_path: Path, leaks: LeakCheck
+) -> None:
+    # The audit's case: event 2 was already in flight when the id-less hook's extra
+    # "allow" (written for event 1, a moment late) arrived, and it decided event 2,
+    # which the hook never read. Now it is a protocol error: event 2 fails (blocked).
+    script = tmp_path / "late.py"
+    script.write_text(
+        "import sys, time\n"
+        "for line in sys.stdin:\n"
+        '    print(\'{"decision": "deny", "reason": "no"}\', flush=True)\n'
+        "    time.sleep(0.3)\n"
+        '    print(\'{"decision": "allow"}\', flush=True)\n'
+        "    time.sleep(0.5)\n"  # busy: event 2 is still unread when its 'answer' comes
+    )
+    hook = CommandHook(
+        event="PreToolUse",
+        args=(sys.executable, str(script)),
+        persistent=True,
+        on_error="block",
+        pass_env=(MARK_VAR,),
+    )
+    async with HookRegistry([hook], project_dir=tmp_path) as reg:
+        first = await fire(reg, "rm -rf /")
+        second = await fire(reg, "rm -rf /")  # in flight before the late allow comes
+    assert (first.decision, first.reason) == ("deny", "no")
+    assert second.decision != "allow"
+    assert second.blocked
+    assert error_of(second) == 'answered without an id, its event unread: {"decision": "allow"}'
+    await leaks.check()
+
+
 async def test_error_answers_and_bad_shapes_fail_the_event_only(
     worker: Path, tmp_path: Path, leaks: LeakCheck
 ) -> None:

@@ -12,9 +12,12 @@ Nothing here is tied to an event loop between calls.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import select
 import selectors
+import sys
+import termios
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final, Protocol
@@ -194,6 +197,19 @@ class HookProcess:
             self.woken = False
             return []
         return None
+
+    def unread_input(self) -> bool:
+        """Whether what was written to its stdin is still in the pipe, not read (Linux).
+
+        An answer without an id while its event is unread cannot be that event's answer.
+        """
+        if not self.stdin_open or not sys.platform.startswith("linux"):
+            return False
+        try:
+            count = fcntl.ioctl(self.stdin, termios.FIONREAD, bytes(4))
+        except OSError:
+            return False
+        return int.from_bytes(count, sys.byteorder) > 0
 
     def stray(self) -> bytes | None:
         """What is on stdout now, read while no event is in flight (None: nothing)."""

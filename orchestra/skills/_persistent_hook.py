@@ -312,9 +312,12 @@ class PersistentHook:
         in_flight = self._in_flight
         if key is None:
             # One at a time, an answer without an id is the event's in flight, unless the
-            # process echoed ids before: then it is a stray line, not an answer.
+            # process echoed ids before, or has not read that event: a stray line.
             if self.hook.max_in_flight > 1 or not in_flight or child.echoes_ids:
                 self._fail(child, f"answered without an id: {clip(line)}")
+                return
+            if child.unread_input():
+                self._fail(child, f"answered without an id, its event unread: {clip(line)}")
                 return
             key = next(iter(in_flight))
         else:
