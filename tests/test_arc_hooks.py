@@ -117,8 +117,10 @@ async def test_server_and_run_toml_later_name_wins_skip_and_exit_codes(tmp_path:
     ran: list[str] = []
     result = await orchestra.run(workflow(ran), hooks=[reg.as_task_hooks()])
     assert ran == ["implement"]
-    assert result.states["deploy"] is TaskState.SKIPPED
-    assert result.reasons["deploy"].endswith("deploy disabled in CI")
+    # skip: that stage only (it ends SUCCEEDED with no output, its dependents would run)
+    assert result.states["deploy"] is TaskState.SUCCEEDED
+    assert result.outputs["deploy"] is None
+    assert result.messages["deploy"] == ("stage skipped: deploy disabled in CI",)
     assert result.states["lint"] is TaskState.FAILED
     assert "hook exited with code 3" in str(result.errors["lint"])
     events = [(e["event"], e["node_id"]) for e in logged(tmp_path)]
@@ -451,3 +453,42 @@ def test_a_tilde_in_a_path_is_the_home_folder(
     )
     reg = load("~/.arc/server.toml")
     assert [h.file for h in reg.hooks] == [str(tmp_path / ".arc" / "server.toml")]
+
+
+async def test_skip_skips_that_stage_only_and_its_dependents_run(tmp_path: Path) -> None:
+    skip_lint = script(
+        tmp_path,
+        "skip-lint.sh",
+        """
+        if [ "$ARC_NODE_ID" = "lint" ]; then
+          echo '{"decision": "skip", "reason": "lint is advisory today"}'
+        fi
+        """,
+    )
+    run = write(
+        tmp_path / "run.toml",
+        f"""
+        [[hooks]]
+        event = "stage_start"
+        command = "{skip_lint}"
+        """,
+    )
+    reg = load(run, project_dir=tmp_path)
+    ran: list[str] = []
+    dag = orchestra.DAG("ci")
+
+    @dag.task
+    def lint() -> str:
+        ran.append("lint")
+        return "clean"
+
+    @dag.task(deps=[lint])
+    def deploy(lint: str | None) -> str:
+        ran.append(f"deploy after {lint}")
+        return "deployed"
+
+    result = await orchestra.run(dag, hooks=[reg.as_task_hooks()])
+    assert result.ok
+    assert ran == ["deploy after None"]
+    assert result.states["deploy"] is TaskState.SUCCEEDED
+    assert result.messages["lint"] == ("stage skipped: lint is advisory today",)

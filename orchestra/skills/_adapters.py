@@ -29,6 +29,7 @@ from orchestra._hooks import (
 )
 from orchestra._reporting import report_hook_error
 from orchestra._tool_flow import blocked_reason, error_fields
+from orchestra.skills._arc_hooks import StageSkipped
 from orchestra.skills._critical import CriticalHookError
 from orchestra.skills._dag_payloads import (
     end_payload,
@@ -230,6 +231,9 @@ def _start_decision(
         return Fail(blocked_reason("AttemptStart", outcome))
     if outcome.skip:
         return Skip(outcome.reason or f"skipped by an AttemptStart hook at {outcome.decided_by}")
+    if type(outcome.output) is StageSkipped:  # Arc's skip: that stage only, no output
+        ctx.add_message(f"stage skipped: {outcome.output.reason}")
+        return Replace(GiveOutput(None))
     if outcome.output is not None:
         return Replace(GiveOutput(outcome.output))
     modified = outcome.modified_input

@@ -20,7 +20,8 @@ A hook runs ``sh -c COMMAND`` with the event context as JSON on stdin and in a f
 ``ARC_NODE_ID`` set (and their ``FABRO_*`` twins). Its answer, as Arc documents it:
 exit 0 proceeds, exit 2 blocks, any other exit blocks with ``hook exited with code N``;
 a JSON ``{"decision": "proceed" | "skip" | "block" | "override", "reason": ...,
-"edge_to": ...}`` on stdout (after exit 0 or 2) says more: ``skip`` skips the stage,
+"edge_to": ...}`` on stdout (after exit 0 or 2) says more: ``skip`` skips that stage
+only (``StageSkipped``: it ends SUCCEEDED with no output, its dependents run),
 ``override`` with ``edge_to`` redirects a branch's choice. A hook that is not
 ``blocking`` runs for its side effects: its decision changes nothing, its failure is a
 hook error only. A ``matcher`` is a regular expression searched in the stage's id or
@@ -48,7 +49,7 @@ from orchestra.skills._result import NO_OPINION, HookResult, HookRunError
 from orchestra.skills._sandbox import Sandbox, bwrap_command
 from orchestra.tracing.names import ATTR_PROCESS_EXIT_CODE
 
-__all__ = ["ARC_EVENTS", "UNWIRED_EVENTS", "ArcHook", "override_by_name"]
+__all__ = ["ARC_EVENTS", "UNWIRED_EVENTS", "ArcHook", "StageSkipped", "override_by_name"]
 
 ARC_EVENTS: Final[Mapping[str, tuple[str, str | None, bool]]] = {
     "run_start": ("RunStart", None, True),
@@ -236,8 +237,26 @@ class ArcHook(HookSpec):
             if self.event != "EdgeSelected":
                 return NO_OPINION  # only a branch's choice can be redirected
             return HookResult(output=edge_to, reason=said, exit_code=code)
+        if decision == "skip" and self.event == "AttemptStart":  # that stage only
+            skipped = StageSkipped(said or f"skipped by {self.source}")
+            return HookResult(output=skipped, reason=said, exit_code=code, stderr=done.stderr)
         verdict: Any = decision  # "skip" or "block"
         return HookResult(decision=verdict, reason=said, exit_code=code, stderr=done.stderr)
+
+
+@final
+@attrs.frozen
+class StageSkipped:
+    """An Arc hook's ``skip`` at ``stage_start``: that stage only, as Arc skips it.
+
+    The stage does not run and ends SUCCEEDED with no output (None), its reason among
+    the task's messages; its dependents run (orchestra's ``Skip`` would skip them too).
+
+    Attributes:
+        reason: why, as the hook said it (else which hook skipped it).
+    """
+
+    reason: str
 
 
 def _remove(path: str) -> None:
