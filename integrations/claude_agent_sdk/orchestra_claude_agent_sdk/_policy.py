@@ -45,7 +45,7 @@ from orchestra import (
     TaskHooks,
     TaskState,
 )
-from orchestra.bridge import Ask, Mock, Refuse, ToolCall, ToolHooks
+from orchestra.bridge import Ask, Mock, Refuse, ToolCall, ToolHooks, resolve_policy
 
 if TYPE_CHECKING:
     from orchestra.skills import HookOutcome, HookRegistry
@@ -103,6 +103,10 @@ class Policy:
         subagent_hooks: Iterable[object],
         timeout: float | None,
     ) -> None:
+        # what it was given, else the ambient policy (guarded work it is built inside)
+        ambient = resolve_policy(registry, hooks, kinds=(TaskHooks,))
+        registry, hooks = ambient.registry, ambient.hooks
+        subagent_hooks = tuple(subagent_hooks) or resolve_policy(kinds=(SubagentHooks,)).hooks
         self.registry = registry
         self.tools = ToolHooks(registry, on_outcome=_Heard.hear)
         self.tasks = HookChain(list(hooks), TaskHooks, timeout, carries=_TASK_ANSWERS)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,6 @@ from orchestra import Delegate, Fail, Replace, Skip, SubagentHooks, TaskHooks, T
 from orchestra.tracing import names
 
 pytestmark = pytest.mark.anyio
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 NOT_TMP = "grep -q 'rm -rf /tmp' && { echo 'not /tmp' >&2; exit 2; }; exit 0"
 RM_GUARD = (
@@ -435,3 +432,15 @@ async def _stream(options: ClaudeAgentOptions, cli: FakeCLI) -> None:
 
 async def _no_opinion(hook_input: Any, tool_use_id: Any, context: Any) -> Any:
     return {}
+
+
+async def test_options_built_inside_guarded_work_follow_its_policy(tmp_path: Path) -> None:
+    from orchestra.bridge import policy_scope
+
+    registry = load(tmp_path, {"PreToolUse": [command(RM_GUARD)]})
+    with policy_scope(registry):
+        options = with_hooks(ClaudeAgentOptions())  # no registry of its own: the ambient one
+    cli = FakeCLI([bash("rm -rf /")])
+    await run(options, cli)
+    [(_, answer)] = cli.answers
+    assert specific(answer)["permissionDecision"] == "deny"

@@ -367,3 +367,15 @@ def test_a_skip_after_a_failure_is_what_the_agent_reads() -> None:
     assert llm.read("Tool call skipped: the mirror is down")
     assert hooks.ends == [TaskState.SKIPPED]
     assert len(attempts) == 6  # CrewAI's own attempts; the Skip runs it no more
+
+
+def test_a_crew_built_inside_guarded_work_follows_its_policy(tmp_path: Path) -> None:
+    from orchestra.bridge import policy_scope
+
+    registry = load(tmp_path, {"PreToolUse": [command(RM_GUARD)]})
+    llm = Scripted(model="s", replies=[act("shell", command="rm -rf /"), final()])
+    with policy_scope(registry):
+        crew = with_hooks(crew_of(llm))  # no registry of its own: the ambient one
+    crew.kickoff()
+    assert ran == []
+    assert llm.read(DENIED + "refusing rm -rf")
