@@ -228,6 +228,15 @@ def front_matter(text: str, name: str, problems: Problems) -> str | None:
     return None
 
 
+def _unreadable(exc: yaml.reader.ReaderError) -> str:
+    """A character YAML does not allow, in words (NUL, C0 controls other than tab/newline)."""
+    char = exc.character if isinstance(exc.character, str) else chr(exc.character)
+    return (
+        f"a control character (U+{ord(char):04X}) YAML does not allow: remove it, or write "
+        'it as an escape in a double-quoted string ("\\x01")'
+    )
+
+
 def parse_yaml(text: str, name: str, offset: int, problems: Problems) -> Any:
     """Parse YAML text into ``Map``/``Seq``/scalars; None (and a problem) if refused.
 
@@ -237,9 +246,15 @@ def parse_yaml(text: str, name: str, offset: int, problems: Problems) -> Any:
         offset: lines before the text in its file (a front matter's opening line).
         problems: where problems go.
     """
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # the reader refuses control characters here
+    except yaml.reader.ReaderError as exc:
+        problems.add(name, text.count("\n", 0, exc.position) + 1 + offset, None, _unreadable(exc))
+        return None
     try:
         return loader.get_single_data()
+    except yaml.reader.ReaderError as exc:
+        problems.add(name, text.count("\n", 0, exc.position) + 1 + offset, None, _unreadable(exc))
     except _Refused as exc:
         problems.add(name, exc.line + offset, None, str(exc))
     except yaml.MarkedYAMLError as exc:
