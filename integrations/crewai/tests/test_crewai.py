@@ -379,3 +379,19 @@ def test_a_crew_built_inside_guarded_work_follows_its_policy(tmp_path: Path) -> 
     crew.kickoff()
     assert ran == []
     assert llm.read(DENIED + "refusing rm -rf")
+
+
+def test_a_sync_flow_method_kicking_off_a_guarded_crew(tmp_path: Path) -> None:
+    registry = load(tmp_path, {"PreToolUse": [command(RM_GUARD)]})
+    replies = [act("shell", command="rm -rf /"), act("shell", command="ls"), final("flowed")]
+    llm = Scripted(model="s", replies=replies)
+    crew = with_hooks(crew_of(llm), registry=registry)
+
+    class Ops(Flow[dict[str, Any]]):
+        @start()
+        def work(self) -> str:  # Flow.kickoff runs its own loop; this runs beside it
+            return crew.kickoff().raw
+
+    assert Ops().kickoff() == "flowed"
+    assert ran == ["ls"]
+    assert llm.read(DENIED + "refusing rm -rf")
