@@ -10,7 +10,8 @@ the serializer, so a pickle in it never runs. Its task runs again, and the run s
 The key is ``run(..., journal_key=...)`` when given, else the user's own key, kept in
 ``$XDG_STATE_HOME/orchestra/journal.key`` (default ``~/.local/state/orchestra/``),
 created on first use with mode 0600 in a folder of mode 0700. A key file that others may
-read or write is refused: whoever can read it can forge payloads.
+read or write, that is not a regular file (a FIFO, a device), or whose folder others may
+write to, is refused, at once: whoever can read it can forge payloads.
 """
 
 from __future__ import annotations
@@ -137,9 +138,27 @@ def _read_or_create(path: Path) -> bytes:
         raise _error(path, f"cannot read it ({exc.strerror or exc})") from exc
 
 
+def _check_folder(path: Path) -> None:
+    """Refuse a key folder that others may write to (they could put their key in it)."""
+    if os.name != "posix":
+        return
+    folder = path.parent
+    info = os.stat(folder)
+    if info.st_uid != os.getuid():
+        raise _error(path, f"its folder {folder} is owned by another user")
+    if info.st_mode & 0o022:
+        raise _error(
+            path,
+            f"its folder {folder} has mode {stat.S_IMODE(info.st_mode):o}: others may "
+            f"replace the key (chmod 700 {folder})",
+        )
+
+
 def _read(path: Path) -> bytes:
-    fd = os.open(path, os.O_RDONLY)
+    # Non-blocking: a FIFO put in the key's place would hang the open until a writer came.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
+        _check_folder(path)
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise _error(path, "not a regular file")
