@@ -8,6 +8,9 @@ to run after the block before it. Every block runs in a fresh copy of a small pr
 ``skills/`` folder and a ``.claude/`` folder, as the pages describe), with that folder
 as the working directory, and with a sample ``PreToolUse`` event on stdin for the
 pages' hook scripts, which read one. Nothing a block writes lands in the repository.
+A block runs as a script (``__name__ == "__main__"``), and what it shows it prints is
+checked: a comment at the end of a ``print`` line is that call's output (``...`` for any
+text), so a block that prints another value, or never reaches the call, fails.
 """
 
 from __future__ import annotations
@@ -143,3 +146,93 @@ def docs_project(
     monkeypatch.syspath_prepend(str(tmp_path))  # importable, as for a script run from there
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(SAMPLE_EVENT)))
     yield tmp_path
+
+
+# What a block shows it prints. A comment at the end of a line that calls ``print`` is
+# what that call prints (``...`` stands for any text): `print(total)  # 499500`. The
+# docs test fails a block whose call printed something else, or never ran, so a page
+# cannot show an output its code does not give. An explanation goes on a line of its own.
+_SHOWN_WILDCARD = "..."
+
+
+class _Printed:
+    """What each ``print`` call of the running block printed, by the block's line."""
+
+    def __init__(self) -> None:
+        self.lines: dict[int, list[str]] = {}
+
+    def print(self, *args: object, sep: str | None = " ", **kwargs: object) -> None:
+        caller = sys._getframe(1)
+        if caller.f_code.co_filename == self.filename:
+            text = (" " if sep is None else sep).join(map(str, args))
+            self.lines.setdefault(caller.f_lineno, []).append(text)
+        print(*args, sep=sep, **kwargs)  # type: ignore[call-overload]
+
+    filename = ""
+
+
+_PRINTED = _Printed()
+
+
+def pytest_markdown_docs_globals() -> dict[str, object]:
+    """Every block runs as a script (``__main__``) and its ``print`` is the recording one."""
+    return {"__name__": "__main__", "print": _PRINTED.print}
+
+
+def _shown(source: str) -> dict[tuple[int, int], str]:
+    """The shown outputs of a block: each ``print`` call's line span -> its end comment."""
+    import ast
+    import tokenize
+
+    comments = {
+        tok.start[0]: tok.string[1:].strip()
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    }
+    spans = {}
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "print"
+            and node.end_lineno in comments
+        ):
+            spans[(node.lineno, node.end_lineno)] = comments[node.end_lineno]
+    return spans
+
+
+def _matches(shown: str, printed: str) -> bool:
+    """Whether a printed text is the shown one, ``...`` matching any text."""
+    parts = shown.split(_SHOWN_WILDCARD)
+    if len(parts) == 1:
+        return printed == shown
+    if not (printed.startswith(parts[0]) and printed.endswith(parts[-1])):
+        return False
+    at, end = len(parts[0]), len(printed) - len(parts[-1])
+    for part in parts[1:-1]:
+        found = printed.find(part, at, end)
+        if found < 0:
+            return False
+        at = found + len(part)
+    return at <= end
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Check a docs block's shown outputs against what its ``print`` calls printed."""
+    if item.get_closest_marker("markdown-docs") is None:
+        return (yield)
+    source = dict(item.user_properties)["code"]
+    assert isinstance(source, str)
+    _PRINTED.lines = {}
+    _PRINTED.filename = str(getattr(item, "path", ""))
+    result = yield
+    wrong = []
+    for (first, last), shown in sorted(_shown(source).items()):
+        printed = [text for line in range(first, last + 1) for text in _PRINTED.lines.get(line, [])]
+        if not any(_matches(shown, text) for text in printed):
+            got = " | ".join(printed) if printed else "nothing (the call never ran)"
+            wrong.append(f"line {last} shows {shown!r}, printed: {got}")
+    if wrong:
+        pytest.fail("a block's shown output is not what it prints:\n" + "\n".join(wrong))
+    return result

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import threading
+import types
 from collections.abc import Callable
 from typing import Any, Final, cast, final
 
@@ -60,8 +61,26 @@ def run_body(body: Body, key: str, kwargs: dict[str, Any], held: dict[str, Any])
 
 
 def held_futures(fn: Callable[..., Any]) -> dict[str, Future[Any]]:
-    """The dask futures a body closes over, has as defaults or as ``partial`` arguments."""
+    """The dask futures a body holds (closure, globals it names, defaults, partial args)."""
     return {str(f.key): f for f in _held(fn) if isinstance(f, Future)}
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The global names a function's code (and the functions defined in it) may read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _named_globals(fn: Any) -> dict[str, Any]:
+    """The globals a function reads (a script's top-level ``table = client.scatter(...)``)."""
+    scope = getattr(fn, "__globals__", None)
+    code = getattr(fn, "__code__", None)
+    if scope is None or code is None:
+        return {}
+    return {name: scope[name] for name in _global_names(code) if name in scope}
 
 
 def _held(fn: Any) -> list[Any]:
@@ -71,6 +90,7 @@ def _held(fn: Any) -> list[Any]:
         held.extend(fn.keywords.values())
         fn = fn.func
     held.extend(cell.cell_contents for cell in getattr(fn, "__closure__", None) or ())
+    held.extend(_named_globals(fn).values())
     held.extend(getattr(fn, "__defaults__", None) or ())
     held.extend((getattr(fn, "__kwdefaults__", None) or {}).values())
     return held
@@ -120,6 +140,9 @@ def _load(blob: bytes, values: dict[str, Any]) -> Callable[..., Any]:
             )
         for cell in getattr(target, "__closure__", None) or ():
             cell.cell_contents = swap(cell.cell_contents)
+        for name, value in _named_globals(target).items():
+            if isinstance(value, Future):  # a by-value body's own globals (cloudpickle)
+                target.__globals__[name] = swap(value)
         if getattr(target, "__defaults__", None):
             target.__defaults__ = tuple(map(swap, target.__defaults__))
         if getattr(target, "__kwdefaults__", None):

@@ -517,6 +517,29 @@ async def test_a_scattered_dataset_used_by_20_tasks(client: Client) -> None:
     assert result.outputs == {"total": sum(range(20_000))}
 
 
+SCRIPT = """
+def part(n):
+    return lambda: sum(table.result()[n::4])
+"""
+
+
+async def test_a_scattered_future_a_script_reads_as_a_global(client: Client) -> None:
+    # docs/integrations/dask.md's block: a script's top-level `table` is a global of its
+    # lambdas, not a closure; cloudpickle sends such a body by value, with the future.
+    client.wait_for_workers(2, timeout=60)
+    [table] = client.scatter([list(range(1000))], broadcast=True, hash=False)
+    script: dict[str, object] = {"__name__": "a_script", "table": table}
+    exec(SCRIPT, script)  # a module nobody can import: its functions travel by value
+    dag = DAG("scattered-global")
+    for n in range(4):
+        dag.add(Task(id=f"part{n}", fn=script["part"](n)))  # type: ignore[operator]
+
+    result = await orchestra.run(dag, executor=DaskExecutor(client))
+
+    assert result.ok, result.errors
+    assert sum(result.outputs.values()) == 499500
+
+
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_asynchronous_client_on_the_driver_loop(client: Client) -> None:
     address = client.scheduler.address
