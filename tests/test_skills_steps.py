@@ -25,7 +25,14 @@ async def test_begin_and_finish_fire_the_catalog_fields(tmp_path: Path) -> None:
     turn = await steps.begin(
         errors.append, agent_name="ops", step=1, model=object(), message_count=2, node="llm"
     )
-    await steps.finish(turn, errors.append, tool_calls=("lookup",), input_tokens=5)
+    await steps.finish(
+        turn,
+        errors.append,
+        tool_calls=("lookup",),
+        input_tokens=5,
+        content="Looking it up.",
+        tool_results=[{"tool_name": "search", "tool_call_id": "c1", "output": {"hits": (1, 2)}}],
+    )
     start, end = (json.loads(line) for line in log.read_text().splitlines())
     fields = {"agent_name": "ops", "step": 1, "model": None, "message_count": 2, "node": "llm"}
     assert {k: start[k] for k in fields} == fields
@@ -34,6 +41,11 @@ async def test_begin_and_finish_fire_the_catalog_fields(tmp_path: Path) -> None:
     assert (end["tool_calls"], end["error"]) == (["lookup"], None)
     assert end["usage"] == {"input_tokens": 5, "output_tokens": None}
     assert end["duration_ms"] >= 0
+    # lobehub's afterStep: the step's content and the tool results it read
+    assert end["content"] == "Looking it up."
+    assert end["tool_results"] == [
+        {"tool_name": "search", "tool_call_id": "c1", "output": {"hits": [1, 2]}}
+    ]
     assert errors == []
 
 
@@ -48,6 +60,7 @@ async def test_a_failed_turn_ends_with_its_error_and_nothing_listens_without_hoo
     await steps.finish(turn, errors.append, error=TimeoutError())
     (end,) = (json.loads(line) for line in log.read_text().splitlines())
     assert (end["step"], end["model"], end["error"]) == (3, "m", "TimeoutError")
+    assert (end["content"], end["tool_results"]) == (None, [])
     assert not StepEvents(None).watching
     assert not StepEvents(HookRegistry()).watching
 

@@ -230,7 +230,7 @@ _SPECS: Final = (
         "StepEnd",
         "agent_name",
         description="after each model turn of an agent run, with the tool calls asked "
-        "for, usage, duration_ms and error",
+        "for, usage, duration_ms, error, the turn's content and the tool results it read",
     ),
     _event(
         "TaskCreated",

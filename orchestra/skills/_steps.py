@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 
 from orchestra._spending import active, charge_model_end, charge_model_start
 from orchestra.skills._critical import CriticalHookError
+from orchestra.skills._dag_payloads import safe_serialize
 
 if TYPE_CHECKING:
     from orchestra._errors import HookError
@@ -120,6 +121,8 @@ class StepEvents:
         input_tokens: int | None = None,
         output_tokens: int | None = None,
         error: BaseException | None = None,
+        content: str | None = None,
+        tool_results: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         """Fire ``StepEnd`` (if it has hooks) for ``turn``: its answer, or its error.
 
@@ -130,13 +133,21 @@ class StepEvents:
             input_tokens: the turn's input tokens, if known.
             output_tokens: its output tokens, if known.
             error: the error that ended the model call, if it failed.
+            content: the text the model answered this turn, if any (lobehub's step
+                content).
+            tool_results: the tool results the model read this turn (those of the
+                calls it asked for the turn before), each ``{"tool_name",
+                "tool_call_id", "output"}``; made JSON-safe.
 
         Raises:
             BudgetExceeded: the call's usage crossed a limit of a budget open here.
         """
         usage = {"input_tokens": input_tokens, "output_tokens": output_tokens}
         if self.end:
-            await self._fire("StepEnd", self._end(turn, tool_calls, usage, error), record)
+            payload = self._end(turn, tool_calls, usage, error)
+            payload["content"] = content
+            payload["tool_results"] = [safe_serialize(result) for result in tool_results]
+            await self._fire("StepEnd", payload, record)
         if error is None:
             charge_model_end(turn.fields["model"], usage)
 

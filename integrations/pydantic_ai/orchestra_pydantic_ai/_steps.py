@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.messages import (
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
 
 if TYPE_CHECKING:
     from pydantic_ai.capabilities.abstract import WrapModelRequestHandler
@@ -46,11 +52,26 @@ async def around(
         await steps.finish(turn, record, error=exc)
         raise
     usage = response.usage
+    texts = [p.content for p in response.parts if isinstance(p, TextPart)]
     await steps.finish(
         turn,
         record,
         tool_calls=[p.tool_name for p in response.parts if isinstance(p, ToolCallPart)],
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
+        content="".join(texts) if texts else None,
+        tool_results=_tool_results(request),
     )
     return response
+
+
+def _tool_results(request: ModelRequestContext) -> list[dict[str, object]]:
+    """The tool returns the model reads this turn: those of its last request's parts."""
+    last = request.messages[-1] if request.messages else None
+    if not isinstance(last, ModelRequest):
+        return []
+    return [
+        {"tool_name": p.tool_name, "tool_call_id": p.tool_call_id, "output": p.content}
+        for p in last.parts
+        if isinstance(p, ToolReturnPart)
+    ]

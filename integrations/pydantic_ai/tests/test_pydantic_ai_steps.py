@@ -85,6 +85,12 @@ async def test_each_model_request_is_one_step_between_start_and_end(tmp_path: Pa
     assert end["duration_ms"] >= 0
     assert seen[3]["message_count"] == 3  # the prompt, the tool call, the tool's return
     assert seen[4]["tool_calls"] == []
+    # lobehub's afterStep: the step's content and the tool results it read
+    assert (end["content"], end["tool_results"]) == (None, [])
+    assert seen[4]["content"] == "read value of k"
+    assert seen[4]["tool_results"] == [
+        {"tool_name": "lookup", "tool_call_id": "c1", "output": "value of k"}
+    ]
 
 
 async def test_a_failed_model_request_ends_its_step_with_the_error(tmp_path: Path) -> None:
