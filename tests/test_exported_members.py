@@ -43,7 +43,11 @@ PINNED: dict[str, set[str]] = {
         "AgentDispatcher", "DAG", "DEFAULT_MAX_ATTEMPTS", "Executor", "LocalExecutor",
         "RunResult", "Task", "TaskOptions", "TaskState", "TriggerRule", "run", "run_sync",
     },
-    "orchestra.bridge.testing": {"TASK_CELLS", "TaskEngine", "TaskRun", "check_task_cell"},
+    "orchestra.bridge.testing": {
+        "TASK_CELLS", "TaskEngine", "TaskRun", "check_task_cell",
+        "TOOL_CELLS", "ToolBody", "ToolEngine", "ToolRun", "check_tool_cell",
+        "tool_matrix_header", "tool_matrix_row",
+    },
     "orchestra.executors": {
         "AgentDispatcher", "AppliesTimeouts", "ChainsSubmissions", "ChoosesKeptOutputs",
         "Executor", "KeepsOutputsRemote", "LocalExecutor", "ReleasesOutputs",

@@ -53,6 +53,11 @@ def agent_graph(calls: list[dict[str, Any]], ran: list[str]) -> StateGraph[Any]:
             raise OSError("disk on fire")
         return f"deleted {path}"
 
+    return tool_graph(delete, calls)
+
+
+def tool_graph(one_tool: Any, calls: list[dict[str, Any]]) -> StateGraph[Any]:
+    """model -> tools (a ToolNode of ``one_tool``) -> model, the fake model asking ``calls``."""
     model = GenericFakeChatModel(
         messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="done")])
     )
@@ -66,7 +71,7 @@ def agent_graph(calls: list[dict[str, Any]], ran: list[str]) -> StateGraph[Any]:
 
     builder = StateGraph(MessagesState)
     builder.add_node("model", call_model)
-    builder.add_node("tools", ToolNode([delete], handle_tool_errors=True))
+    builder.add_node("tools", ToolNode([one_tool], handle_tool_errors=True))
     builder.add_edge(START, "model")
     builder.add_conditional_edges("model", route, ["tools", END])
     builder.add_edge("tools", "model")

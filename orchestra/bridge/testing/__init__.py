@@ -1,5 +1,10 @@
 """The one-policy conformance matrix: the same cells run over every engine's adapter.
 
+The tool half (``TOOL_CELLS``, ``ToolEngine``, ``check_tool_cell``): deny, rewrite, mock,
+a ``PostToolUse`` rewrite, audit (``enforce: false``), ask where the engine can pause, a
+raising and a hanging hook per policy (a guard fails closed, a plain hook fails open),
+one trace; ``tool_matrix_row`` renders an engine's row of docs/howto/one-policy.md.
+
 The task half (``TASK_CELLS``, ``TaskEngine``, ``check_task_cell``): retries, skips by
 the engine's own tags, fail, replace, a given output, ``on_end`` once, a raising and a
 hanging hook per policy, one trace. Each integration's tests implement ``TaskEngine``
@@ -12,7 +17,26 @@ from orchestra.bridge.testing._task_matrix import TASK_CELLS as TASK_CELLS
 from orchestra.bridge.testing._task_matrix import TaskEngine as TaskEngine
 from orchestra.bridge.testing._task_matrix import TaskRun as TaskRun
 from orchestra.bridge.testing._task_matrix import check_task_cell as check_task_cell
+from orchestra.bridge.testing._tool_matrix import TOOL_CELLS as TOOL_CELLS
+from orchestra.bridge.testing._tool_matrix import ToolBody as ToolBody
+from orchestra.bridge.testing._tool_matrix import ToolEngine as ToolEngine
+from orchestra.bridge.testing._tool_matrix import ToolRun as ToolRun
+from orchestra.bridge.testing._tool_matrix import check_tool_cell as check_tool_cell
+from orchestra.bridge.testing._tool_matrix import tool_matrix_header as tool_matrix_header
+from orchestra.bridge.testing._tool_matrix import tool_matrix_row as tool_matrix_row
 
-__all__ = ["TASK_CELLS", "TaskEngine", "TaskRun", "check_task_cell"]
+__all__ = [
+    "TASK_CELLS",
+    "TOOL_CELLS",
+    "TaskEngine",
+    "TaskRun",
+    "ToolBody",
+    "ToolEngine",
+    "ToolRun",
+    "check_task_cell",
+    "check_tool_cell",
+    "tool_matrix_header",
+    "tool_matrix_row",
+]
 
 _export(globals())
