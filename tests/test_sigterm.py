@@ -172,3 +172,51 @@ def test_a_programs_own_sigterm_handler_is_left_alone(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["mine", "True"]
+
+
+_INTERRUPTED = """
+import sys, time
+import orchestra
+
+dag = orchestra.DAG("interrupted")
+
+
+@dag.task
+async def waits():
+    import anyio
+
+    await anyio.sleep(60)
+
+
+@dag.task
+def blocks():
+    time.sleep(60)
+
+
+print("started", flush=True)
+orchestra.run_sync(dag, backend=sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_sigint_ends_with_a_plain_keyboard_interrupt_on_both_backends(
+    tmp_path: Path, backend: str
+) -> None:
+    # The audit's case: on trio, Ctrl-C printed a BaseExceptionGroup traceback.
+    script = tmp_path / "interrupted.py"
+    script.write_text(_INTERRUPTED)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), backend],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # a SIGINT ignored by whatever started the tests (a background job) is not inherited
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "started\n"
+    time.sleep(1.0)  # the run is in its tasks
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert err.rstrip().endswith("\nKeyboardInterrupt"), err
+    assert "ExceptionGroup" not in err

@@ -94,6 +94,39 @@ def test_a_changed_file_must_be_trusted_again_and_the_message_says_what_changed(
     assert len(load(config, require_trust=True).hooks) == 1
 
 
+PHASED = """\
+hooks:
+  PreToolUse:
+    - matcher: Bash
+      hooks:
+        - {type: command, command: ./guard.sh, phase: guard}
+"""
+
+
+@pytest.mark.parametrize(
+    ("edited", "line"),
+    [
+        (
+            "phase: guard, enforce: false}",
+            "PreToolUse 'Bash' command [phase: guard, enforce: false]",
+        ),
+        ("}", "PreToolUse 'Bash' command"),
+    ],
+)
+def test_the_refusal_names_a_guard_that_stopped_enforcing_or_lost_its_phase(
+    tmp_path: Path, edited: str, line: str
+) -> None:
+    # The audit's case: a guard changed to enforce: false, or without its phase: guard,
+    # was refused with "its hooks are the same".
+    config = write(tmp_path / "orchestra.yaml", PHASED)
+    hooks("trust", config)
+    write(tmp_path / "orchestra.yaml", PHASED.replace("phase: guard}", edited))
+    message = str(refused(config))
+    assert "its hooks are the same" not in message
+    assert f"+ {line}: ./guard.sh" in message
+    assert "- PreToolUse 'Bash' command [phase: guard]: ./guard.sh" in message
+
+
 def test_a_folder_trusts_each_of_its_files(tmp_path: Path) -> None:
     write(tmp_path / "orchestra.yaml", GUARD)
     skill = write(

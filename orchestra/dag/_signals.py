@@ -7,7 +7,9 @@ SIGINT (tasks end CANCELLED, hook processes are killed with their process groups
 its leases), and then ``SystemExit(143)`` is raised: left uncaught, the process exits
 with the status a shell expects of a process ended by SIGTERM (128 + 15). A SIGTERM
 handler of the program's own is left in place (and so is the signal's default outside
-the main thread, where no handler can be installed).
+the main thread, where no handler can be installed). A SIGINT ends the run as anyio
+does on each backend, raised as a plain ``KeyboardInterrupt`` on both (trio's comes out
+of the run's task group in a ``BaseExceptionGroup``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,18 @@ TERMINATED: Final = 128 + signal.SIGTERM
 """The exit status of a run ended by SIGTERM (143)."""
 
 _T = TypeVar("_T")
+
+
+def _interrupt(exc: BaseException) -> BaseException:
+    """A Ctrl-C as a plain ``KeyboardInterrupt``, as on asyncio.
+
+    Trio delivers it into the run's task group, which wraps it in a ``BaseExceptionGroup``.
+    """
+    if isinstance(exc, BaseExceptionGroup):
+        matched, rest = exc.split(KeyboardInterrupt)
+        if matched is not None and rest is None:
+            return KeyboardInterrupt()
+    return exc
 
 
 def run_terminable(fn: Callable[..., Awaitable[_T]], *args: Any, backend: str) -> _T:
@@ -58,7 +72,7 @@ def run_terminable(fn: Callable[..., Awaitable[_T]], *args: Any, backend: str) -
             except cancelled:
                 raise
             except BaseException as exc:
-                failed.append(exc)
+                failed.append(_interrupt(exc))
             tg.cancel_scope.cancel()  # the watcher: the work ended
 
     anyio.run(main, backend=backend)

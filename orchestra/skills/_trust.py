@@ -49,11 +49,20 @@ def digest(data: bytes) -> str:
 
 
 def summary(hooks: Iterable[Any]) -> tuple[str, ...]:
-    """One line per hook, as the store keeps them: ``Event 'matcher' type: what it does``."""
+    """One line per hook, as the store keeps them: ``Event 'matcher' type: what it does``.
+
+    A hook's phase and audit mode are on its line when set (``[phase: guard]``,
+    ``[enforce: false]``), so a diff names a guard that lost its phase or stopped
+    enforcing.
+    """
     lines = []
     for hook in hooks:
         matcher = f" {hook.matcher!r}" if hook.matcher is not None else ""
-        lines.append(f"{hook.event}{matcher} {hook.type}: {hook.describe()}")
+        marks = [f"phase: {hook.phase}"] if getattr(hook, "phase", None) else []
+        if getattr(hook, "enforce", True) is False:
+            marks.append("enforce: false")
+        tail = f" [{', '.join(marks)}]" if marks else ""
+        lines.append(f"{hook.event}{matcher} {hook.type}{tail}: {hook.describe()}")
     return tuple(lines)
 
 
