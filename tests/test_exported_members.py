@@ -67,7 +67,7 @@ PINNED: dict[str, set[str]] = {
         # the attempt driver and its answers
         "Answer", "AttemptDriver", "ContextFactory", "DEFAULT_MAX_ATTEMPTS", "DoFail", "DoGive",
         "DoRun", "DoSkip", "DoSleep", "Ended", "GiveOutput", "RetryBudget", "SpanFactory",
-        "TaskAttempts", "carry",
+        "TaskAttempts", "carry", "keep",
         # the tool-call protocol: the call, its answers, the flows and their drivers
         "Mock", "Ask", "AskCallback", "Consult", "DENIED_PREFIX", "Effect", "FailedAnswer",
         "Fire", "OutcomeCallback", "PreAnswer", "Proceed", "Raise", "Refuse", "ToolCall",

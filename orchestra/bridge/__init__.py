@@ -96,6 +96,7 @@ from orchestra.bridge._answers import DoSkip as DoSkip
 from orchestra.bridge._answers import DoSleep as DoSleep
 from orchestra.bridge._answers import Ended as Ended
 from orchestra.bridge._answers import carry as carry
+from orchestra.bridge._answers import keep as keep
 from orchestra.bridge._attempts import AttemptDriver as AttemptDriver
 from orchestra.bridge._attempts import ContextFactory as ContextFactory
 from orchestra.bridge._attempts import SpanFactory as SpanFactory
@@ -140,6 +141,7 @@ __all__ = [
     "deny_reason",
     "error_fields",
     "failed_flow",
+    "keep",
     "mark_decision",
     "policy_scope",
     "post_flow",

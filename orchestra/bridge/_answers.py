@@ -23,7 +23,7 @@ import attrs
 from orchestra._decisions import Decision
 from orchestra.dag import TaskState
 
-__all__ = ["Answer", "DoFail", "DoGive", "DoRun", "DoSkip", "DoSleep", "Ended", "carry"]
+__all__ = ["Answer", "DoFail", "DoGive", "DoRun", "DoSkip", "DoSleep", "Ended", "carry", "keep"]
 
 
 @final
@@ -128,3 +128,11 @@ def carry(end: Ended, *, skipped: Any = None) -> Any:
     if type(end) is DoFail:
         raise end.error
     return end.output if type(end) is DoGive else skipped
+
+
+def keep(end: Ended, name: str, errors: dict[str, BaseException], reasons: dict[str, str]) -> None:
+    """Keep what an ending answer says on a run's result: ``errors[name]``, ``reasons[name]``."""
+    if end.error is not None:
+        errors[name] = end.error
+    if end.reason is not None:
+        reasons[name] = end.reason

@@ -32,6 +32,7 @@ decisions and errors on the attempt's span, and ``on_end`` exactly once.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeAlias, TypeVar, final
@@ -105,7 +106,7 @@ class AttemptDriver:
         budget: RetryBudget | None = None,
         attempt: int = 0,
         errors: tuple[BaseException, ...] = (),
-        settle: Callable[[Ended], object] | None = None,
+        settle: Callable[[TaskAttempts, Ended], object] | None = None,
     ) -> TaskAttempts:
         """The attempts of one run of ``task`` with ``inputs``.
 
@@ -118,7 +119,8 @@ class AttemptDriver:
             budget: the run's retry budget, spent by each retry that goes ahead.
             attempt: attempts made already (an engine that counts its own runs, Prefect).
             errors: the errors of those attempts.
-            settle: called with the ending answer before the ``on_end`` hooks run.
+            settle: called with the attempts and their ending answer before the ``on_end``
+                hooks run (a bound method of the engine's run, say: no closure, no cycle).
         """
         return TaskAttempts(
             self, task, inputs, context, (on_error, tracer, budget, settle), attempt, errors
@@ -282,23 +284,12 @@ class TaskAttempts(Flow):
             return stop.value  # type: ignore[no-any-return]  # the flow's own answer
 
 
-class _current:  # used as a context manager, like a function
-    """Make an attempt's span the current one while the body runs (its children nest)."""
+_NO_SPAN: Final = contextlib.nullcontext()
 
-    __slots__ = ("_cm", "_span")
 
-    def __init__(self, span: Span | None) -> None:
-        self._span = span
-        self._cm: Any = None
-
-    def __enter__(self) -> None:
-        if self._span is not None:
-            self._cm = trace.use_span(self._span, end_on_exit=False)
-            self._cm.__enter__()
-
-    def __exit__(self, *exc: object) -> None:
-        if self._cm is not None:
-            self._cm.__exit__(None, None, None)
+def _current(span: Span | None) -> contextlib.AbstractContextManager[Any]:
+    """Make an attempt's span the current one (its children nest); nothing when None."""
+    return _NO_SPAN if span is None else trace.use_span(span, end_on_exit=False)
 
 
 def _close(span: Span | None, ended: Ended | None) -> None:

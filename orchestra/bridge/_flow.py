@@ -70,7 +70,7 @@ class Flow:
         task: Task,
         inputs: Any,
         context: ContextFactory,
-        how: tuple[Any, Any, RetryBudget | None, Callable[[Ended], object] | None],
+        how: tuple[Any, Any, RetryBudget | None, Callable[[Any, Ended], object] | None],
         attempt: int,
         errors: tuple[BaseException, ...],
     ) -> None:
@@ -165,7 +165,7 @@ class Flow:
         """Settle the work, then its ``on_end`` hooks, once."""
         self._ended = answer
         if self._settle is not None:
-            self._settle(answer)
+            self._settle(self, answer)
         if self._d.has["on_end"]:
             yield ("on_end", (self._context_now(), answer.state))
         return answer

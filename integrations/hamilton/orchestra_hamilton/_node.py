@@ -23,7 +23,7 @@ from opentelemetry.trace import Span
 
 import orchestra
 from orchestra import HookChain, TaskState
-from orchestra.bridge import AttemptDriver, DoGive, Ended, TaskAttempts, carry
+from orchestra.bridge import AttemptDriver, TaskAttempts, carry
 from orchestra_hamilton._run import Run
 
 __all__ = ["Nodes", "reason"]
@@ -91,27 +91,14 @@ class Nodes:
 
     def begin(self, run: Run, task: orchestra.Task, kwargs: Any) -> TaskAttempts:
         """The attempts of one node, settled into ``run``."""
-        name = task.id
-
-        def settle(end: Ended) -> None:
-            output = end.output if type(end) is DoGive else None
-            run.settle(name, end.state, output, attempts.started_at)
-            if end.error is not None:
-                run.errors[name] = end.error
-            if end.reason is not None:
-                run.reasons[name] = end.reason
-
-        attempts = self.driver.begin(
+        return self.driver.begin(
             task,
             kwargs,
-            context=lambda a: run.context(
-                a.task, a.attempt, a.errors, a.started_at, a.inputs, a.notes
-            ),
+            context=run.attempt_context,
             on_error=run.record,
             tracer=run.tracer,
-            settle=settle,
+            settle=run.settled,
         )
-        return attempts
 
     async def ended(self, run: Run, task: orchestra.Task, state: TaskState) -> None:
         """Call the ``on_end`` hooks of a node the run never reached (attempt 0)."""

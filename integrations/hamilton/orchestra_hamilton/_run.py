@@ -13,6 +13,7 @@ from opentelemetry.trace import Link, Span
 import orchestra
 import orchestra.tracing as ot
 from orchestra import HookChain, TaskHookContext, TaskState
+from orchestra.bridge import DoGive, Ended, TaskAttempts, keep
 
 __all__ = ["Run", "Trace"]
 
@@ -158,6 +159,19 @@ class Run:
         self.durations[name] = time.monotonic() - started
         if self.keep_outputs and state is TaskState.SUCCEEDED:
             self.outputs[name] = output
+
+    def settled(self, attempts: TaskAttempts, end: Ended) -> None:
+        """A node ended as the attempt driver says: its state, output, error and reason."""
+        name = attempts.task.id
+        self.settle(
+            name, end.state, end.output if type(end) is DoGive else None, attempts.started_at
+        )
+        keep(end, name, self.errors, self.reasons)
+
+    def attempt_context(self, attempts: TaskAttempts) -> TaskHookContext:
+        """The hook context of the current attempt of a node."""
+        a = attempts
+        return self.context(a.task, a.attempt, a.errors, a.started_at, a.inputs, a.notes)
 
     def unfinished(self) -> list[tuple[str, TaskState]]:
         """Planned nodes that never ended, with the state they end in now the run is over.

@@ -23,7 +23,7 @@ from langgraph.errors import GraphBubbleUp
 from opentelemetry.trace import Span
 
 import orchestra
-from orchestra.bridge import AttemptDriver, Ended, TaskAttempts, carry
+from orchestra.bridge import AttemptDriver, TaskAttempts, carry
 from orchestra_langgraph._run import Run, current
 
 __all__ = ["HookedNode", "node_runnable", "reason"]
@@ -74,26 +74,14 @@ class HookedNode:
 
     def begin(self, run: Run, state: Any) -> TaskAttempts:
         """The attempts of one node run, settled into ``run``."""
-        name = self.task.id
-
-        def settle(end: Ended) -> None:
-            run.settle(name, end.state, attempts.started_at)
-            if end.error is not None:
-                run.errors[name] = end.error
-            if end.reason is not None:
-                run.reasons[name] = end.reason
-
-        attempts = self.driver.begin(
+        return self.driver.begin(
             self.task,
             state,
-            context=lambda a: run.context(
-                a.task, a.attempt, a.errors, a.started_at, a.inputs, a.notes
-            ),
+            context=run.attempt_context,
             on_error=run.record,
             tracer=run.tracer,
-            settle=settle,
+            settle=run.settled,
         )
-        return attempts
 
 
 def _attempt_span(run: Run, name: str, attempt: int, previous: Span | None) -> Span | None:

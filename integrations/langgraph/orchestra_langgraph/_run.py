@@ -21,6 +21,7 @@ from opentelemetry.trace import Link, Span
 import orchestra
 import orchestra.tracing as ot
 from orchestra import HookChain, TaskHookContext, TaskState
+from orchestra.bridge import Ended, TaskAttempts, keep
 
 __all__ = ["Run", "current"]
 
@@ -135,6 +136,17 @@ class Run:
         """Record a node run's terminal state."""
         self.states[name] = state
         self.durations[name] = time.monotonic() - started
+
+    def settled(self, attempts: TaskAttempts, end: Ended) -> None:
+        """A node run ended as the attempt driver says: its state, error and reason."""
+        name = attempts.task.id
+        self.settle(name, end.state, attempts.started_at)
+        keep(end, name, self.errors, self.reasons)
+
+    def attempt_context(self, attempts: TaskAttempts) -> TaskHookContext:
+        """The hook context of the current attempt of a node run."""
+        a = attempts
+        return self.context(a.task, a.attempt, a.errors, a.started_at, a.inputs, a.notes)
 
     def result(self, error: BaseException | None = None) -> orchestra.RunResult:
         """The run as an ``orchestra.RunResult``."""
