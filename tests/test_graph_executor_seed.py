@@ -17,6 +17,7 @@ import pytest
 import orchestra
 from orchestra import TaskState
 from orchestra.skills import load
+from orchestra.skills._graph_hooks import GRAPH_ENV_NOTE
 
 pytestmark = pytest.mark.anyio
 
@@ -112,6 +113,8 @@ async def test_node_events_get_the_seeds_fields(tmp_path: Path) -> None:
     }  # fmt: skip
     (root / "graph.json").write_text(json.dumps(graph))
     reg = load(root / "graph.json", project_dir=root)
+    # the difference orchestra keeps (the minimal environment), said once at load
+    assert reg.notes == (f"{root / 'graph.json'}:1: {GRAPH_ENV_NOTE}",)
     result = await orchestra.run(two_nodes(), hooks=[reg.as_task_hooks()])
     assert result.ok, result.hook_errors
     assert not result.hook_errors

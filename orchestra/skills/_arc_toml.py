@@ -17,6 +17,7 @@ from typing import Final
 from orchestra._errors import did_you_mean
 from orchestra.skills._arc_hooks import ARC_EVENTS, UNWIRED_EVENTS, ArcHook
 from orchestra.skills._catalog import EVENTS
+from orchestra.skills._env import KEPT_MINIMAL
 from orchestra.skills._matchers import compile_matcher
 from orchestra.skills._sandbox import Sandbox
 from orchestra.skills._seed_fields import SeedEntry
@@ -42,10 +43,8 @@ _HEADER: Final = re.compile(r"\s*\[\[\s*hooks\s*\]\]")
 _TABLE: Final = re.compile(r"\s*\[")
 _AT_LINE: Final = re.compile(r"at line (\d+)")
 MINIMAL_ENV_NOTE: Final = (
-    "hooks without `sandbox` get orchestra's minimal environment (PATH, HOME, ...), not "
-    "the host's whole one: a hook is not handed the run's secrets; `sandbox = false` "
-    "runs one on the host with the host's environment, as Arc does, and "
-    "load(..., pass_env=(NAME, ...)) passes named variables"
+    f"hooks without `sandbox` {KEPT_MINIMAL}; `sandbox = false` runs one on the host "
+    "with the host's environment, as Arc does"
 )
 """What the loader says once per Arc file whose hooks keep the minimal environment."""
 

@@ -26,7 +26,14 @@ from typing import Final
 from orchestra._children import MINIMAL_ENV, minimal_environment
 from orchestra.tracing import inject_env
 
-__all__ = ["MINIMAL_ENV", "check_glob", "check_name", "hook_environment"]
+__all__ = ["KEPT_MINIMAL", "MINIMAL_ENV", "check_glob", "check_name", "hook_environment"]
+
+KEPT_MINIMAL: Final = (
+    "get orchestra's minimal environment (PATH, HOME, ...), not the whole one their "
+    "own runner passes: a hook is not handed the run's secrets; "
+    "load(..., pass_env=(NAME, ...)) passes named variables"
+)
+"""The end of the note a source's loader gives once where it keeps this difference."""
 
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _GLOB: Final = re.compile(r"(?:[A-Za-z0-9_*?]|\[!?[A-Za-z0-9_-]+\])+")

@@ -46,14 +46,14 @@ from typing import Any, ClassVar, Final, final
 import attrs
 
 from orchestra.skills._command import command_argv, describe_exit, run_process
-from orchestra.skills._env import hook_environment
+from orchestra.skills._env import KEPT_MINIMAL, hook_environment
 from orchestra.skills._hook import NOT_CONFIG, HookCall, HookSpec, utc_timestamp
 from orchestra.skills._result import NO_OPINION, HookResult, HookRunError
 from orchestra.skills._seed_fields import SeedEntry
 from orchestra.skills._yaml import Map, Problems, Seq, kind
 from orchestra.tracing.names import ATTR_PROCESS_EXIT_CODE
 
-__all__ = ["GRAPH_EVENTS", "GraphHook", "is_graph_file", "read_graph"]
+__all__ = ["GRAPH_ENV_NOTE", "GRAPH_EVENTS", "GraphHook", "is_graph_file", "read_graph"]
 
 # The seed's events: (orchestra's event, the RunEnd/AttemptEnd state it is, if one).
 GRAPH_EVENTS: Final[Mapping[str, tuple[str, str | None]]] = {
@@ -78,6 +78,8 @@ _DEFAULT_TIMEOUT_MS: Final = 1000
 _MAX_TIMEOUT_MS: Final = 300_000
 _ACTIONS: Final = ("continue", "block", "modify")
 _NODE_EVENTS: Final = frozenset({"AttemptStart", "AttemptEnd"})
+GRAPH_ENV_NOTE: Final = f"graph executor hooks {KEPT_MINIMAL}"
+"""What the loader says once per graph executor file (the difference it keeps)."""
 _STDERR_TAIL: Final = 500  # the end of a failed hook's stderr, in its recorded error
 
 
@@ -251,6 +253,13 @@ def read_graph(file: str, data: Map | Seq, problems: Problems) -> list[GraphHook
     The graph's own ``hooks`` first, then each node's ``config.hooks`` (in node order),
     whose ``match_node_id`` is that node's id.
     """
+    found = _read(file, data, problems)
+    if found:  # said once per file: the difference orchestra keeps on purpose
+        problems.notes.append(f"{file}:{found[0].line}: {GRAPH_ENV_NOTE}")
+    return found
+
+
+def _read(file: str, data: Map | Seq, problems: Problems) -> list[GraphHook]:
     if isinstance(data, Seq):
         return _entries(file, data, "", problems)
     hooks = data.get("hooks")
