@@ -265,6 +265,11 @@ class RunJournal(BatchRecorder):
             self._release(journal, shared)
             raise
         self.shared = shared
+        self._open_writer(journal, run_id)
+        return reuse
+
+    def _open_writer(self, journal: Journal, run_id: str) -> None:
+        """Start the batch writer that records settled tasks and renews the leases."""
         self.holding = Holding(journal, self.leases, run_id)
         self.writer = BatchWriter(
             self.write,
@@ -278,7 +283,6 @@ class RunJournal(BatchRecorder):
             self.none = self._not_plain
         if not self.keeps_outputs:
             self.atom = self._not_plain
-        return reuse
 
     # -- during the run (on the event loop) -----------------------------------------------
 
