@@ -19,10 +19,26 @@ from rich.markup import escape
 from rich.table import Table
 
 from orchestra._errors import ConfigError
-from orchestra.cli._hooks_common import PATHS, load_registry, table_console
+from orchestra.cli._hooks_common import PATHS, load_registry, review_registry, table_console
 from orchestra.skills import CommandHook, HookRegistry, ReplayChange, ReplayReport, Sandbox
 
 __all__ = ["replay"]
+
+
+def _refuse_in_process(paths: tuple[Path, ...]) -> None:
+    """Exit 2 before anything is imported if a hook runs in this process (``python``).
+
+    No sandbox reaches a python hook: --sandbox refuses them, reading the files without
+    importing anything (a module's code would run on import).
+    """
+    in_process = [hook.source for hook in review_registry(paths).hooks if hook.type == "python"]
+    if in_process:
+        click.echo(
+            "error: --sandbox cannot sandbox python hooks, which run in this process: "
+            f"{', '.join(in_process)}; replay without them, or without --sandbox",
+            err=True,
+        )
+        raise SystemExit(2)
 
 
 def _sandboxed(registry: HookRegistry) -> HookRegistry:
@@ -87,7 +103,8 @@ def _print(report: ReplayReport) -> None:
 @click.option(
     "--sandbox",
     is_flag=True,
-    help="Run every command hook under the sandbox (bubblewrap), as sandbox: true does.",
+    help="Run every command hook under the sandbox (bubblewrap), as sandbox: true does "
+    "(python hooks, which run in-process, are refused).",
 )
 def replay(
     events: Path,
@@ -109,6 +126,8 @@ def replay(
     not a file of recorded events (the line is named) or the hooks cannot be used
     (files not trusted, hooks that do not load).
     """
+    if sandbox:
+        _refuse_in_process(paths)
     registry = load_registry(paths, project_dir, require_trust=not trust_all)
     if sandbox:
         registry = _sandboxed(registry)

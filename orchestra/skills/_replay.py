@@ -4,7 +4,9 @@
 ``orchestra run --record-events``) twice, a line at a time, so memory stays bounded
 whatever its size: first to check every line (a corrupt or truncated file is refused
 before any hook runs, naming the line), then to fire each event through the registry's
-hooks, for real. An event whose decision differs from the recorded one is a change:
+hooks, for real. A line over ``MAX_REPLAY_LINE`` bytes (read no further than that) or
+nested deeper than ``MAX_REPLAY_DEPTH`` is refused, naming it. An event whose decision
+differs from the recorded one is a change:
 
 =================  ==========================================================
 decision           from an outcome
@@ -35,10 +37,22 @@ from orchestra.skills._outcome import HookOutcome
 if TYPE_CHECKING:
     from orchestra.skills._registry import HookRegistry
 
-__all__ = ["KEPT_CHANGES", "ReplayChange", "ReplayReport", "replay", "verdict"]
+__all__ = [
+    "KEPT_CHANGES",
+    "MAX_REPLAY_DEPTH",
+    "MAX_REPLAY_LINE",
+    "ReplayChange",
+    "ReplayReport",
+    "replay",
+    "verdict",
+]
 
 KEPT_CHANGES: Final = 1000
 """How many changes a ``ReplayReport`` keeps (its counts cover every one)."""
+MAX_REPLAY_LINE: Final = 64 * 1024 * 1024
+"""The longest line a record file may have, in bytes (the record's own rotation size)."""
+MAX_REPLAY_DEPTH: Final = 200
+"""How deeply a recorded payload may nest (objects and lists)."""
 _SUBJECT_CHARS: Final = 80
 _SUBJECT_FIELDS: Final = ("command", "file_path", "path", "url", "pattern", "prompt")
 
@@ -146,6 +160,10 @@ def _check(path: Path, number: int, text: str) -> tuple[str, dict[str, Any], str
     except ValueError as exc:
         truncated = " (the file is truncated?)" if not text.endswith("\n") else ""
         raise _refuse(path, number, f"not a JSON line: {exc}{truncated}") from None
+    except RecursionError:
+        record = None
+    if record is None or _too_deep(record):
+        raise _refuse(path, number, f"nested deeper than {MAX_REPLAY_DEPTH} levels")
     if not isinstance(record, dict):
         raise _refuse(path, number, f"expected a JSON object, got {type(record).__name__}")
     event = record.get("event")
@@ -161,17 +179,35 @@ def _check(path: Path, number: int, text: str) -> tuple[str, dict[str, Any], str
     return event, payload, _recorded_verdict(outcome)
 
 
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests deeper than ``MAX_REPLAY_DEPTH`` (checked without recursion)."""
+    level: list[Any] = [value]
+    for _ in range(MAX_REPLAY_DEPTH):
+        level = [
+            item
+            for node in level
+            if isinstance(node, dict | list)
+            for item in (node.values() if isinstance(node, dict) else node)
+        ]
+        if not level:
+            return False
+    return any(isinstance(node, dict | list) and node for node in level)
+
+
 def _lines(path: Path) -> Iterator[tuple[int, str, dict[str, Any], str]]:
-    """Every record of the file, checked, a line at a time."""
-    with path.open(encoding="utf-8", errors="strict") as file:
+    """Every record of the file, checked, a line at a time (none read past its limit)."""
+    with path.open("rb") as file:
         number = 0
-        try:
-            for number, text in enumerate(file, 1):
-                if not text.strip():
-                    continue
+        while raw := file.readline(MAX_REPLAY_LINE + 1):
+            number += 1
+            if len(raw) > MAX_REPLAY_LINE:
+                raise _refuse(path, number, f"a line over {MAX_REPLAY_LINE} bytes")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise _refuse(path, number, f"not UTF-8 text: {exc.reason}") from None
+            if text.strip():
                 yield (number, *_check(path, number, text))
-        except UnicodeDecodeError as exc:
-            raise _refuse(path, number + 1, f"not UTF-8 text: {exc.reason}") from None
 
 
 async def replay(
