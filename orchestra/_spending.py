@@ -19,21 +19,28 @@ import contextlib
 import contextvars
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Final, final
+from typing import TYPE_CHECKING, Final, final
 
 import attrs
 
 from orchestra._budget import KINDS, TOKEN_KINDS, Budget
 from orchestra._errors import BudgetExceeded
+from orchestra.tracing._engine import set_budget_use
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 __all__ = [
     "BudgetUse",
+    "RunBudgets",
     "Spending",
     "active",
     "budgets_of",
     "charge_model_end",
     "charge_model_start",
     "charge_tool",
+    "enter_budgets",
+    "open_budgets",
     "open_spending",
     "spending",
 ]
@@ -279,3 +286,62 @@ def charge_model_end(model: str | None, usage: Mapping[str, int | None]) -> None
             crossed = error
     if crossed is not None:
         raise crossed
+
+
+@final
+class RunBudgets:
+    """The budgets one run opened (``orchestra.bridge.open_budgets``): what they spent.
+
+    Attributes:
+        spent: the counts the run opened, one per budget (empty: the run has none).
+    """
+
+    __slots__ = ("spent",)
+
+    def __init__(self, spent: tuple[Spending, ...]) -> None:
+        self.spent = spent
+
+    def __bool__(self) -> bool:
+        return bool(self.spent)
+
+    def uses(self) -> tuple[BudgetUse, ...]:
+        """What the run spent of each of its budgets so far, in order."""
+        return tuple(owner.use() for owner in self.spent)
+
+    def annotate(self, span: Span | None) -> None:
+        """Put the figures on the run's ``span`` (``orchestra.budget.<kind>.used``...)."""
+        if self.spent and span is not None:
+            set_budget_use(span, self.uses())
+
+
+@contextlib.contextmanager
+def open_budgets(hooks: Iterable[object] = (), registry: object = None) -> Iterator[RunBudgets]:
+    """Charge the model and tool calls made inside the block to a run's budgets.
+
+    A bridge opens it around each agent or graph run with the hooks and registry it was
+    given itself (not the ambient ones it inherits: a run inside a run that is not given
+    the budget counts toward the enclosing run's). The budgets are the ``Budget`` objects
+    among ``hooks`` and the registry's ``budgets`` (its files' ``budget:``). With none,
+    it costs one tuple and changes nothing.
+
+    Args:
+        hooks: the run's own hook objects.
+        registry: the run's own ``HookRegistry``, or None.
+    """
+    budgets = budgets_of((*hooks, registry) if registry is not None else hooks)
+    with spending(budgets) as spent:
+        yield RunBudgets(spent)
+
+
+def enter_budgets(budgets: Iterable[Budget]) -> RunBudgets:
+    """Open ``budgets`` in the current context for good, as ``open_budgets`` opens them.
+
+    For an engine that runs each run in a context of its own (``contextvars.Context.run``),
+    where a ``with`` block cannot span the run. The counts end with that context.
+    """
+    budgets = tuple(budgets)
+    if not budgets:
+        return RunBudgets(())
+    active, opened = open_spending(budgets)
+    _OPEN.set(active)
+    return RunBudgets(opened)

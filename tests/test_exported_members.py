@@ -77,6 +77,9 @@ PINNED: dict[str, set[str]] = {
         "run_blocking", "set_tool_result", "tool_span",
         # the ambient policy
         "Policy", "current_policy", "policy_scope", "reset_policy", "resolve_policy", "set_policy",
+        # the budgets a run opens
+        "RunBudgets", "budgets_of", "charge_model_end", "charge_model_start", "enter_budgets",
+        "open_budgets",
     },
     "orchestra.skills": {
         "AgentHook", "AskCallback", "AuditedDecision", "CommandHook", "ConfigError",

@@ -59,6 +59,12 @@ from orchestra._attempts import DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS
 from orchestra._attempts import RetryBudget as RetryBudget
 from orchestra._decisions import GiveOutput as GiveOutput
 from orchestra._exports import export as _export
+from orchestra._spending import RunBudgets as RunBudgets
+from orchestra._spending import budgets_of as budgets_of
+from orchestra._spending import charge_model_end as charge_model_end
+from orchestra._spending import charge_model_start as charge_model_start
+from orchestra._spending import enter_budgets as enter_budgets
+from orchestra._spending import open_budgets as open_budgets
 from orchestra._tool_call import DENIED_PREFIX as DENIED_PREFIX
 from orchestra._tool_call import Ask as Ask
 from orchestra._tool_call import FailedAnswer as FailedAnswer
@@ -129,6 +135,7 @@ __all__ = [
     "Raise",
     "Refuse",
     "RetryBudget",
+    "RunBudgets",
     "SpanFactory",
     "TaskAttempts",
     "ToolCall",
@@ -136,13 +143,18 @@ __all__ = [
     "args_sha256",
     "ask_reason",
     "blocked_reason",
+    "budgets_of",
     "carry",
+    "charge_model_end",
+    "charge_model_start",
     "current_policy",
     "deny_reason",
+    "enter_budgets",
     "error_fields",
     "failed_flow",
     "keep",
     "mark_decision",
+    "open_budgets",
     "policy_scope",
     "post_flow",
     "post_tool_use_payload",

@@ -57,6 +57,9 @@ class StepEvents:
 
     Args:
         registry: the hooks, or None (nothing listens).
+        charge: charge the budgets open here in ``begin`` and ``finish`` (False: the
+            bridge charges them itself, ``orchestra.bridge.charge_model_start``, where
+            its engine swallows what an async callback raises).
 
     Attributes:
         start: the registry has ``StepStart`` hooks.
@@ -64,10 +67,11 @@ class StepEvents:
         hooked: either.
     """
 
-    __slots__ = ("end", "hooked", "registry", "start")
+    __slots__ = ("charge", "end", "hooked", "registry", "start")
 
-    def __init__(self, registry: HookRegistry | None) -> None:
+    def __init__(self, registry: HookRegistry | None, *, charge: bool = True) -> None:
         self.registry = registry
+        self.charge = charge
         self.start = registry is not None and registry.has_hooks("StepStart")
         self.end = registry is not None and registry.has_hooks("StepEnd")
         self.hooked = self.start or self.end
@@ -109,7 +113,8 @@ class StepEvents:
         }
         if self.start:
             await self._fire("StepStart", fields, record)
-        charge_model_start(fields["model"])
+        if self.charge:
+            charge_model_start(fields["model"])
         return Step(fields, time.perf_counter())
 
     async def finish(
@@ -148,7 +153,7 @@ class StepEvents:
             payload["content"] = content
             payload["tool_results"] = [safe_serialize(result) for result in tool_results]
             await self._fire("StepEnd", payload, record)
-        if error is None:
+        if error is None and self.charge:
             charge_model_end(turn.fields["model"], usage)
 
     @staticmethod

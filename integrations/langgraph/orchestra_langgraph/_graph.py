@@ -26,7 +26,15 @@ from opentelemetry import trace
 
 import orchestra.tracing as ot
 from orchestra import Fail, HookChain, TaskFailed, TaskHooks
-from orchestra.bridge import DEFAULT_MAX_ATTEMPTS, AttemptDriver, Policy, resolve_policy, set_policy
+from orchestra.bridge import (
+    DEFAULT_MAX_ATTEMPTS,
+    AttemptDriver,
+    Policy,
+    budgets_of,
+    enter_budgets,
+    resolve_policy,
+    set_policy,
+)
 from orchestra.skills import StepEvents
 from orchestra_langgraph._node import HookedNode, node_runnable, reason
 from orchestra_langgraph._run import Run, current
@@ -35,6 +43,7 @@ from orchestra_langgraph._sync import blocking
 from orchestra_langgraph._tools import ToolEvents, guarded_tool_node
 
 if TYPE_CHECKING:
+    from orchestra import Budget
     from orchestra.skills import HookRegistry
 
 __all__ = ["HookedGraph", "HookedStateGraph", "with_hooks"]
@@ -47,6 +56,7 @@ class _Bridge:
     """What a hooked graph and its subgraphs share: the chain, the tool events."""
 
     __slots__ = (
+        "budgets",
         "chain",
         "has_after_run",
         "has_before_run",
@@ -64,23 +74,29 @@ class _Bridge:
             or self.has_before_run
             or self.has_after_run
             or self.tools is not None
-            or self.steps is not None
+            or self.run_steps() is not None
             or ot.get_tracer() is not None
         )
+
+    def run_steps(self) -> StepEvents | None:
+        """The model calls a run starting here watches: step hooks, or budgets to charge."""
+        return self.steps if self.budgets or self.steps.watching else None
 
     def __init__(
         self,
         chain: HookChain,
         tools: ToolEvents | None,
-        steps: StepEvents | None,
+        steps: StepEvents,
         max_attempts: int,
         policy: Policy,
+        budgets: tuple[Budget, ...] = (),
     ) -> None:
         self.policy = policy  # the ambient policy of what the graph's nodes start
         self.chain = chain
+        self.budgets = budgets  # each run's own: its model and tool calls are charged
         self.moments = AttemptDriver(chain, max_attempts=max_attempts)
         self.tools = tools if tools is not None and tools.watching else None
-        self.steps = steps if steps is not None and steps.watching else None
+        self.steps = steps
         self.has_before_run = chain.has("before_run")
         self.has_after_run = chain.has("after_run")
 
@@ -150,7 +166,7 @@ class HookedGraph(CompiledStateGraph):  # type: ignore[type-arg]  # generic like
             yield from super().stream(*args, **kwargs)
             return
         run, context = self._start()
-        steps = self._bridge().steps
+        steps = self._bridge().run_steps()
         if steps is not None:  # the run's config gets a handler of the model calls
             args, kwargs = configured(steps, run, args, kwargs)
         error: BaseException | None = None
@@ -176,7 +192,7 @@ class HookedGraph(CompiledStateGraph):  # type: ignore[type-arg]  # generic like
                 yield chunk
             return
         run, context = self._start()
-        steps = self._bridge().steps
+        steps = self._bridge().run_steps()
         if steps is not None:  # the run's config gets a handler of the model calls
             args, kwargs = configured(steps, run, args, kwargs)
         error: BaseException | None = None
@@ -210,6 +226,7 @@ class HookedGraph(CompiledStateGraph):  # type: ignore[type-arg]  # generic like
         context.run(current.set, run)
         policy = self._bridge().policy
         context.run(set_policy, policy.registry, policy.hooks)
+        context.run(enter_budgets, self._bridge().budgets)  # the run's model and tool calls
         if run.span is not None:
             context.run(otel_context.attach, trace.set_span_in_context(run.span))
         return run, context
@@ -291,16 +308,19 @@ def with_hooks(
     """
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
+    own = list(hooks)
+    budgets = budgets_of([*own, registry])  # its own: inherited ones count where they are
     # inside guarded work: its policy, unless given one
-    policy = resolve_policy(registry, hooks, kinds=(TaskHooks,))
+    policy = resolve_policy(registry, own, kinds=(TaskHooks,))
     registry = policy.registry
     objects = list(policy.hooks)
-    tools = steps = None
+    tools = None
+    steps = StepEvents(registry, charge=False)  # the budgets: a handler of their own
     if registry is not None:
         tools = ToolEvents(registry)
-        steps = StepEvents(registry)
         task_hooks = registry.as_task_hooks()  # TaskCreated, TaskCompleted, ...: node events
         if any(getattr(type(task_hooks), m) is not getattr(TaskHooks, m) for m in _MOMENTS):
             objects.append(task_hooks)
     chain = HookChain(objects, trait=TaskHooks, timeout=hook_timeout)
-    return _Bridge(chain, tools, steps, max_attempts, Policy(registry, objects)).hook(builder, "")
+    bridge = _Bridge(chain, tools, steps, max_attempts, Policy(registry, objects), budgets)
+    return bridge.hook(builder, "")

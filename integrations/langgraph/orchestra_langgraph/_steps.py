@@ -20,10 +20,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 from uuid import UUID
 
-from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.runnables.config import merge_configs
 
 from orchestra import HookError
+from orchestra.bridge import charge_model_end, charge_model_start
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -38,13 +39,52 @@ __all__ = ["configured"]
 def configured(
     steps: StepEvents, run: Run, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The run's ``(args, kwargs)`` with a step handler of its own added to its config."""
-    handler = _StepHandler(steps, run.graph, run.record)
+    """The run's ``(args, kwargs)`` with handlers of its own added to its config."""
+    handlers: list[BaseCallbackHandler] = [_BudgetHandler()]
+    if steps.hooked:
+        handlers.append(_StepHandler(steps, run.graph, run.record))
     if len(args) > 1:
-        config = merge_configs(args[1], {"callbacks": [handler]})
+        config = merge_configs(args[1], {"callbacks": handlers})
         return (args[0], config, *args[2:]), kwargs
-    kwargs = {**kwargs, "config": merge_configs(kwargs.get("config"), {"callbacks": [handler]})}
+    kwargs = {**kwargs, "config": merge_configs(kwargs.get("config"), {"callbacks": handlers})}
     return args, kwargs
+
+
+def _model(metadata: dict[str, Any] | None, kwargs: dict[str, Any]) -> str | None:
+    """The model's name, as LangChain reports it."""
+    name = (metadata or {}).get("ls_model_name") or (kwargs.get("invocation_params") or {}).get(
+        "model"
+    )
+    return name if isinstance(name, str) else None
+
+
+@final
+class _BudgetHandler(BaseCallbackHandler):
+    """Charges each chat-model call to the budgets open in the run (``orchestra.Budget``).
+
+    A sync handler that raises: LangChain swallows what an async handler raises on the
+    sync path, and a ``BudgetExceeded`` must stop the model call before it is made (or
+    end the run after the call that crossed a limit).
+    """
+
+    raise_error = True  # BudgetExceeded is all it raises
+    run_inline = True
+
+    def __init__(self) -> None:
+        self.models: dict[UUID, str | None] = {}
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        model = self.models[kwargs["run_id"]] = _model(kwargs.get("metadata"), kwargs)
+        charge_model_start(model)
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        if run_id not in self.models:  # not a chat-model call, or one a budget refused
+            return
+        usage = getattr(_message(response), "usage_metadata", None) or {}
+        charge_model_end(self.models.pop(run_id), usage)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self.models.pop(run_id, None)
 
 
 @final
@@ -76,17 +116,13 @@ class _StepHandler(AsyncCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        metadata = metadata or {}
-        model = metadata.get("ls_model_name") or (kwargs.get("invocation_params") or {}).get(
-            "model"
-        )
         turn = await self.events.begin(
             self.record,
             agent_name=self.graph,
             step=next(self.count),
-            model=model,
+            model=_model(metadata, kwargs),
             message_count=len(messages[0]) if messages else 0,
-            node=metadata.get("langgraph_node"),
+            node=(metadata or {}).get("langgraph_node"),
         )
         with self.lock:
             self.open[run_id] = turn

@@ -30,7 +30,7 @@ from orchestra import (
     TaskHooks,
     ToolDenied,
 )
-from orchestra.bridge import Mock, Proceed, Refuse, resolve_policy
+from orchestra.bridge import Mock, Proceed, Refuse, budgets_of, resolve_policy
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra.skills import RegistrySubagentHooks, StepEvents
 from orchestra.tracing import get_tracer
@@ -130,8 +130,9 @@ class OrchestraRunHooks(RunHooks[Any]):
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         hook_timeout: float | None = 60.0,
     ) -> None:
-        # inside guarded work (a tool of another run, a DAG task): its policy, unless given
-        policy = resolve_policy(registry, hooks, kinds=(TaskHooks, SubagentHooks))
+        own = tuple(hooks)  # inside guarded work (a tool, a DAG task): its policy, unless given
+        self.own_budgets = budgets_of((*own, registry))  # each run charges them, not inherited
+        policy = resolve_policy(registry, own, kinds=(TaskHooks, SubagentHooks))
         registry = policy.registry
         self._tasks, self._agents = split_hooks(policy.hooks, hook_timeout)
         self.tool_guard = ToolGuard(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from agents import Runner
 
+from orchestra.bridge import open_budgets
 from orchestra_openai_agents import _failures
 from orchestra_openai_agents._lifecycle import (
     Lifecycle,
@@ -42,6 +43,14 @@ __all__ = ["run", "run_streamed", "run_sync"]
 
 
 async def run(
+    bridge: OrchestraRunHooks, agent: Agent[Any], input: Any, kwargs: dict[str, Any]
+) -> RunResult:
+    """The run, its model and tool calls charged to the bridge's own budgets."""
+    with open_budgets(bridge.own_budgets):
+        return await _run(bridge, agent, input, kwargs)
+
+
+async def _run(
     bridge: OrchestraRunHooks, agent: Agent[Any], input: Any, kwargs: dict[str, Any]
 ) -> RunResult:
     guarded, kwargs, workflow = prepare(bridge, agent, input, kwargs)
@@ -155,7 +164,7 @@ async def run_streamed(
     claim = life.claim(1, ())
     token = claim_var.set(claim)  # the SDK's background task copies the context now
     try:
-        with current(life.span):
+        with current(life.span), open_budgets(bridge.own_budgets):
             result = Runner.run_streamed(guarded, input, **kwargs)
     except BaseException as exc:
         await life.end("failed", exc)

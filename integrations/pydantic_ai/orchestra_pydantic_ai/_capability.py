@@ -40,7 +40,7 @@ from orchestra import (
     SubagentResult,
     TaskHooks,
 )
-from orchestra.bridge import current_policy, policy_scope, resolve_policy
+from orchestra.bridge import budgets_of, current_policy, open_budgets, policy_scope, resolve_policy
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra.skills import StepEvents
 from orchestra_pydantic_ai._chains import split_hooks
@@ -105,6 +105,7 @@ class OrchestraCapability(AbstractCapability[Any]):
         self.id = None
         self._options = (hook_timeout, max_attempts)
         self._inherits = registry is None and not self.hooks  # the ambient policy, per run
+        self._budgets = budgets_of((*self.hooks, registry))  # its own: each run charges them
         objects = list(self.hooks)
         if registry is not None and (
             registry.has_hooks("SubagentStart") or registry.has_hooks("SubagentStop")
@@ -146,6 +147,7 @@ class OrchestraCapability(AbstractCapability[Any]):
             policy.hooks, policy.registry, hook_timeout=timeout, max_attempts=attempts
         )
         built._last = self._last  # hook_errors: this capability's last run
+        built._budgets = ()  # inherited budgets go on counting where they were opened
         return built
 
     # -- the agent run ----------------------------------------------------------------------
@@ -153,7 +155,15 @@ class OrchestraCapability(AbstractCapability[Any]):
     async def wrap_run(
         self, ctx: RunContext[Any], *, handler: WrapRunHandler
     ) -> AgentRunResult[Any]:
-        """The run as a subagent dispatch: ``before_dispatch``, retries, ``after_dispatch``."""
+        """The run as a subagent dispatch: ``before_dispatch``, retries, ``after_dispatch``.
+
+        The run's model and tool calls are charged to the ``Budget`` objects among the
+        capability's hooks and its registry's ``budget:`` (``orchestra.Budget``).
+        """
+        with open_budgets(self._budgets):
+            return await self._run(ctx, handler)
+
+    async def _run(self, ctx: RunContext[Any], handler: WrapRunHandler) -> AgentRunResult[Any]:
         state = self._state or RunState(getattr(ctx.agent, "name", None), ctx.run_id)
         tracer = ot.get_tracer()
         if not self._agent_moments and tracer is None:

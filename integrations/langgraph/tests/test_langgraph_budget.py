@@ -1,0 +1,94 @@
+"""``orchestra.Budget`` in a real LangGraph run with langchain-core's fake chat model."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from orchestra_langgraph import with_hooks
+from test_langgraph_steps import graph
+
+from orchestra import Budget, BudgetExceeded, RunContext, RunResult, TaskHooks
+
+HOW = pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+USAGE = {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}
+
+
+def looping(turns: int, made: list[int]) -> GenericFakeChatModel:
+    """``turns`` turns asking for ``lookup``, then an answer; ``made`` counts the calls."""
+
+    def ask(i: int) -> AIMessage:
+        call = {"name": "lookup", "args": {"key": f"k{i}"}, "id": f"c{i}", "type": "tool_call"}
+        return AIMessage(content="", tool_calls=[call], usage_metadata=USAGE)  # type: ignore[arg-type, list-item]
+
+    def messages() -> Any:
+        for i in range(1, turns + 1):
+            made.append(i)
+            yield ask(i)
+        made.append(turns + 1)
+        yield AIMessage(content="done", usage_metadata=USAGE)  # type: ignore[arg-type]
+
+    return GenericFakeChatModel(messages=messages())
+
+
+class AfterRun(TaskHooks):
+    def __init__(self) -> None:
+        self.results: list[RunResult] = []
+
+    def after_run(self, ctx: RunContext, result: RunResult) -> None:
+        self.results.append(result)
+
+
+def invoke(compiled: Any, how: str) -> Any:
+    state = {"messages": [HumanMessage("go")]}
+    if how == "invoke":
+        return compiled.invoke(state)
+    return asyncio.run(compiled.ainvoke(state))
+
+
+@HOW
+def test_max_model_calls_ends_the_run_and_after_run_sees_it(how: str) -> None:
+    made: list[int] = []
+    ran: list[str] = []
+    after = AfterRun()
+    hooked = with_hooks(graph(ran, looping(5, made)), hooks=[Budget(max_model_calls=2), after])
+    with pytest.raises(BudgetExceeded, match=r"budget: model calls 2/2"):
+        invoke(hooked.compile(), how)
+    assert made == [1, 2]  # call 3 was never made
+    assert ran == ["k1", "k2"]
+    [result] = after.results
+    assert any(isinstance(e, BudgetExceeded) for e in result.errors.values())
+
+
+@HOW
+def test_a_token_limit_ends_the_run_after_the_call_that_crossed_it(how: str) -> None:
+    made: list[int] = []
+    hooked = with_hooks(graph([], looping(5, made)), hooks=[Budget(max_input_tokens=250)])
+    with pytest.raises(BudgetExceeded, match=r"budget: input tokens 300/250"):
+        invoke(hooked.compile(), how)
+    assert made == [1, 2, 3]
+
+
+@HOW
+def test_a_cost_limit_from_prices(how: str) -> None:
+    made: list[int] = []
+    budget = Budget(max_cost_usd=0.12, prices={"*": {"output_tokens": 0.005}})  # 0.05 a call
+    hooked = with_hooks(graph([], looping(5, made)), hooks=[budget])
+    with pytest.raises(BudgetExceeded, match=r"budget: cost USD 0.15/0.12"):
+        invoke(hooked.compile(), how)
+    assert made == [1, 2, 3]
+
+
+@HOW
+def test_audit_mode_ends_nothing(how: str) -> None:
+    made: list[int] = []
+    ran: list[str] = []
+    hooked = with_hooks(
+        graph(ran, looping(2, made)), hooks=[Budget(max_model_calls=1, enforce=False)]
+    )
+    out = invoke(hooked.compile(), how)
+    assert out["messages"][-1].content == "done"
+    assert ran == ["k1", "k2"]

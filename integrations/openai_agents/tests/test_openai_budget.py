@@ -1,0 +1,74 @@
+"""``orchestra.Budget`` in real OpenAI Agents SDK runs with the SDK's ``ScriptedModel``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from agents.usage import Usage
+from bridge_helpers import drive
+from orchestra_openai_agents import OrchestraRunHooks
+from test_openai_steps import lookup_agent
+
+from orchestra import Budget, BudgetExceeded, SubagentHookContext, SubagentHooks
+
+pytestmark = pytest.mark.anyio
+
+
+def looping(turns: int) -> ScriptedModel:
+    """``turns`` turns asking for ``lookup``, then an answer; each turn 100 in, 10 out."""
+    usage = Usage(requests=1, input_tokens=100, output_tokens=10, total_tokens=110)
+    steps: list[Any] = [
+        ModelStep([function_call("lookup", {"key": f"k{i}"}, call_id=f"c{i}")], usage)
+        for i in range(1, turns + 1)
+    ]
+    steps.append(ModelStep([assistant_message("done")], usage))
+    return ScriptedModel(steps)
+
+
+class Failures(SubagentHooks):
+    """Records what ``on_failure`` sees of the run."""
+
+    def __init__(self) -> None:
+        self.seen: list[BaseException] = []
+
+    def on_failure(self, ctx: SubagentHookContext, error: BaseException) -> None:
+        self.seen.append(error)
+
+
+async def test_max_model_calls_ends_the_run_and_the_next_call_is_never_made(mode: str) -> None:
+    model = looping(5)
+    ran: list[str] = []
+    failures = Failures()
+    bridge = OrchestraRunHooks([Budget(max_model_calls=2), failures])
+    with pytest.raises(BudgetExceeded, match=r"budget: model calls 2/2"):
+        await drive(bridge, lookup_agent(model, ran), "go", mode)
+    assert len(model.calls) == 2
+    assert ran == ["k1", "k2"]
+    assert [type(e) for e in failures.seen] == [BudgetExceeded]  # the run's end sees it
+
+
+async def test_a_token_limit_ends_the_run_after_the_call_that_crossed_it(mode: str) -> None:
+    model = looping(5)
+    bridge = OrchestraRunHooks([Budget(max_output_tokens=25)])
+    with pytest.raises(BudgetExceeded, match=r"budget: output tokens 30/25"):
+        await drive(bridge, lookup_agent(model, []), "go", mode)
+    assert len(model.calls) == 3
+
+
+async def test_a_cost_limit_from_prices(mode: str) -> None:
+    model = looping(5)
+    budget = Budget(max_cost_usd=0.001, prices={"*": {"input_tokens": 4e-6}})  # 0.0004 a turn
+    with pytest.raises(BudgetExceeded, match=r"budget: cost USD 0.0012/0.001"):
+        await drive(OrchestraRunHooks([budget]), lookup_agent(model, []), "go", mode)
+    assert len(model.calls) == 3
+
+
+async def test_audit_mode_ends_nothing(mode: str) -> None:
+    model = looping(3)
+    ran: list[str] = []
+    bridge = OrchestraRunHooks([Budget(max_model_calls=1, enforce=False)])
+    result = await drive(bridge, lookup_agent(model, ran), "go", mode)
+    assert result.final_output == "done"
+    assert ran == ["k1", "k2", "k3"]
