@@ -39,6 +39,7 @@ __all__ = [
     "charge_model_end",
     "charge_model_start",
     "charge_tool",
+    "charged_by_caller",
     "enter_budgets",
     "open_budgets",
     "open_spending",
@@ -251,8 +252,28 @@ def active() -> tuple[Spending, ...]:
     return _OPEN.get()
 
 
-def charge_tool(name: str) -> str | None:
-    """Charge one call of the guarded tool ``name``: a refusal's reason, or None."""
+_CHARGED: Final[contextvars.ContextVar[str | None]] = contextvars.ContextVar(
+    "orchestra_charged_call", default=None
+)  # a call an engine charged, whose body (a guarded tool) must not be charged again
+
+
+def charged_by_caller(name: str | None) -> None:
+    """Say the call of ``name`` about to run was charged by its engine (None: it ended)."""
+    if name is not None or _CHARGED.get() is not None:
+        _CHARGED.set(name)
+
+
+def charge_tool(name: str, *, inner: bool = False) -> str | None:
+    """Charge one call of the tool ``name``: a refusal's reason, or None.
+
+    Args:
+        name: the tool.
+        inner: the call is a guarded function's, which may be the body of a call its
+            engine charged already (``charged_by_caller``): then it is not charged again.
+    """
+    if inner and _CHARGED.get() == name:
+        _CHARGED.set(None)
+        return None
     refusal: str | None = None
     for owner in _OPEN.get():
         reason = owner.tool(name)

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, final
 
 from opentelemetry import trace
 
+from orchestra._spending import active as active_budgets
+from orchestra._spending import charge_tool, charged_by_caller
 from orchestra._tool_call import FailedAnswer, PreAnswer, Proceed, Refuse, ToolCall
 from orchestra._tool_flow import (
     Effect,
@@ -63,6 +65,8 @@ class ToolHooks:
         registry: the hooks (``orchestra.skills.load(...)``); None: no tool hooks.
         ask: settles a hook's ``ask`` before the engine would pause or refuse the call.
         on_outcome: called with each fired event's outcome that had hooks.
+        inner: the calls are a guarded function's (``@registry.guard``), perhaps the body
+            of an engine's call this protocol charged to the budgets already.
     """
 
     __slots__ = (
@@ -71,9 +75,10 @@ class ToolHooks:
         "has_failed",
         "has_post",
         "has_pre",
+        "hooked",
+        "inner",
         "on_outcome",
         "registry",
-        "watching",
     )
 
     def __init__(
@@ -82,8 +87,10 @@ class ToolHooks:
         *,
         ask: AskCallback | None = None,
         on_outcome: OutcomeCallback | None = None,
+        inner: bool = False,
     ) -> None:
         self.registry = registry
+        self.inner = inner
         self.ask = ask
         self.on_outcome = on_outcome
         has = registry.has_hooks if registry is not None else (lambda _event: False)
@@ -91,8 +98,13 @@ class ToolHooks:
         self.has_post = has("PostToolUse")
         self.has_failed = has("PostToolUseFailure")
         self._denied = has("PermissionDenied")
-        self.watching = self.has_pre or self.has_post or self.has_failed
-        """Whether any tool event has hooks (else a call needs nothing from here)."""
+        self.hooked = self.has_pre or self.has_post or self.has_failed
+        """Whether any tool event has hooks."""
+
+    @property
+    def watching(self) -> bool:
+        """Tool hooks, or a budget open here (else a call needs nothing from here)."""
+        return self.hooked or bool(active_budgets())
 
     # -- the flows -----------------------------------------------------------------------
 
@@ -112,15 +124,15 @@ class ToolHooks:
         is put on the current span (``mark_decision``): the call's ``tool_span``.
         """
         flow = self._pre(call, can_pause)
-        if flow is None:
-            return Proceed(call.tool_input)
-        answer = await self._drive(flow)
-        if mark:
+        answer = Proceed(call.tool_input) if flow is None else await self._drive(flow)
+        answer = _charged(call, answer, self.inner)
+        if mark and (flow is not None or type(answer) is Refuse):
             mark_decision(answer)
         return answer
 
     async def post(self, call: ToolCall, output: Any, *, mocked: bool = False) -> Any:
         """``PostToolUse`` on what the tool (or a mock) returned: what the caller gets."""
+        charged_by_caller(None)  # the body ran
         if not self.has_post:
             return output
         return await self._drive(post_flow(call, output, mocked=mocked))
@@ -133,6 +145,7 @@ class ToolHooks:
         ``Refuse`` answers a ``ToolDenied`` of a guard inside the tool: no failure, a
         refusal with that guard's reason and ``retry``.
         """
+        charged_by_caller(None)  # the body ran
         flow = failed_flow(call, error, failure_hooks=self.has_failed, detail=detail)
         return await self._drive(flow)
 
@@ -169,15 +182,15 @@ class ToolHooks:
     def pre_sync(self, call: ToolCall, *, can_pause: bool = False, mark: bool = True) -> PreAnswer:
         """``pre`` from synchronous code (each event fires on an event loop of its own)."""
         flow = self._pre(call, can_pause)
-        if flow is None:
-            return Proceed(call.tool_input)
-        answer = self._drive_sync(flow)
-        if mark:
+        answer = Proceed(call.tool_input) if flow is None else self._drive_sync(flow)
+        answer = _charged(call, answer, self.inner)
+        if mark and (flow is not None or type(answer) is Refuse):
             mark_decision(answer)
         return answer
 
     def post_sync(self, call: ToolCall, output: Any, *, mocked: bool = False) -> Any:
         """``post`` from synchronous code."""
+        charged_by_caller(None)  # the body ran
         if not self.has_post:
             return output
         return self._drive_sync(post_flow(call, output, mocked=mocked))
@@ -186,6 +199,7 @@ class ToolHooks:
         self, call: ToolCall, error: BaseException, *, detail: Mapping[str, Any] | None = None
     ) -> FailedAnswer:
         """``failed`` from synchronous code."""
+        charged_by_caller(None)  # the body ran
         flow = failed_flow(call, error, failure_hooks=self.has_failed, detail=detail)
         return self._drive_sync(flow)
 
@@ -203,6 +217,22 @@ class ToolHooks:
                 sent = run_blocking(lambda effect=effect: self._perform(effect))  # type: ignore[misc]
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]  # the flow's answer
+
+
+def _charged(call: ToolCall, answer: PreAnswer, inner: bool) -> PreAnswer:
+    """A call going ahead, charged to the budgets open here: a refusal past their limit.
+
+    Only a call whose body will run counts (not a mock, a refusal or a pause); a guarded
+    function that is the body of a call charged by its engine counts once.
+    """
+    if type(answer) is not Proceed:
+        return answer
+    refusal = charge_tool(call.tool_name, inner=inner)  # one read when no budget is open
+    if refusal is not None:
+        return Refuse(refusal)
+    if not inner and active_budgets():
+        charged_by_caller(call.tool_name)
+    return answer
 
 
 def run_blocking(make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:

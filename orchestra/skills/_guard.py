@@ -21,9 +21,7 @@ import anyio.to_thread
 
 from orchestra._ambient import policy_scope
 from orchestra._errors import ToolDenied
-from orchestra._spending import charge_tool
 from orchestra._tool_call import Mock, Proceed, Refuse, ToolCall
-from orchestra._tool_flow import mark_decision
 from orchestra._tool_hooks import ToolHooks, set_tool_result, tool_span
 from orchestra.tracing import get_tracer
 
@@ -132,7 +130,7 @@ class Guard:
         is_async = inspect.iscoroutinefunction(fn)
         registry, tool, ask, on_outcome = self.registry, self.tool, self.ask, self.on_outcome
 
-        hooks = ToolHooks(registry, ask=ask, on_outcome=on_outcome)
+        hooks = ToolHooks(registry, ask=ask, on_outcome=on_outcome, inner=True)
 
         async def call(args: list[Any] | tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             if is_async:
@@ -141,8 +139,7 @@ class Guard:
 
         @functools.wraps(fn)
         async def checked(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            if not hooks.watching:
-                _charge(tool)
+            if not hooks.watching:  # no tool hooks, no budget open here
                 return await call(args, kwargs)
             tool_call = ToolCall(tool, _tool_input(sig, sig.bind(*args, **kwargs)))
             answer = await hooks.pre(tool_call)  # this caller cannot pause: no Ask
@@ -150,8 +147,7 @@ class Guard:
                 raise ToolDenied(tool, answer.reason, retry=answer.retry)
             if isinstance(answer, Mock):  # a mock: the tool is not called
                 return await hooks.post(tool_call, answer.output, mocked=True)
-            assert isinstance(answer, Proceed)
-            _charge(tool)
+            assert isinstance(answer, Proceed)  # a budget's refusal came as a Refuse
             call_args: list[Any] | tuple[Any, ...] = args
             call_kwargs: dict[str, Any] = kwargs
             try:
@@ -192,19 +188,6 @@ class Guard:
             return guarded(*args, **kwargs)
 
         return guarded_sync
-
-
-def _charge(tool: str) -> None:
-    """Charge the call to the budgets open here (one read when none is), or refuse it.
-
-    Raises:
-        ToolDenied: a budget has no room for the call; its body must not run.
-    """
-    refusal = charge_tool(tool)
-    if refusal is None:
-        return
-    mark_decision(Refuse(refusal))  # on the call's span, current here
-    raise ToolDenied(tool, refusal)
 
 
 def _loop_free_context() -> contextvars.Context:

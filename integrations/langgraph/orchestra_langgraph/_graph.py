@@ -95,7 +95,7 @@ class _Bridge:
         self.chain = chain
         self.budgets = budgets  # each run's own: its model and tool calls are charged
         self.moments = AttemptDriver(chain, max_attempts=max_attempts)
-        self.tools = tools if tools is not None and tools.watching else None
+        self.tools = tools if tools is not None and (tools.watching or budgets) else None
         self.steps = steps
         self.has_before_run = chain.has("before_run")
         self.has_after_run = chain.has("after_run")
@@ -314,7 +314,7 @@ def with_hooks(
     policy = resolve_policy(registry, own, kinds=(TaskHooks,))
     registry = policy.registry
     objects = list(policy.hooks)
-    tools = None
+    tools = ToolEvents(registry) if budgets else None  # a ToolNode's calls are charged
     steps = StepEvents(registry, charge=False)  # the budgets: a handler of their own
     if registry is not None:
         tools = ToolEvents(registry)

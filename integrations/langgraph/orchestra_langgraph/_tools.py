@@ -60,7 +60,7 @@ class ToolEvents:
 
     __slots__ = ("hooks", "registry")
 
-    def __init__(self, registry: HookRegistry) -> None:
+    def __init__(self, registry: HookRegistry | None) -> None:
         self.registry = registry
         self.hooks = ToolHooks(registry)
 

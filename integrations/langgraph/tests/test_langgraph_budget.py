@@ -92,3 +92,15 @@ def test_audit_mode_ends_nothing(how: str) -> None:
     out = invoke(hooked.compile(), how)
     assert out["messages"][-1].content == "done"
     assert ran == ["k1", "k2"]
+
+
+@HOW
+def test_max_tool_calls_refuses_the_third_call_before_its_body_runs(how: str) -> None:
+    made: list[int] = []
+    ran: list[str] = []
+    hooked = with_hooks(graph(ran, looping(3, made)), hooks=[Budget(max_tool_calls=2)])
+    out = invoke(hooked.compile(), how)
+    assert ran == ["k1", "k2"]
+    refused = [m for m in out["messages"] if getattr(m, "tool_call_id", None) == "c3"]
+    assert "budget: tool calls 2/2" in str(refused[0].content)
+    assert out["messages"][-1].content == "done"

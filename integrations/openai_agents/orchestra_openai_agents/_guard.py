@@ -111,6 +111,7 @@ class ToolGuard:
     __slots__ = (
         "ask",
         "dispatch_gate",
+        "hooked",
         "hosted_tools",
         "max_attempts",
         "on_deny",
@@ -118,7 +119,6 @@ class ToolGuard:
         "registry",
         "tasks",
         "tools",
-        "watching",
     )
 
     def __init__(
@@ -147,10 +147,14 @@ class ToolGuard:
         self.hosted_tools: HostedTools = hosted_tools
         self.max_attempts = max_attempts
         moments = ("before_execute", "after_execute", "on_failure")
-        self.watching = self.tools.watching or any(tasks.has(moment) for moment in moments)
-        """Whether any hook looks at tool calls (else a call costs one check)."""
+        self.hooked = any(tasks.has(moment) for moment in moments)
         self.dispatch_gate: DispatchGate | None = None
         """Set by the bridge: asks the handoff target's ``before_dispatch``/``SubagentStart``."""
+
+    @property
+    def watching(self) -> bool:
+        """Whether anything looks at tool calls: hooks or a budget (else one check a call)."""
+        return self.hooked or self.tools.watching
 
     def pre(self) -> bool:
         """Whether ``PreToolUse`` hooks are registered."""

@@ -147,7 +147,7 @@ class _GuardedInvoker:
         call_id = getattr(ctx, "tool_call_id", "") or f"call_{uuid.uuid4().hex}"
         call = tool_call(name, input, call_id, agent_name=getattr(agent, "name", None))
         mocked = False
-        if guard.pre():
+        if guard.tools.watching:  # PreToolUse hooks, or a budget to charge the call to
             answer = state.verdicts.pop(call.tool_use_id, None) if state is not None else None
             if answer is None:
                 approved = _approved(ctx, name, call.tool_use_id)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import Usage
-from bridge_helpers import drive
+from bridge_helpers import drive, tool_outputs
 from orchestra_openai_agents import OrchestraRunHooks
 from test_openai_steps import lookup_agent
 
@@ -72,3 +72,13 @@ async def test_audit_mode_ends_nothing(mode: str) -> None:
     result = await drive(bridge, lookup_agent(model, ran), "go", mode)
     assert result.final_output == "done"
     assert ran == ["k1", "k2", "k3"]
+
+
+async def test_max_tool_calls_refuses_the_third_call_before_its_body_runs(mode: str) -> None:
+    model = looping(3)
+    ran: list[str] = []
+    bridge = OrchestraRunHooks([Budget(max_tool_calls=2)])
+    result = await drive(bridge, lookup_agent(model, ran), "go", mode)
+    assert result.final_output == "done"
+    assert ran == ["k1", "k2"]
+    assert "budget: tool calls 2/2" in tool_outputs(model)["c3"]

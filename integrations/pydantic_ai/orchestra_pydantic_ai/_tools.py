@@ -68,7 +68,7 @@ _MOMENTS: Final = ("before_execute", "after_execute", "on_failure", "on_end")
 class ToolCalls:
     """The tool events and tool-call hooks every call of the capability's agents goes through."""
 
-    __slots__ = ("has", "max_attempts", "registry", "tasks", "tools", "watching")
+    __slots__ = ("has", "hooked", "max_attempts", "registry", "tasks", "tools")
 
     def __init__(self, registry: HookRegistry | None, tasks: HookChain, max_attempts: int) -> None:
         self.registry = registry
@@ -76,8 +76,12 @@ class ToolCalls:
         self.max_attempts = max_attempts
         self.tools = ToolHooks(registry)
         self.has = {m: tasks.has(m) for m in _MOMENTS}
-        self.watching = self.tools.watching or any(self.has.values())
-        """Whether anything looks at tool calls (else a call costs one check)."""
+        self.hooked = any(self.has.values())
+
+    @property
+    def watching(self) -> bool:
+        """Whether anything looks at tool calls: hooks or a budget (else one check a call)."""
+        return self.hooked or self.tools.watching
 
     async def call(
         self,

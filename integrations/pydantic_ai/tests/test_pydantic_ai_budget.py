@@ -76,6 +76,14 @@ async def test_a_cost_limit_from_prices() -> None:
     assert len(made) == 2
 
 
+async def test_max_tool_calls_refuses_the_third_call_before_its_body_runs() -> None:
+    model, _ = looping(3)
+    ran: list[str] = []
+    result = await agent(model, ran, hooks=[Budget(max_tool_calls=2)]).run("go")
+    assert ran == ["k1", "k2"]
+    assert "budget: tool calls 2/2" in result.output
+
+
 async def test_audit_mode_refuses_nothing() -> None:
     model, made = looping(3)
     ran: list[str] = []
