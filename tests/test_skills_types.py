@@ -107,6 +107,7 @@ def test_every_field_but_where_makes_a_hook_different(name: str) -> None:
             "env": (("A", "b"),),
             "pass_env": ("HOME",),
             "allow_private_network": True,
+            "allow_loopback": True,
             "sandbox": Sandbox(),
             "max_in_flight": 3,
             "callable": "json:loads",

@@ -16,6 +16,7 @@ from orchestra._attempts import DEFAULT_MAX_ATTEMPTS
 from orchestra._chain import DEFAULT_HOOK_TIMEOUT, HookChain
 from orchestra._errors import DispatchError
 from orchestra._hooks import ExecutionMode, SubagentHooks
+from orchestra._moments import hook_objects
 from orchestra._spending import budgets_of
 from orchestra.agents._checks import check_agents, check_count, check_timeout
 from orchestra.agents._dispatch import _Dispatch
@@ -112,7 +113,7 @@ class Dispatcher:
         self._agents = check_agents(agents)
         self._max_delegations = check_count("max_delegations", max_delegations, 0)
         self._max_attempts = check_count("max_attempts", max_attempts, 1)
-        hooks = tuple(hooks)
+        hooks = tuple(hook_objects(hooks))  # a clear TypeError for H, H()
         self._budgets = budgets_of(hooks)  # each dispatch charges them (see Budget)
         chain = self._chain = HookChain(hooks, SubagentHooks, timeout=hook_timeout)
         # One boolean per hook point: with no hooks, a dispatch does nothing more.

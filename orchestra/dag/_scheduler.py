@@ -31,6 +31,7 @@ from orchestra._attempts import RetryBudget
 from orchestra._chain import DEFAULT_HOOK_TIMEOUT, HookChain
 from orchestra._errors import DAGError, HookError
 from orchestra._hooks import TaskHooks
+from orchestra._moments import hook_objects
 from orchestra._reporting import start_reporting, stop_reporting
 from orchestra._spending import Spending, budgets_of, spending
 from orchestra.dag._executor import (
@@ -118,7 +119,7 @@ class _Run:
         self.dispatcher = dispatcher
         self.run_id = uuid.uuid4().hex
         self.journal = journal
-        self._hooks(tuple(hooks), hook_timeout)
+        self._hooks(tuple(hook_objects(hooks)), hook_timeout)  # a clear TypeError for H, H()
         self.remote = RemoteOutputs.for_run(
             self.capabilities, plan, self.chain.hooks("after_execute")
         )
