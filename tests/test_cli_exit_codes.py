@@ -2,7 +2,10 @@
 input or the hooks could not be used (docs/reference/cli.md#exit-status).
 
 ``orchestra hooks replay`` exited 1 both for "a decision would change" and for "the file
-is not trusted", so a CI gate could not tell them apart.
+is not trusted", so a CI gate could not tell them apart: its statuses are checked as a
+shell sees them (a process each). The other commands' are checked in-process (click's
+``CliRunner``, the same ``main`` and exit statuses), which is the point here, not the
+process: a dozen processes took 34 s on a loaded machine.
 """
 
 from __future__ import annotations
@@ -11,7 +14,10 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from helpers.cli import orchestra_cli
+
+from orchestra.cli import main
 
 GUARD = """\
 hooks:
@@ -55,17 +61,23 @@ def test_replay_tells_a_change_from_unusable_input(project: Path) -> None:
     assert _code(project, *replay, "same.jsonl", "guard.yaml", "--trust-all") == 2
 
 
-def test_every_command_keeps_the_rule(project: Path) -> None:
+def test_every_command_keeps_the_rule(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(project / "config"))
+
+    def _code_in_process(*args: str) -> int:
+        return CliRunner().invoke(main, list(args)).exit_code
+
     (project / "bad.yaml").write_text(GUARD.replace("type: command", "type: comand"))
-    assert _code(project, "hooks", "validate", "guard.yaml") == 0
-    assert _code(project, "hooks", "validate", "bad.yaml") == 1  # its answer: problems
-    assert _code(project, "hooks", "list", "bad.yaml") == 2  # cannot list what does not load
-    assert _code(project, "hooks", "trust", "bad.yaml") == 2
+    assert _code_in_process("hooks", "validate", "guard.yaml") == 0
+    assert _code_in_process("hooks", "validate", "bad.yaml") == 1  # its answer: problems
+    assert _code_in_process("hooks", "list", "bad.yaml") == 2  # cannot list what does not load
+    assert _code_in_process("hooks", "trust", "bad.yaml") == 2
     payload = json.dumps({"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}})
     test = ("hooks", "test", "PreToolUse", "--trust-all", "guard.yaml", "--payload")
-    assert _code(project, *test, payload) == 1  # blocked: the answer is no
-    assert _code(project, *test, payload.replace("rm -rf", "ls")) == 0
-    assert _code(project, *test, "{not json") == 2
+    assert _code_in_process(*test, payload) == 1  # blocked: the answer is no
+    assert _code_in_process(*test, payload.replace("rm -rf", "ls")) == 0
+    assert _code_in_process(*test, "{not json") == 2
     (project / "ok.py").write_text(
         "import orchestra\ndag = orchestra.DAG('d')\ndag.add(orchestra.Task(id='a', fn=int))\n"
     )
@@ -78,7 +90,7 @@ def test_every_command_keeps_the_rule(project: Path) -> None:
         "dag.add(orchestra.Task(id='a', fn=int, deps=['b']))\n"
         "dag.add(orchestra.Task(id='b', fn=int, deps=['a']))\n"
     )
-    assert _code(project, "run", "ok.py") == 0
-    assert _code(project, "run", "fails.py") == 1
-    assert _code(project, "run", "cycle.py") == 2
-    assert _code(project, "trace", "show", "guard.yaml") == 2  # not a trace file
+    assert _code_in_process("run", "ok.py") == 0
+    assert _code_in_process("run", "fails.py") == 1
+    assert _code_in_process("run", "cycle.py") == 2
+    assert _code_in_process("trace", "show", "guard.yaml") == 2  # not a trace file
