@@ -18,7 +18,9 @@ asks for a tool call, reads the answer, asks for a second one, then answers.
 
 Each bridge also runs given an empty ``HookRegistry`` (``registry, 0 hooks``): it asks the
 registry once which tool and step events have hooks, and nothing more may happen per
-model turn or tool call.
+model turn or tool call. LangGraph, pydantic-ai and the OpenAI Agents SDK also run given
+an ``orchestra.Budget`` that no run reaches (``a budget``): every model call and tool
+call is charged to it; it must cost at most 1.1x the plain engine too.
 
 The variants of one engine run in turn, ``RUNS`` runs each per round, for ``ROUNDS``
 rounds (a burst of load from other processes hits them alike). Printed per variant: the
@@ -86,7 +88,7 @@ def report(engine: str, samples: dict[str, list[Sample]], rounds_: int, runs: in
             f"({min(wall) * 1e3:.3f}-{max(wall) * 1e3:.3f})  "
             f"x{statistics.median(wall) / base_wall:4.2f}"
         )
-        if name.endswith("0 hooks"):
+        if name.endswith(("0 hooks", "a budget")):
             verdict = "OK" if ratio <= TARGET else "OVER"
             ok = ok and ratio <= TARGET
             line += f"   target <= {TARGET}x: {verdict}"
@@ -119,6 +121,13 @@ def noop_hooks() -> tuple[Any, Any, Any]:
             return None
 
     return NoopTask(), NoopTask(), NoopAgent()
+
+
+def budget() -> Any:
+    """A budget no run reaches: every call is charged, none refused."""
+    import orchestra
+
+    return orchestra.Budget(max_model_calls=10**9, max_tool_calls=10**9, max_input_tokens=10**9)
 
 
 def empty_registry() -> Any:
@@ -170,6 +179,7 @@ def langgraph_variants() -> dict[str, Callable[[], Awaitable[object]]]:
         "with_hooks, 0 hooks": with_hooks(builder).compile(),
         "registry, 0 hooks": with_hooks(builder, registry=empty_registry()).compile(),
         "with_hooks, 2 no-op hooks": with_hooks(builder, [one, two]).compile(),
+        "with_hooks, a budget": with_hooks(builder, [budget()]).compile(),
     }
     start = {"messages": [HumanMessage("add")]}
 
@@ -215,6 +225,7 @@ def pydantic_ai_variants() -> dict[str, Callable[[], Awaitable[object]]]:
         "capability, 0 hooks": [OrchestraCapability()],
         "registry, 0 hooks": [OrchestraCapability(registry=empty_registry())],
         "capability, 2 no-op hooks": [OrchestraCapability([agents, tools])],
+        "capability, a budget": [OrchestraCapability([budget()])],
     }
 
     def runner(caps: list[Any]) -> Callable[[], Awaitable[object]]:
@@ -258,6 +269,7 @@ def openai_agents_variants() -> dict[str, Callable[[], Awaitable[object]]]:
     agent = Agent(name="calc", model=model, tools=[add])
     bare, hooked = OrchestraRunHooks(), OrchestraRunHooks([agents, tools])
     listened = OrchestraRunHooks(registry=empty_registry())
+    spending = OrchestraRunHooks([budget()])
 
     def scripted(run: Callable[[], Awaitable[object]]) -> Callable[[], Awaitable[object]]:
         async def one() -> object:
@@ -271,6 +283,7 @@ def openai_agents_variants() -> dict[str, Callable[[], Awaitable[object]]]:
         "bridge.run, 0 hooks": scripted(lambda: bare.run(agent, "add")),
         "registry, 0 hooks": scripted(lambda: listened.run(agent, "add")),
         "bridge.run, 2 no-op hooks": scripted(lambda: hooked.run(agent, "add")),
+        "bridge.run, a budget": scripted(lambda: spending.run(agent, "add")),
     }
 
 
