@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from orchestra.skills import HookRegistry
 from orchestra_openai_agents._guard import AskCallback, HostedTools, OnDeny, ToolGuard
 from orchestra_openai_agents._invoker import guarded_function_tool, is_guarded, remember
+from orchestra_openai_agents._local import guard_local_tool
 from orchestra_openai_agents._state import state_for
 
 __all__ = ["guard_agent", "guard_graph", "guard_tool"]
@@ -109,6 +110,9 @@ class _GraphGuard:
 
     def tool(self, agent: Agent[Any], tool: Any) -> Any:
         if not isinstance(tool, FunctionTool):
+            local = guard_local_tool(tool, self.guard)  # shell, local shell, apply-patch
+            if local is not None:
+                return local
             self.guard.check_hosted(agent, tool)
             return tool
         nested = getattr(tool, "_agent_instance", None)

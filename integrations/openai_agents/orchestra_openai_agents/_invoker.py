@@ -40,6 +40,7 @@ from orchestra.tracing.names import (
     SPAN_EXECUTE_TOOL,
 )
 from orchestra_openai_agents._guard import ApprovalPolicy, ToolGuard, tool_call
+from orchestra_openai_agents._local import is_guarded_local
 from orchestra_openai_agents._state import RunState, end_span, state_for, tool_parent_var
 
 if TYPE_CHECKING:
@@ -347,9 +348,11 @@ def _record_decision(span: Span, decision: object, by: str | None) -> None:
 
 
 def is_guarded(tool_or_agent: object) -> bool:
-    """Whether a ``FunctionTool`` (or an ``Agent``) was guarded by this bridge."""
+    """Whether a tool (function, shell, local shell, apply-patch) or agent was guarded here."""
     if isinstance(tool_or_agent, FunctionTool):
         return isinstance(tool_or_agent.on_invoke_tool, _GuardedInvoker)
+    if is_guarded_local(tool_or_agent):  # a shell, local shell or apply-patch tool
+        return True
     ref = _GUARDED_AGENTS.get(id(tool_or_agent))
     return ref is not None and ref() is tool_or_agent
 
