@@ -13,9 +13,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final, Literal, TypeAlias, final
 
-from orchestra._decisions import Fail
-from orchestra._errors import BudgetExceeded, did_you_mean
-from orchestra._hooks import SubagentHookContext, SubagentHooks, TaskHookContext, TaskHooks
+from orchestra._errors import did_you_mean
+from orchestra._hooks import SubagentHooks, TaskHooks
 
 __all__ = ["KINDS", "LIMITS", "TOKEN_KINDS", "Budget", "BudgetScope", "check_budget_fields"]
 
@@ -107,7 +106,7 @@ def check_budget_fields(fields: Mapping[str, Any]) -> None:
 
 
 @final
-class Budget(TaskHooks, SubagentHooks):
+class Budget(TaskHooks, SubagentHooks):  # type: ignore[misc]  # no moment of either is overridden
     """Limits on what a run may spend: a ready hook object for any engine's ``hooks=``.
 
     ::
@@ -133,7 +132,9 @@ class Budget(TaskHooks, SubagentHooks):
     - the model call whose usage crosses ``max_input_tokens``, ``max_output_tokens`` or
       ``max_cost_usd`` ends the run with ``BudgetExceeded`` once it answered.
 
-    A ``BudgetExceeded`` is never retried: ``on_failure`` answers ``Fail`` for it.
+    It implements no moment of its own (a hook point it would slow down for nothing): the
+    engine opens it when the run starts. ``RetryPolicy`` never retries a
+    ``BudgetExceeded``; any other retry's first model call is refused at once.
 
     Args:
         max_model_calls: model calls the run may make (None = no limit).
@@ -240,11 +241,3 @@ class Budget(TaskHooks, SubagentHooks):
         if model is not None and model in self.prices:
             return self.prices[model]
         return self.prices.get("*")
-
-    def on_failure(
-        self, ctx: TaskHookContext | SubagentHookContext, error: BaseException
-    ) -> Fail | None:
-        """Answer ``Fail`` for a ``BudgetExceeded``: another attempt would spend more."""
-        if isinstance(error, BudgetExceeded):
-            return Fail(error.reason)
-        return None

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, TypeAlias, final
 
 from orchestra._decisions import Retry
+from orchestra._errors import BudgetExceeded
 from orchestra._hooks import SubagentHookContext, SubagentHooks, TaskHookContext, TaskHooks
 
 if TYPE_CHECKING:
@@ -117,8 +118,8 @@ class RetryPolicy(TaskHooks, SubagentHooks):
         self, ctx: TaskHookContext | SubagentHookContext, error: BaseException
     ) -> Retry | None:
         """Answer ``Retry(delay)`` from tenacity's strategies, or None to stop."""
-        if not isinstance(error, Exception):
-            return None  # cancellation, KeyboardInterrupt, SystemExit: never retried
+        if not isinstance(error, Exception) or isinstance(error, BudgetExceeded):
+            return None  # cancellation, KeyboardInterrupt, SystemExit, a spent budget
         state = self._state(retry_object=self._retrying, fn=None, args=(), kwargs={})
         state.attempt_number = ctx.attempt
         if ctx.started_at:

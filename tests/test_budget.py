@@ -208,7 +208,7 @@ async def test_model_call_past_the_limit_is_never_made_and_after_run_sees_it() -
 
     result = await orchestra.run(dag, hooks=[Budget(max_model_calls=3), After()], max_attempts=5)
     assert model.made == 3
-    assert result.attempts["agent"] == 1  # Budget answers Fail: never retried
+    assert result.attempts["agent"] == 1
     error = result.errors["agent"]
     assert isinstance(error, BudgetExceeded)
     assert (error.kind, error.used, error.limit) == ("model_calls", 3, 3)
@@ -323,7 +323,8 @@ async def test_dispatcher_model_budget_fails_the_dispatch_with_budget_exceeded()
         await d.dispatch("m", "go")
     assert isinstance(info.value.__cause__, BudgetExceeded)
     assert "budget: model calls 2/2" in str(info.value)
-    assert model.made == 2  # not retried: the Budget's Fail wins over RetryPolicy's Retry
+    assert info.value.attempts == 1
+    assert model.made == 2  # not retried: RetryPolicy never retries a BudgetExceeded
 
 
 async def test_no_budget_no_charge() -> None:

@@ -149,13 +149,20 @@ class Run:
         return self.context(a.task, a.attempt, a.errors, a.started_at, a.inputs, a.notes)
 
     def result(self, error: BaseException | None = None) -> orchestra.RunResult:
-        """The run as an ``orchestra.RunResult``."""
+        """The run as an ``orchestra.RunResult``.
+
+        ``errors`` has each failed node's error; the error that ended the run (a
+        ``BudgetExceeded``, say) under the graph's name when no node's error is it.
+        """
         ok = error is None and not any(s in _NOT_OK for s in self.states.values())
+        errors = dict(self.errors)
+        if error is not None and not any(e is error for e in errors.values()):
+            errors.setdefault(self.graph, error)
         return orchestra.RunResult(
             ok=ok,
             states=dict(self.states),
             outputs={},
-            errors=dict(self.errors),
+            errors=errors,
             attempts=dict(self.attempts),
             run_id=self.run_id,
             reasons=dict(self.reasons),
