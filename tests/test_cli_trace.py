@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -319,3 +320,24 @@ def test_report_of_a_file_without_runs(tmp_path: Path) -> None:
     out = orchestra_cli("trace", "report", str(path))
     assert out.returncode == 2
     assert "no DAG run in the file" in out.stderr
+
+
+def test_show_and_report_say_the_runs_budget_use(tmp_path: Path) -> None:
+    guarded = orchestra.skills.HookRegistry().guard("search")(lambda q: q)
+    dag = orchestra.DAG("spend")
+
+    @dag.task
+    def work() -> None:
+        for q in "abc":
+            with contextlib.suppress(orchestra.ToolDenied):  # the third: over the budget
+                guarded(q)
+
+    path = tmp_path / "spend.jsonl"
+    trace_runs(path, dag, hooks=[orchestra.Budget(max_tool_calls=2)])
+    out = show(path)
+    assert out.returncode == 0, out.stderr
+    assert "budget: tool calls 2/2" in out.stdout
+    page = tmp_path / "run.html"
+    done = orchestra_cli("trace", "report", str(path), "-o", str(page))
+    assert done.returncode == 0, done.stderr
+    assert '"budget":"budget: tool calls 2/2"' in page.read_text()  # the page's run data

@@ -127,6 +127,7 @@ def run_data(run: Run, *, source: str) -> dict[str, Any]:
             "graph": run.graph,
             "dropped": run.dropped_events,
             "counts": run.counts(),
+            "budget": run.budget,
             "fatal": next(
                 (
                     f"{e.get('exception.type', 'error')}: {e.get('exception.message', '')}"

@@ -204,6 +204,8 @@ def render_run(run: Run, console: Console, *, failed: bool = False, hooks: bool 
         f"run {run.dag}  ·  {run.run_id}  ·  {ok}  ·  {states}  ·  "
         f"{duration(run.span.end - run.span.start)}"
     )
+    if run.budget is not None:
+        title += f"  ·  {run.budget}"
     keep = _failed_paths(run) if failed else None
     lines = [("", run.span), *_walk(run.span.children, keep, hooks)]
     if failed and len(lines) == 1 and not any(t.state in NOT_OK for t in run.tasks.values()):

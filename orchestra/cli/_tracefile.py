@@ -249,6 +249,18 @@ class Run:
         return str(name) if name is not None else self.span.name.removeprefix("run ")
 
     @property
+    def budget(self) -> str | None:
+        """The run's budget use, ``budget: tool calls 2/2, model calls 3/20`` (None: none)."""
+        attributes = self.span.attributes
+        prefix, kinds = n.ATTR_BUDGET_PREFIX, []
+        for key, limit in attributes.items():
+            if key.startswith(prefix) and key.endswith(".limit"):
+                kind = key[len(prefix) : -len(".limit")]
+                used = attributes.get(f"{prefix}{kind}.used", 0)
+                kinds.append(f"{kind.replace('_', ' ')} {_figure(used)}/{_figure(limit)}")
+        return "budget: " + ", ".join(kinds) if kinds else None
+
+    @property
     def ok(self) -> bool | None:
         """Whether the run ended ok (None if the span does not say)."""
         ok = self.span.attributes.get(n.ATTR_RUN_OK)
@@ -309,3 +321,8 @@ def select_run(runs: Sequence[Run], run_id: str | None) -> Run:
     listed = ", ".join(f"{r.run_id} ({r.dag})" for r in runs)
     what = "several runs start with" if matches else "no run"
     raise LookupError(f"{what} {run_id!r}; the runs in the file: {listed}")
+
+
+def _figure(value: Any) -> str:
+    """A budget figure as a person reads it: 3, 0.0125."""
+    return f"{value:.4f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)

@@ -86,6 +86,7 @@
     ms(run.duration),
     plural(tasks.length, "task"),
     "from " + run.source,
+    ...(run.budget ? [run.budget] : []),
   ].join("  ·  ");
   const counts = $("run-counts");
   const chips = [];
