@@ -11,9 +11,10 @@ agent run is a subagent dispatch:
   (pydantic-ai's ``RetryModelRequest``), nothing the run did is repeated;
 - ``after_dispatch`` (and ``SubagentStop``) may ``Replace`` the run's output.
 
-Tool calls go through ``_tools.ToolCalls``. With a tracer configured for orchestra, a run
-is an ``invoke_agent {name}`` span and each tool call an ``execute_tool {name}`` span under
-it, with the hooks' spans inside.
+Tool calls go through ``_tools.ToolCalls``, and so do output functions
+(``wrap_output_process``: ``output_type=[fn]``, ``ToolOutput(fn)``). With a tracer
+configured for orchestra, a run is an ``invoke_agent {name}`` span and each tool call an
+``execute_tool {name}`` span under it, with the hooks' spans inside.
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ from orchestra_pydantic_ai._tools import ToolCalls
 if TYPE_CHECKING:
     from pydantic_ai.capabilities.abstract import (
         WrapModelRequestHandler,
+        WrapOutputProcessHandler,
         WrapRunHandler,
         WrapToolExecuteHandler,
     )
     from pydantic_ai.models import ModelRequestContext
+    from pydantic_ai.output import OutputContext
     from pydantic_ai.run import AgentRunResult
 
     from orchestra.skills import HookRegistry
@@ -291,6 +294,25 @@ class OrchestraCapability(AbstractCapability[Any]):
             return await tools.call(
                 state, ctx.tool_call_approved, name, call.tool_call_id, args, handler
             )
+
+    # -- output functions --------------------------------------------------------------------
+
+    async def wrap_output_process(
+        self,
+        ctx: RunContext[Any],
+        *,
+        output_context: OutputContext,
+        output: Any,
+        handler: WrapOutputProcessHandler,
+    ) -> Any:
+        """An output function (``output_type=[fn]``, ``ToolOutput(fn)``) as a tool call."""
+        tools = self._tools
+        if not output_context.has_function or ctx.partial_output or not tools.watching:
+            return await handler(output)
+        state = self._state or RunState(getattr(ctx.agent, "name", None), ctx.run_id)
+        part = output_context.tool_call
+        name = output_context.function_name or (part.tool_name if part else "output")
+        return await tools.output(state, name, part, output, handler)
 
 
 def _prompt(ctx: RunContext[Any]) -> str:

@@ -37,10 +37,12 @@ from pydantic_ai import ToolDenied
 from pydantic_ai.exceptions import (
     ApprovalRequired,
     CallDeferred,
+    ModelRetry,
     SkipToolExecution,
     ToolFailedError,
     ToolRetryError,
 )
+from pydantic_ai.messages import ToolCallPart
 
 import orchestra.tracing as ot
 from orchestra import Fail, HookChain, Replace, Retry, Skip, Task, TaskState
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = ["ToolCalls"]
 
 _Handler = Callable[[dict[str, Any]], Awaitable[Any]]
+_Run = Callable[[Any], Awaitable[Any]]
 _CONTROL: Final = (
     ApprovalRequired,
     CallDeferred,
@@ -107,6 +110,35 @@ class ToolCalls:
         result, returned = await self._attempts(state, call, handler)
         if returned:
             return await tools.post(call, result)
+        return result
+
+    async def output(
+        self, state: RunState, name: str, part: ToolCallPart | None, output: Any, run: _Run
+    ) -> Any:
+        """An output function's call (``output_type=[fn]``, ``ToolOutput(fn)``) as a tool call.
+
+        ``tool_input`` is the model's arguments; a refusal (and an ``ask``, which output
+        processing cannot defer) is ``ModelRetry`` with the reason: the function is not
+        called and the model reads why. A rewrite of a one-argument function's input
+        cannot be carried out: it is refused the same way.
+        """
+        args = dict(output) if isinstance(output, Mapping) else _part_args(part, output)
+
+        async def body(given: dict[str, Any]) -> Any:
+            if isinstance(output, Mapping):
+                return await run(given)
+            if given != args:
+                raise ModelRetry(f"a PreToolUse hook rewrote the input of {name!r}: refused")
+            return await run(output)
+
+        call_id = part.tool_call_id if part is not None else ""
+        try:
+            result = await self.call(state, False, name, call_id, args, body)
+        except ApprovalRequired as pause:
+            reason = (pause.metadata or {}).get("reason") or f"{name!r} needs approval"
+            raise ModelRetry(str(reason)) from None
+        if isinstance(result, ToolDenied):
+            raise ModelRetry(result.message)
         return result
 
     async def _attempts(
@@ -198,6 +230,13 @@ class ToolCalls:
             if isinstance(failure, Refuse):  # a guard inside the tool said no
                 return ToolDenied(failure.reason), False
             raise
+
+
+def _part_args(part: ToolCallPart | None, output: Any) -> dict[str, Any]:
+    """The model's arguments of an output call (a text output: ``{"output": text}``)."""
+    if part is not None:
+        return dict(part.args_as_dict())
+    return {"output": output}
 
 
 def _given_up(decision: object, by: str | None) -> tuple[TaskState, Any]:
