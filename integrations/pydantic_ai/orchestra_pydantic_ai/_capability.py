@@ -277,11 +277,11 @@ class OrchestraCapability(AbstractCapability[Any]):
         if not tools.watching:
             return await handler(args)
         state = self._state or RunState(getattr(ctx.agent, "name", None), ctx.run_id)
-        name = call.tool_name
+        name, meta = call.tool_name, tool_def.metadata
         tracer = ot.get_tracer()
         if tracer is None:
             return await tools.call(
-                state, ctx.tool_call_approved, name, call.tool_call_id, args, handler
+                state, ctx.tool_call_approved, name, call.tool_call_id, args, handler, meta
             )
         attributes = {
             ot.names.GEN_AI_OPERATION_NAME: ot.names.OP_EXECUTE_TOOL,
@@ -292,7 +292,7 @@ class OrchestraCapability(AbstractCapability[Any]):
             ot.names.SPAN_EXECUTE_TOOL.format(tool=name), attributes=attributes
         ):
             return await tools.call(
-                state, ctx.tool_call_approved, name, call.tool_call_id, args, handler
+                state, ctx.tool_call_approved, name, call.tool_call_id, args, handler, meta
             )
 
     # -- output functions --------------------------------------------------------------------

@@ -94,8 +94,13 @@ class ToolCalls:
         call_id: str,
         args: dict[str, Any],
         handler: _Handler,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Any:
-        """One tool call, its events and its hooks; what the model reads comes back."""
+        """One tool call, its events and its hooks; what the model reads comes back.
+
+        ``metadata`` (the tool's ``Tool(metadata=...)``) joins ``ctx.task.metadata`` of
+        the tool-call ``TaskHooks``, beside the call's own fields.
+        """
         fields = {"agent_name": state.agent} if state.agent is not None else {}
         call = ToolCall(name, args, tool_use_id=call_id, fields=fields, approved=approved)
         tools = self.tools
@@ -107,7 +112,7 @@ class ToolCalls:
         if isinstance(answer, Mock):  # the tool is not called, PostToolUse fires
             return await tools.post(call, answer.output, mocked=True)
         call = call.with_input(answer.tool_input)
-        result, returned = await self._attempts(state, call, handler)
+        result, returned = await self._attempts(state, call, handler, metadata or {})
         if returned:
             return await tools.post(call, result)
         return result
@@ -142,7 +147,7 @@ class ToolCalls:
         return result
 
     async def _attempts(
-        self, state: RunState, call: ToolCall, handler: _Handler
+        self, state: RunState, call: ToolCall, handler: _Handler, metadata: Mapping[str, Any]
     ) -> tuple[Any, bool]:
         """The tool's attempts, with the tool-call ``TaskHooks`` around each.
 
@@ -152,7 +157,7 @@ class ToolCalls:
         name, tool_input = call.tool_name, dict(call.tool_input)
         if not any(has.values()):
             return await self._once(call, handler)
-        task = Task(id=name, fn=handler, metadata=call.payload())
+        task = Task(id=name, fn=handler, metadata={**metadata, **call.payload()})
         started, attempt = time.monotonic(), 1
         errors: tuple[BaseException, ...] = ()
         end, answer = TaskState.SUCCEEDED, None

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from orchestra_pydantic_ai import OrchestraCapability
-from pydantic_ai import Agent, ToolOutput
+from pydantic_ai import Agent, Tool, ToolOutput
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -23,7 +23,9 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from test_pydantic_ai_capability import log_to, logged, permission, write_config
+from test_pydantic_ai_capability import Script, log_to, logged, permission, write_config
+
+from orchestra import Skip, TaskHookContext, TaskHooks
 
 NO_ROOT = "if grep -q '\"path\": \"/\"'; then echo 'never delete /' >&2; exit 2; fi"
 """Blocks a call whose input has the path "/"."""
@@ -132,3 +134,32 @@ def test_an_output_function_left_alone_without_tool_hooks(tmp_path: Path) -> Non
     )
     assert asyncio.run(agent.run("go")).output == "deleted /a"
     assert ran == ["/a"]
+
+
+class SkipDestructive(TaskHooks):
+    """The skip-by-tag rule: a task tagged ``destructive`` does not run."""
+
+    def before_execute(self, ctx: TaskHookContext) -> Skip | None:
+        if "destructive" in ctx.task.metadata.get("tags", ()):
+            return Skip(reason=f"{ctx.task.id} is destructive")
+        return None
+
+
+def test_a_tools_metadata_reaches_the_task_hooks(tmp_path: Path) -> None:
+    """``Tool(metadata=...)`` is ``ctx.task.metadata`` (before, it was dropped)."""
+    ran: list[str] = []
+
+    def wipe(path: str) -> str:
+        """Wipe a folder."""
+        ran.append(path)
+        return f"wiped {path}"
+
+    script = Script(("wipe", {"path": "/srv"}))
+    agent: Agent[None, str] = Agent(
+        FunctionModel(script),
+        tools=[Tool(wipe, metadata={"tags": ["destructive"]})],
+        capabilities=[OrchestraCapability([SkipDestructive()])],
+    )
+    result = asyncio.run(agent.run("wipe /srv"))
+    assert ran == []
+    assert "wipe is destructive" in result.output
