@@ -174,6 +174,7 @@ class _Printed:
 _PRINTED = _Printed()
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-markdown-docs is a dev tool: .venv-crewai lacks it
 def pytest_markdown_docs_globals() -> dict[str, object]:
     """Every block runs as a script (``__main__``) and its ``print`` is the recording one."""
     return {"__name__": "__main__", "print": _PRINTED.print}

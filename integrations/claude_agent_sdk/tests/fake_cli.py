@@ -24,6 +24,8 @@ class FakeCLI(Transport):
     CLI makes it: ``PreToolUse``, then (unless a callback denied it) the tool from
     ``tools`` with the input the callbacks left, then ``PostToolUse`` with its result or
     ``PostToolUseFailure`` with its error; what the model would read is kept in ``read``.
+    A ``PreToolUse`` ``ask`` is a ``can_use_tool`` request, as the CLI asks the SDK's
+    permission prompt: the tool runs only if it is allowed.
     """
 
     def __init__(
@@ -136,6 +138,12 @@ class FakeCLI(Transport):
             if specific.get("permissionDecision") == "deny":
                 self.read.append(specific.get("permissionDecisionReason"))
                 return
+            if specific.get("permissionDecision") == "ask":
+                allowed = await self._ask_the_person({**call, "tool_input": tool_input})
+                if allowed is None:
+                    return
+                tool_input = allowed
+                continue
             tool_input = specific.get("updatedInput", tool_input)
         call = {**call, "tool_input": tool_input}
         try:
@@ -148,6 +156,26 @@ class FakeCLI(Transport):
             specific = answer.get("hookSpecificOutput") or {}
             response = specific.get("updatedToolOutput", response)
         self.read.append(response)
+
+    async def _ask_the_person(self, call: dict[str, Any]) -> dict[str, Any] | None:
+        """An ``ask``: the CLI asks over ``can_use_tool`` (the SDK's permission prompt).
+
+        The input to run with when allowed; None (the model reads why) when not, or when
+        the SDK has no ``can_use_tool`` to answer (the SDK answers an error).
+        """
+        request = {
+            "subtype": "can_use_tool",
+            "tool_name": call["tool_name"],
+            "input": call["tool_input"],
+            "tool_use_id": call.get("tool_use_id"),
+            "permission_suggestions": [],
+        }
+        answer = await self._request(request)
+        self.answers.append(("can_use_tool", answer))
+        if answer.get("behavior") == "allow":
+            return dict(answer.get("updatedInput", call["tool_input"]))
+        self.read.append(answer.get("message") or answer.get("error"))
+        return None
 
     async def _request(self, request: dict[str, Any]) -> dict[str, Any]:
         self._counter += 1
