@@ -14,8 +14,10 @@ import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, final
 
+import attrs
 from opentelemetry import trace
 
+from orchestra._approval import Approval
 from orchestra._spending import active as active_budgets
 from orchestra._spending import charge_tool, charged_by_caller
 from orchestra._tool_call import FailedAnswer, PreAnswer, Proceed, Refuse, ToolCall
@@ -155,6 +157,23 @@ class ToolHooks:
         mark_decision(answer)
         return answer
 
+    async def resume(
+        self, call: ToolCall, approval: Approval, *, can_pause: bool = False
+    ) -> PreAnswer:
+        """The paused ``call`` after a person answered (``orchestra.bridge.resume``).
+
+        approve: ``Proceed`` with the pending input (no guard asks again); deny: ``Refuse``
+        with the person's reason (``PermissionDenied`` fires); edit: ``pre`` on the new
+        input, judged again by every guard (it may refuse, mock, or ask again).
+        """
+        if approval.decision == "deny":
+            return await self.refuse(call, approval.reason or "denied by a person")
+        assert approval.tool_input is not None
+        edited = call.with_input(approval.tool_input)
+        if approval.decision == "edit":
+            return await self.pre(attrs.evolve(edited, approved=False), can_pause=can_pause)
+        return _approved(edited, self.inner)
+
     async def _drive(self, flow: Generator[Effect, Any, _T]) -> _T:
         sent: Any = None
         try:
@@ -209,6 +228,18 @@ class ToolHooks:
         mark_decision(answer)
         return answer
 
+    def resume_sync(
+        self, call: ToolCall, approval: Approval, *, can_pause: bool = False
+    ) -> PreAnswer:
+        """``resume`` from synchronous code."""
+        if approval.decision == "deny":
+            return self.refuse_sync(call, approval.reason or "denied by a person")
+        assert approval.tool_input is not None
+        edited = call.with_input(approval.tool_input)
+        if approval.decision == "edit":
+            return self.pre_sync(attrs.evolve(edited, approved=False), can_pause=can_pause)
+        return _approved(edited, self.inner)
+
     def _drive_sync(self, flow: Generator[Effect, Any, _T]) -> _T:
         sent: Any = None
         try:
@@ -232,6 +263,13 @@ def _charged(call: ToolCall, answer: PreAnswer, inner: bool) -> PreAnswer:
         return Refuse(refusal)
     if not inner and active_budgets():
         charged_by_caller(call.tool_name)
+    return answer
+
+
+def _approved(call: ToolCall, inner: bool) -> PreAnswer:
+    """An approved call goes ahead with its pending input (charged to the budgets)."""
+    answer = _charged(call, Proceed(call.tool_input), inner)
+    mark_decision(answer)
     return answer
 
 

@@ -30,6 +30,12 @@ driven by thin async and sync drivers::
         # Ask(...): pause; ``answer.request(call)`` is the pending request
         # a tool that raised: ``await hooks.failed(call, error)`` -> Raise | Refuse
 
+A paused call resumes with a person's answer: ``approval = resume(pending, answer)``
+checks it (``{"decision": "approve"}``, ``{"decision": "deny", "reason": ...}``,
+``{"decision": "edit", "tool_input": {...}}``; an ``args_sha256`` that is not the pending
+call's is a refusal), and ``await hooks.resume(call, approval)`` answers as ``pre`` does:
+the pending input once, a refusal, or the edit judged again by every guard.
+
 One refusal text (``Refuse.reason``: the hook's reason, else ``denied by a PreToolUse
 hook at FILE:LINE``; an unanswered ``ask``: its reason, else ``needs approval
 (FILE:LINE)``), one pending-request shape (``Ask.request``: ``tool_name``,
@@ -55,6 +61,9 @@ from orchestra._ambient import policy_scope as policy_scope
 from orchestra._ambient import reset_policy as reset_policy
 from orchestra._ambient import resolve_policy as resolve_policy
 from orchestra._ambient import set_policy as set_policy
+from orchestra._approval import DECISIONS as DECISIONS
+from orchestra._approval import Approval as Approval
+from orchestra._approval import resume as resume
 from orchestra._attempts import DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS
 from orchestra._attempts import RetryBudget as RetryBudget
 from orchestra._decisions import GiveOutput as GiveOutput
@@ -109,9 +118,11 @@ from orchestra.bridge._attempts import SpanFactory as SpanFactory
 from orchestra.bridge._attempts import TaskAttempts as TaskAttempts
 
 __all__ = [
+    "DECISIONS",
     "DEFAULT_MAX_ATTEMPTS",
     "DENIED_PREFIX",
     "Answer",
+    "Approval",
     "Ask",
     "AskCallback",
     "AttemptDriver",
@@ -162,6 +173,7 @@ __all__ = [
     "refuse_flow",
     "reset_policy",
     "resolve_policy",
+    "resume",
     "run_blocking",
     "set_policy",
     "set_tool_result",

@@ -44,6 +44,7 @@ from orchestra import (
 from orchestra.bridge import budgets_of, current_policy, open_budgets, policy_scope, resolve_policy
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra.skills import StepEvents
+from orchestra_pydantic_ai._answers import approval_of
 from orchestra_pydantic_ai._chains import split_hooks
 from orchestra_pydantic_ai._state import RunState, parent_agent
 from orchestra_pydantic_ai._steps import around
@@ -278,11 +279,10 @@ class OrchestraCapability(AbstractCapability[Any]):
             return await handler(args)
         state = self._state or RunState(getattr(ctx.agent, "name", None), ctx.run_id)
         name, meta = call.tool_name, tool_def.metadata
+        approved = ctx.tool_call_approved and (approval_of(ctx.tool_call_metadata) or True)
         tracer = ot.get_tracer()
         if tracer is None:
-            return await tools.call(
-                state, ctx.tool_call_approved, name, call.tool_call_id, args, handler, meta
-            )
+            return await tools.call(state, approved, name, call.tool_call_id, args, handler, meta)
         attributes = {
             ot.names.GEN_AI_OPERATION_NAME: ot.names.OP_EXECUTE_TOOL,
             ot.names.GEN_AI_TOOL_NAME: name,
@@ -291,9 +291,7 @@ class OrchestraCapability(AbstractCapability[Any]):
         with tracer.start_as_current_span(
             ot.names.SPAN_EXECUTE_TOOL.format(tool=name), attributes=attributes
         ):
-            return await tools.call(
-                state, ctx.tool_call_approved, name, call.tool_call_id, args, handler, meta
-            )
+            return await tools.call(state, approved, name, call.tool_call_id, args, handler, meta)
 
     # -- output functions --------------------------------------------------------------------
 

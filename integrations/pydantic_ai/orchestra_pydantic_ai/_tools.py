@@ -9,7 +9,8 @@ module maps its answers onto pydantic-ai's:
   or block is pydantic-ai's ``ToolDenied`` (the model reads the reason; ``PermissionDenied``
   fires), an ``ask`` is pydantic-ai's ``ApprovalRequired`` (the run ends with
   ``DeferredToolRequests``, the pending request ``orchestra.bridge.Ask.request`` as its
-  metadata; once a person approves, the call goes on), a
+  metadata; once a person approves, the call goes on; ``answer_deferred``'s answers run
+  the pending input once, or judge an edit again), a
   ``modified_input`` is what the tool gets, a mock ``output`` answers without the tool
   (the first mock in config order; ``PostToolUse`` still fires, with ``mocked: true``);
 - the tool-call ``TaskHooks`` around each attempt (task id: the tool's name):
@@ -46,7 +47,7 @@ from pydantic_ai.messages import ToolCallPart
 
 import orchestra.tracing as ot
 from orchestra import Fail, HookChain, Replace, Retry, Skip, Task, TaskState
-from orchestra.bridge import Ask, Mock, Refuse, ToolCall, ToolHooks
+from orchestra.bridge import Approval, Ask, Mock, Refuse, ToolCall, ToolHooks
 from orchestra_pydantic_ai._state import RunState
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ class ToolCalls:
     async def call(
         self,
         state: RunState,
-        approved: bool,
+        approved: bool | Approval,
         name: str,
         call_id: str,
         args: dict[str, Any],
@@ -102,9 +103,12 @@ class ToolCalls:
         the tool-call ``TaskHooks``, beside the call's own fields.
         """
         fields = {"agent_name": state.agent} if state.agent is not None else {}
-        call = ToolCall(name, args, tool_use_id=call_id, fields=fields, approved=approved)
+        call = ToolCall(name, args, tool_use_id=call_id, fields=fields, approved=approved is True)
         tools = self.tools
-        answer = await tools.pre(call, can_pause=True)
+        if isinstance(approved, Approval):  # a person's checked answer (answer_deferred)
+            answer = await tools.resume(call, approved, can_pause=True)
+        else:
+            answer = await tools.pre(call, can_pause=True)
         if isinstance(answer, Refuse):
             return ToolDenied(answer.reason)
         if isinstance(answer, Ask):  # the run ends with DeferredToolRequests
