@@ -171,8 +171,9 @@ class ToolHooks:
         assert approval.tool_input is not None
         edited = call.with_input(approval.tool_input)
         if approval.decision == "edit":
-            return await self.pre(attrs.evolve(edited, approved=False), can_pause=can_pause)
-        return _approved(edited, self.inner)
+            answer = await self.pre(attrs.evolve(edited, approved=False), can_pause=can_pause)
+            return _against(call, answer)
+        return _against(call, _approved(edited, self.inner))
 
     async def _drive(self, flow: Generator[Effect, Any, _T]) -> _T:
         sent: Any = None
@@ -237,8 +238,9 @@ class ToolHooks:
         assert approval.tool_input is not None
         edited = call.with_input(approval.tool_input)
         if approval.decision == "edit":
-            return self.pre_sync(attrs.evolve(edited, approved=False), can_pause=can_pause)
-        return _approved(edited, self.inner)
+            answer = self.pre_sync(attrs.evolve(edited, approved=False), can_pause=can_pause)
+            return _against(call, answer)
+        return _against(call, _approved(edited, self.inner))
 
     def _drive_sync(self, flow: Generator[Effect, Any, _T]) -> _T:
         sent: Any = None
@@ -270,6 +272,13 @@ def _approved(call: ToolCall, inner: bool) -> PreAnswer:
     """An approved call goes ahead with its pending input (charged to the budgets)."""
     answer = _charged(call, Proceed(call.tool_input), inner)
     mark_decision(answer)
+    return answer
+
+
+def _against(call: ToolCall, answer: PreAnswer) -> PreAnswer:
+    """A resumed call's ``Proceed``, ``modified`` when its input is not the call's own."""
+    if type(answer) is Proceed and not answer.modified and answer.tool_input != call.tool_input:
+        return Proceed(answer.tool_input, modified=True)
     return answer
 
 

@@ -89,6 +89,11 @@ async def test_an_edit_is_judged_again_by_every_guard(tmp_path: Path) -> None:
     refused = await both(hooks, call, to_prod)
     assert isinstance(refused, Refuse)
     assert "not prod" in refused.reason
+    # an edit that goes through is the tool's new input: modified, whatever the hooks did
+    qa = ToolCall("deploy", {"env": "qa"}, approved=True)
+    assert await both(hooks, qa, resume(pending, {"decision": "approve"})) == Proceed(
+        {"env": "staging"}, modified=True
+    )
     # an edit the deny guard lets through still meets the ask guard: it asks again
     again = await both(
         hooks, call, resume(pending, {"decision": "edit", "tool_input": {"env": "qa"}})

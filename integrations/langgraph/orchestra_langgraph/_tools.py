@@ -6,8 +6,12 @@ interceptors, around each call, driven by ``orchestra.bridge.ToolHooks`` (the on
 tool-call protocol; this module only maps its answers onto LangGraph's messages):
 
 - ``PreToolUse`` with ``tool_name``, ``tool_input`` (the model's arguments) and
-  ``tool_use_id``: a deny, a block or an unanswered ``ask`` becomes the error
-  ``ToolMessage`` the model reads (the reason as its content; ``PermissionDenied`` fires);
+  ``tool_use_id``: a deny or a block becomes the error ``ToolMessage`` the model reads
+  (the reason as its content; ``PermissionDenied`` fires); an ``ask`` is LangGraph's
+  ``interrupt()`` with the pending request (``orchestra.bridge.Ask.request``) when the
+  graph has a checkpointer: resume with ``Command(resume={"decision": "approve"})``
+  (``deny`` with a ``reason``, ``edit`` with a ``tool_input`` judged again); without a
+  checkpointer it is refused as a deny is;
   a ``modified_input`` is what the tool gets; a mock ``output`` answers without the tool
   (the first mock in config order), and ``PostToolUse`` still fires, with ``mocked: true``.
 - ``PostToolUse`` with ``tool_response`` (the message's content): an ``output`` rewrite is
@@ -26,15 +30,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from langchain_core.messages import ToolMessage
+from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 
 from orchestra.bridge import (
+    Ask,
     FailedAnswer,
     Mock,
     PreAnswer,
@@ -43,6 +49,7 @@ from orchestra.bridge import (
     ToolCall,
     ToolHooks,
     policy_scope,
+    resume,
     tool_span,
 )
 
@@ -52,6 +59,8 @@ if TYPE_CHECKING:
 __all__ = ["ToolEvents", "guarded_tool_node"]
 
 _Result = ToolMessage | Command[Any]
+_CHECKPOINTER: Final = "__pregel_checkpointer"
+"""The key of the run's checkpointer in its ``configurable`` (LangGraph has no reader)."""
 
 
 @final
@@ -75,7 +84,10 @@ class ToolEvents:
         """``wrap_tool_call``: one call under ``invoke``/``stream`` (a worker thread)."""
         hooks, call = self.hooks, _call(request.tool_call)
         with _scope(self, call):
-            answer = hooks.pre_sync(call)  # a ToolNode has nobody to ask: no Ask
+            answer = hooks.pre_sync(call, can_pause=_can_pause())
+            while isinstance(answer, Ask):  # interrupt(): the graph pauses, resumes here
+                approval = resume(pending := answer.request(call), interrupt(pending))
+                answer = hooks.resume_sync(call, approval, can_pause=True)
             if isinstance(answer, Refuse):
                 return _message(request.tool_call, answer.reason, error=True)
             if isinstance(answer, Mock):  # the tool is not called, PostToolUse fires
@@ -102,7 +114,10 @@ class ToolEvents:
         """``awrap_tool_call``: one call under ``ainvoke``/``astream``."""
         hooks, call = self.hooks, _call(request.tool_call)
         with _scope(self, call):
-            answer = await hooks.pre(call)
+            answer = await hooks.pre(call, can_pause=_can_pause())
+            while isinstance(answer, Ask):
+                approval = resume(pending := answer.request(call), interrupt(pending))
+                answer = await hooks.resume(call, approval, can_pause=True)
             if isinstance(answer, Refuse):
                 return _message(request.tool_call, answer.reason, error=True)
             if isinstance(answer, Mock):
@@ -133,6 +148,15 @@ def _scope(events: ToolEvents, call: ToolCall) -> Iterator[None]:
     """The call's span, and the registry as the ambient policy of what the tool starts."""
     with tool_span(call.tool_name, call_id=call.tool_use_id), policy_scope(events.registry):
         yield
+
+
+def _can_pause() -> bool:
+    """Whether the graph runs with a checkpointer (``interrupt()`` can pause it)."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # called outside a runnable context
+        return False
+    return configurable.get(_CHECKPOINTER) is not None
 
 
 def _call(tool_call: Mapping[str, Any]) -> ToolCall:

@@ -1,14 +1,17 @@
-"""The tool matrix on LangGraph: a prebuilt ToolNode driven by langchain-core's fake chat model."""
+"""The tool matrix on LangGraph: a prebuilt ToolNode driven by langchain-core's fake chat model
+(compiled with an in-memory checkpointer: an ``ask`` is ``interrupt()``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 from orchestra_langgraph import with_hooks
 from test_langgraph_tools import tool_graph
 
@@ -22,12 +25,7 @@ class LangGraphEngine:
     """model -> tools -> model, the fake model asking for ``fetch(path="/data")`` once."""
 
     name = "LangGraph (ToolNode)"
-    cannot: Mapping[str, str] = MappingProxyType(
-        {
-            "ask": "with_hooks's ToolNode does not pause yet: an unanswered ask is refused "
-            "(the error ToolMessage); interrupt() with a checkpointer is not wired",
-        }
-    )
+    cannot: Mapping[str, str] = MappingProxyType({})
 
     def call(self, registry: HookRegistry, body: ToolBody) -> ToolRun:
         @tool
@@ -37,10 +35,13 @@ class LangGraphEngine:
 
         calls = [{"name": "fetch", "args": {"path": "/data"}, "id": "c1", "type": "tool_call"}]
         builder = tool_graph(fetch, calls)
-        app = with_hooks(builder, registry=registry).compile()
-        messages = app.invoke({"messages": [HumanMessage("fetch it")]})["messages"]
-        read = [str(m.content) for m in messages if isinstance(m, ToolMessage)]
-        return ToolRun(read=" | ".join(read))
+        app = with_hooks(builder, registry=registry).compile(checkpointer=InMemorySaver())
+        config: Any = {"configurable": {"thread_id": "matrix"}}
+        out = app.invoke({"messages": [HumanMessage("fetch it")]}, config)
+        read = [str(m.content) for m in out["messages"] if isinstance(m, ToolMessage)]
+        paused = out.get("__interrupt__") or ()
+        request = dict(paused[0].value) if paused else None
+        return ToolRun(read=" | ".join(read), paused=bool(paused), request=request)
 
 
 @pytest.mark.parametrize("cell", TOOL_CELLS)
