@@ -24,7 +24,7 @@ from orchestra._bounds import (
     stepped,
 )
 from orchestra._decisions import Decision, Fail, Replace, pick
-from orchestra._errors import HookError
+from orchestra._errors import HookBlocked, HookError
 from orchestra._moments import BadReplace, Moment
 from orchestra._offload import call_in_thread_now
 from orchestra._watchdog import watch
@@ -213,6 +213,8 @@ def _nothing() -> None:
 
 
 def _raised(impl: HookImpl, exc: Exception, subject: str | None, on_error: OnError) -> Fail | None:
+    if impl.fail_closed and isinstance(exc, HookBlocked):  # its verdict: the task's reason
+        return Fail(str(exc))
     error = impl.error(subject, f"raised {type(exc).__name__}: {exc}")
     error.__cause__ = exc
     return _isolate(impl, error, on_error)

@@ -89,6 +89,16 @@ class HookError(OrchestraError, RuntimeError):
         self.subject = subject
 
 
+class HookBlocked(HookError):
+    """A fail-closed hook object's own verdict, raised as an error (internal).
+
+    A hook object with ``fail_closed = True`` that raises it fails the task with the
+    error's message as the reason, once: it is the task's error, not also a hook error.
+    The YAML adapter raises it for an Arc ``blocking`` ``stage_complete`` hook that
+    blocked (a verify gate), whose moment (``after_execute``) answers only a ``Replace``.
+    """
+
+
 class TaskFailed(OrchestraError, RuntimeError):
     """A task failed by a decision (a hook's ``Fail``), not by an exception it raised.
 

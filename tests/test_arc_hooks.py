@@ -492,3 +492,104 @@ async def test_skip_skips_that_stage_only_and_its_dependents_run(tmp_path: Path)
     assert ran == ["deploy after None"]
     assert result.states["deploy"] is TaskState.SUCCEEDED
     assert result.messages["lint"] == ("stage skipped: lint is advisory today",)
+
+
+async def test_a_blocking_stage_complete_hook_is_a_verify_gate(tmp_path: Path) -> None:
+    verify = script(
+        tmp_path,
+        "verify.sh",
+        """
+        ctx=$(cat)
+        echo "$ctx" >> log.jsonl
+        if [ "$ARC_NODE_ID" = "implement" ]; then
+          echo '{"decision": "block", "reason": "tests failed: 3 of 40"}'
+          exit 2
+        fi
+        echo '{"decision": "proceed"}'
+        """,
+    )
+    run = write(
+        tmp_path / "run.toml",
+        f"""
+        [[hooks]]
+        name = "verify"
+        event = "stage_complete"
+        blocking = true
+        command = "{verify}"
+
+        [[hooks]]
+        name = "lint-gate"
+        event = "stage_complete"
+        matcher = "^lint$"
+        blocking = true
+        command = "echo 'style errors' >&2; exit 2"
+
+        [[hooks]]
+        event = "stage_complete"
+        matcher = "^deploy$"
+        command = "exit 2"
+        """,
+    )
+    ran: list[str] = []
+    dag = workflow(ran)
+
+    @dag.task(deps=["implement"])
+    def review(implement: str) -> str:
+        ran.append("review")
+        return implement
+
+    result = await orchestra.run(dag, hooks=[load(run, project_dir=tmp_path).as_task_hooks()])
+    assert not result.ok
+    assert result.states["implement"] is TaskState.FAILED  # its body ran, the gate failed it
+    assert "implement" in ran
+    assert "review" not in ran
+    assert result.states["review"] is TaskState.UPSTREAM_FAILED
+    message = "stage_complete hook verify blocked: tests failed: 3 of 40"
+    error = result.errors["implement"]
+    assert isinstance(error, orchestra.TaskFailed)
+    assert error.reason == message
+    assert str(error) == f"task 'implement' failed: {message}"
+    assert result.reasons["implement"].endswith(f": {message}")
+    assert result.states["lint"] is TaskState.FAILED  # exit 2 without JSON: stderr says why
+    lint_error = result.errors["lint"]
+    assert isinstance(lint_error, orchestra.TaskFailed)
+    assert lint_error.reason == "stage_complete hook lint-gate blocked: style errors"
+    # a hook that is not blocking is no gate; a gate that proceeds keeps the stage
+    assert result.states["deploy"] is TaskState.SUCCEEDED
+    assert result.outputs["deploy"] == "deployed"
+    assert result.hook_errors == ()  # recorded once: as the stage's error
+    assert sorted(e["node_id"] for e in logged(tmp_path)) == ["deploy", "implement", "lint"]
+
+
+async def test_a_blocking_run_complete_hook_is_on_the_run_s_hook_errors(tmp_path: Path) -> None:
+    check = script(
+        tmp_path,
+        "final-check.sh",
+        """
+        cat > ctx.json
+        if [ ! -f RELEASE_NOTES.md ]; then
+          echo '{"decision": "block", "reason": "no release notes"}'
+        fi
+        """,
+    )
+    run = write(
+        tmp_path / "run.toml",
+        f"""
+        [[hooks]]
+        name = "final-check"
+        event = "run_complete"
+        blocking = true
+        command = "{check}"
+        """,
+    )
+    ran: list[str] = []
+    result = await orchestra.run(
+        workflow(ran), hooks=[load(run, project_dir=tmp_path).as_task_hooks()]
+    )
+    assert sorted(ran) == ["deploy", "implement", "lint"]
+    assert json.loads((tmp_path / "ctx.json").read_text())["event"] == "run_complete"
+    # after_run has no answer that fails a run: the block is the run's one hook error
+    assert [str(e) for e in result.hook_errors] == [
+        "run_complete hook final-check blocked: no release notes"
+    ]
+    assert all(state is TaskState.SUCCEEDED for state in result.states.values())

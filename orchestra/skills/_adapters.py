@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from orchestra._decisions import Fail, GiveOutput, Replace, Skip
-from orchestra._errors import HookError
+from orchestra._errors import HookBlocked, HookError
 from orchestra._hooks import (
     RunContext,
     SubagentHookContext,
@@ -29,7 +29,7 @@ from orchestra._hooks import (
 )
 from orchestra._reporting import report_hook_error
 from orchestra._tool_flow import blocked_reason, error_fields
-from orchestra.skills._arc_hooks import StageSkipped
+from orchestra.skills._arc_hooks import ArcHook, GateBlocked, StageSkipped
 from orchestra.skills._critical import CriticalHookError
 from orchestra.skills._dag_payloads import (
     end_payload,
@@ -91,11 +91,14 @@ class RegistryTaskHooks(TaskHooks):
       whose values the hooks changed or added), an ``output`` is its result: the body
       does not run and the task SUCCEEDED.
     - ``AttemptEnd`` after each attempt, with the output (``state: succeeded``; an
-      ``output`` replaces the task's) or the error (``state: failed``).
+      ``output`` replaces the task's) or the error (``state: failed``). An Arc verify
+      gate's block (``GateBlocked``) fails the task with its message: the object is then
+      fail-closed and raises ``HookBlocked``, the task's reason.
     - ``EdgeSelected`` after a branch task (``@dag.task(branch=True)``) chose, with the
       ids it chose (``selected``): an ``output`` (one id or a list) redirects the choice,
       a block follows no edge.
-    - ``RunEnd`` when the run ended, ``state`` ``succeeded`` or ``failed``.
+    - ``RunEnd`` when the run ended, ``state`` ``succeeded`` or ``failed``; an Arc
+      gate's block is a hook error on the result (``after_run`` cannot fail a run).
 
     Every hook error (a command that exits 1, a timeout, bad output) is logged once at
     WARNING with the hook's ``file:line`` and listed on ``RunResult.hook_errors``.
@@ -177,6 +180,9 @@ class RegistryTaskHooks(TaskHooks):
         if self._listens("AttemptEnd", ctx, "succeeded"):
             payload = end_payload(ctx, dag, result, None)
             outcome = await self._fire("AttemptEnd", payload, "after_execute", tid)
+            if type(outcome.output) is GateBlocked:  # fails the task: see task_hooks
+                blocked = outcome.output.message
+                raise HookBlocked(blocked, hook=outcome.decided_by or "", moment="after_execute")
             if outcome.output is not None:
                 replaced = Replace(outcome.output)
                 result = outcome.output
@@ -220,7 +226,11 @@ class RegistryTaskHooks(TaskHooks):
         self._dags.pop(ctx.run_id, None)
         if self.registry.has_hooks("RunEnd"):
             payload = run_end_payload(ctx, result.states, result.ok)
-            await self._fire("RunEnd", payload, "after_run", ctx.dag)
+            outcome = await self._fire("RunEnd", payload, "after_run", ctx.dag)
+            if type(outcome.output) is GateBlocked:  # after_run cannot fail the run
+                blocked = outcome.output.message
+                by = outcome.decided_by or ""
+                report_hook_error(HookError(blocked, hook=by, moment="after_run", subject=ctx.dag))
 
 
 def _start_decision(
@@ -362,6 +372,9 @@ def task_hooks(registry: HookRegistry) -> TaskHooks:
         "after_run": dag_events,
     }
     cls: type[RegistryTaskHooks] = _trim(RegistryTaskHooks, TaskHooks, keep)
+    if any(isinstance(hook, ArcHook) and hook.gate for hook in registry.hooks):
+        # an Arc verify gate (blocking stage_complete) raises HookBlocked to fail the task
+        cls = type(cls.__name__, (cls,), {"fail_closed": True})
     return cls(registry)
 
 

@@ -27,6 +27,9 @@ only (``StageSkipped``: it ends SUCCEEDED with no output, its dependents run),
 hook error only. A ``matcher`` is a regular expression searched in the stage's id or
 its handler type (``metadata["type"]``); on ``edge_selected`` in the edge's ends.
 A later file's hook of the same ``name`` replaces an earlier one (``override_by_name``).
+A ``blocking`` ``stage_complete`` hook is a verify gate: its block (exit 2, another exit,
+or ``decision: block``) is a ``GateBlocked`` output that fails the stage; at
+``run_complete`` it is a hook error of the run (``RegistryTaskHooks.after_run``).
 """
 
 from __future__ import annotations
@@ -49,7 +52,14 @@ from orchestra.skills._result import NO_OPINION, HookResult, HookRunError
 from orchestra.skills._sandbox import Sandbox, bwrap_command
 from orchestra.tracing.names import ATTR_PROCESS_EXIT_CODE
 
-__all__ = ["ARC_EVENTS", "UNWIRED_EVENTS", "ArcHook", "StageSkipped", "override_by_name"]
+__all__ = [
+    "ARC_EVENTS",
+    "UNWIRED_EVENTS",
+    "ArcHook",
+    "GateBlocked",
+    "StageSkipped",
+    "override_by_name",
+]
 
 ARC_EVENTS: Final[Mapping[str, tuple[str, str | None, bool]]] = {
     "run_start": ("RunStart", None, True),
@@ -70,6 +80,7 @@ UNWIRED_EVENTS: Final = frozenset(
 )
 """Arc's events orchestra has no moment for: their hooks are noted, not loaded."""
 _DECISIONS: Final = ("proceed", "skip", "block", "override")
+_GATES: Final = frozenset({"AttemptEnd", "RunEnd"})  # a blocking hook there is a gate
 # The payload fields a matcher is searched in, by orchestra's event.
 _SUBJECTS: Final[Mapping[str, tuple[str, ...]]] = {
     "AttemptStart": ("task_id", "type"),
@@ -212,7 +223,28 @@ class ArcHook(HookSpec):
                 await anyio.to_thread.run_sync(_remove, path)
         return self.answer(done)
 
+    @property
+    def gate(self) -> bool:
+        """A ``blocking`` ``stage_complete``/``run_complete`` hook: its block fails them."""
+        return self.blocking and self.state == "succeeded" and self.event in _GATES
+
     def answer(self, done: Completed) -> HookResult:
+        """Arc's reading of an exit code and stdout; a gate's block is a ``GateBlocked``.
+
+        Raises:
+            HookRunError: a non-blocking hook failed, or the decision JSON is wrong.
+        """
+        result = self._read(done)
+        if result.decision != "block" or not self.gate:
+            return result
+        name = self.name or self.source
+        why = result.reason or f"hook exited with code {result.exit_code}"
+        blocked = GateBlocked(f"{self.arc_event} hook {name} blocked: {why}")
+        return HookResult(
+            output=blocked, reason=why, exit_code=result.exit_code, stderr=result.stderr
+        )
+
+    def _read(self, done: Completed) -> HookResult:
         """Arc's reading of an exit code and stdout.
 
         Raises:
@@ -257,6 +289,22 @@ class StageSkipped:
     """
 
     reason: str
+
+
+@final
+@attrs.frozen
+class GateBlocked:
+    """A ``blocking`` ``stage_complete`` (or ``run_complete``) Arc hook blocked.
+
+    ``stage_complete``: the stage ends FAILED with ``message`` as its error (a verify
+    gate); ``run_complete``: ``message`` is on the run's ``hook_errors`` (``after_run``
+    has no answer that fails a run, see docs/migrate/arc.md).
+
+    Attributes:
+        message: ``"stage_complete hook NAME blocked: REASON"``.
+    """
+
+    message: str
 
 
 def _remove(path: str) -> None:
