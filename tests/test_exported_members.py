@@ -75,6 +75,8 @@ PINNED: dict[str, set[str]] = {
         "error_fields", "failed_flow", "mark_decision", "post_flow", "post_tool_use_payload",
         "pre_flow", "refuse_flow",
         "run_blocking", "set_tool_result", "tool_span",
+        # a person's answer to a paused call
+        "Approval", "DECISIONS", "resume",
         # the ambient policy
         "Policy", "current_policy", "policy_scope", "reset_policy", "resolve_policy", "set_policy",
         # the budgets a run opens
