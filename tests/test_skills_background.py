@@ -109,6 +109,6 @@ async def test_background_processes_are_capped_and_leave_no_fd(tmp_path: Path) -
         peak = max(peak, running)
     assert log.read_text().count("+") == 120
     assert 2 <= peak <= 4  # capped at max_parallel_hooks, yet in parallel
-    with anyio.fail_after(5):
+    with anyio.fail_after(30):  # returns as soon as they are closed; 30 s holds under load
         while open_fds() - before:  # noqa: ASYNC110 -- the loop's thread closes its own
             await anyio.sleep(0.01)

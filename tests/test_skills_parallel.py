@@ -23,12 +23,13 @@ BASH_INPUT = {"tool_name": "Bash", "tool_input": {"command": "npm test"}}
 def logged(log: Path, name: str, then: str = "") -> str:
     """A handler that logs ``start NAME``, waits for its peers, logs ``end NAME``.
 
-    It waits (up to 5 s) until the log has 3 starts, so handlers that run one after the
-    other would each wait out the 5 s and log their end before the next start.
+    It waits (up to 20 s: a loaded machine is slow to start 3 shells) until the log has 3
+    starts, so handlers that run one after the other would each wait it out and log
+    their end before the next start.
     """
     return (
         f"echo start {name} >> {log}; "
-        f"for i in $(seq 50); do [ $(grep -c start {log}) -ge 3 ] && break; sleep 0.1; done; "
+        f"for i in $(seq 200); do [ $(grep -c start {log}) -ge 3 ] && break; sleep 0.1; done; "
         f"echo end {name} >> {log}{'; ' + then if then else ''}"
     )
 

@@ -183,8 +183,8 @@ if len(sys.argv) > 2:
 
 
 def gone(pid: int) -> bool:
-    """Whether ``pid`` is gone (or a zombie), waiting up to 5 s."""
-    deadline = time.monotonic() + 5
+    """Whether ``pid`` is gone (or a zombie), waiting up to 30 s (it returns at once when it is)."""
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]

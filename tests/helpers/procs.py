@@ -15,6 +15,11 @@ import anyio
 
 MARK_VAR = "ORCHESTRA_TEST_MARK"
 
+# How long the polls below wait for processes to settle. They return as soon as the state
+# is reached, so a generous cap costs nothing when all is well; 5 s failed on a loaded
+# 2-core machine (a killed process waits for a CPU to act on its SIGKILL).
+SETTLE_S = 30
+
 
 def _state(stat: str) -> tuple[str, int, int]:
     """Answer (state, ppid, pgrp) from a /proc/PID/stat line."""
@@ -51,11 +56,11 @@ def marked(mark: str) -> list[int]:
 
 
 async def marked_as(mark: str, expected: set[int]) -> set[int]:
-    """The processes carrying ``mark``, once they are ``expected`` (waiting up to 5 s).
+    """The processes carrying ``mark``, once they are ``expected`` (waiting up to ``SETTLE_S``).
 
     A process that was just started shows no environment while it execs.
     """
-    with anyio.move_on_after(5):
+    with anyio.move_on_after(SETTLE_S):
         while set(marked(mark)) != expected:  # noqa: ASYNC110 -- polling /proc
             await anyio.sleep(0.01)
     return set(marked(mark))
@@ -67,11 +72,11 @@ def group_alive(pgid: int) -> bool:
 
 
 async def group_gone(pgid: int) -> bool:
-    """Whether the group ``pgid`` is gone, waiting up to 5 s for killed processes to die.
+    """Whether the group ``pgid`` is gone, waiting (up to ``SETTLE_S``) for killed ones to die.
 
     SIGKILL cannot be caught, but a process on another CPU takes a moment to act on it.
     """
-    with anyio.move_on_after(5):
+    with anyio.move_on_after(SETTLE_S):
         while group_alive(pgid):  # noqa: ASYNC110 -- polling /proc, nothing to wait on
             await anyio.sleep(0.01)
     return not group_alive(pgid)
@@ -115,9 +120,9 @@ class LeakCheck:
         """Assert no orphan, no zombie and no new file descriptor.
 
         Closing a transport can take a loop iteration or two, and a killed process
-        a moment to be gone: the check polls until clean, for at most 5 s.
+        a moment to be gone: the check polls until clean, for at most ``SETTLE_S``.
         """
-        with anyio.move_on_after(5):
+        with anyio.move_on_after(SETTLE_S):
             while marked(self.mark) or zombies() or open_fds() - self.fds:  # noqa: ASYNC110
                 await anyio.sleep(0.01)  # polling /proc, nothing to wait on
         orphans, unreaped, leaked = marked(self.mark), zombies(), open_fds() - self.fds
