@@ -190,7 +190,7 @@ async def waits():
 
 @dag.task
 def blocks():
-    time.sleep(60)
+    time.sleep(5)  # a thread cannot be interrupted: the run waits it out (60 s took 60 s)
 
 
 print("started", flush=True)
