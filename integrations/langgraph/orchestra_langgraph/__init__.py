@@ -32,7 +32,9 @@ closed early). A compiled subgraph added as a node has its nodes hooked too (tas
 ``PreToolUse``/``PostToolUse``/``PostToolUseFailure``: a deny is the error ``ToolMessage``
 the model reads, a modified input is what the tool gets. ``guard_tools(tools, registry)``
 guards tools wherever they are called (a hand-written tool node, a node function, an
-agent loop of your own): a refusal is what the caller reads. Interrupts
+agent loop of your own): a refusal is what the caller reads. ``OrchestraMiddleware(hooks,
+registry)`` is the same policy in a LangChain v1 ``create_agent`` agent (tool events and
+TaskHooks around each tool call, ``StepStart``/``StepEnd`` around each model call). Interrupts
 (``langgraph.types.interrupt``) pass through untouched. Spans (a ``run`` span, a ``task``
 span per node attempt, ``execute_tool`` per tool call) make one trace when orchestra's
 tracing is configured. Sync and async graphs alike; async graphs run on asyncio, as
@@ -44,10 +46,18 @@ from orchestra_langgraph._graph import HookedStateGraph as HookedStateGraph
 from orchestra_langgraph._graph import with_hooks as with_hooks
 from orchestra_langgraph._guard import GuardedTool as GuardedTool
 from orchestra_langgraph._guard import guard_tools as guard_tools
+from orchestra_langgraph._middleware import OrchestraMiddleware as OrchestraMiddleware
 
 __version__ = "0.1.0"
 
-__all__ = ["GuardedTool", "HookedGraph", "HookedStateGraph", "guard_tools", "with_hooks"]
+__all__ = [
+    "GuardedTool",
+    "HookedGraph",
+    "HookedStateGraph",
+    "OrchestraMiddleware",
+    "guard_tools",
+    "with_hooks",
+]
 
 for _name in __all__:
     globals()[_name].__module__ = __name__

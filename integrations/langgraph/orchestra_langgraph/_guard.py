@@ -53,7 +53,7 @@ from orchestra.bridge import (
 if TYPE_CHECKING:
     from orchestra.skills import HookRegistry
 
-__all__ = ["GuardedTool", "guard_tools"]
+__all__ = ["GuardedTool", "Outcome", "ToolAttempts", "guard_tools"]
 
 
 class GuardedTool(BaseTool):
@@ -74,7 +74,7 @@ class GuardedTool(BaseTool):
         call, shape = _call(self.inner.name, input)
         policy = resolve_policy(self.registry, self.task_hooks, kinds=(TaskHooks,))
         with _scope(call, policy):
-            output = _Attempts(self, policy, call).run_sync(
+            output = ToolAttempts(policy, call, self.inner.invoke, _meta(self)).run_sync(
                 lambda args: self._once_sync(policy, call.with_input(args), input, config)
             )
         return shape(output)
@@ -84,20 +84,20 @@ class GuardedTool(BaseTool):
         call, shape = _call(self.inner.name, input)
         policy = resolve_policy(self.registry, self.task_hooks, kinds=(TaskHooks,))
         with _scope(call, policy):
-            output = await _Attempts(self, policy, call).run_async(
+            output = await ToolAttempts(policy, call, self.inner.invoke, _meta(self)).run_async(
                 lambda args: self._once_async(policy, call.with_input(args), input, config)
             )
         return shape(output)
 
     def _once_sync(
         self, policy: Policy, call: ToolCall, given: Any, config: RunnableConfig | None
-    ) -> _Outcome:
+    ) -> Outcome:
         hooks = ToolHooks(policy.registry)
         answer = hooks.pre_sync(call)  # nobody to ask here: an ask is a refusal
         if isinstance(answer, Refuse):
-            return _Outcome(answer.reason, refused=True)
+            return Outcome(answer.reason, refused=True)
         if isinstance(answer, Mock):
-            return _Outcome(hooks.post_sync(call, answer.output, mocked=True))
+            return Outcome(hooks.post_sync(call, answer.output, mocked=True))
         assert isinstance(answer, Proceed)
         call = call.with_input(dict(answer.tool_input))
         try:
@@ -105,19 +105,19 @@ class GuardedTool(BaseTool):
         except Exception as exc:
             failure = hooks.failed_sync(call, exc)
             if isinstance(failure, Refuse):
-                return _Outcome(failure.reason, refused=True)
+                return Outcome(failure.reason, refused=True)
             raise failure.error from None
-        return _Outcome(_rewritten(result, hooks.post_sync(call, _content(result))))
+        return Outcome(_rewritten(result, hooks.post_sync(call, _content(result))))
 
     async def _once_async(
         self, policy: Policy, call: ToolCall, given: Any, config: RunnableConfig | None
-    ) -> _Outcome:
+    ) -> Outcome:
         hooks = ToolHooks(policy.registry)
         answer = await hooks.pre(call)
         if isinstance(answer, Refuse):
-            return _Outcome(answer.reason, refused=True)
+            return Outcome(answer.reason, refused=True)
         if isinstance(answer, Mock):
-            return _Outcome(await hooks.post(call, answer.output, mocked=True))
+            return Outcome(await hooks.post(call, answer.output, mocked=True))
         assert isinstance(answer, Proceed)
         call = call.with_input(dict(answer.tool_input))
         try:
@@ -125,13 +125,13 @@ class GuardedTool(BaseTool):
         except Exception as exc:
             failure = await hooks.failed(call, exc)
             if isinstance(failure, Refuse):
-                return _Outcome(failure.reason, refused=True)
+                return Outcome(failure.reason, refused=True)
             raise failure.error from None
-        return _Outcome(_rewritten(result, await hooks.post(call, _content(result))))
+        return Outcome(_rewritten(result, await hooks.post(call, _content(result))))
 
 
 @final
-class _Outcome:
+class Outcome:
     """What one call answered: the tool's result (or a rewrite), or a refusal's reason."""
 
     __slots__ = ("refused", "value")
@@ -142,40 +142,42 @@ class _Outcome:
 
 
 @final
-class _Attempts:
+class ToolAttempts:
     """The TaskHooks around one call (a task named after the tool), or just the call."""
 
     __slots__ = ("call", "driver", "task")
 
-    def __init__(self, tool: GuardedTool, policy: Policy, call: ToolCall) -> None:
+    def __init__(
+        self, policy: Policy, call: ToolCall, fn: Any, metadata: Mapping[str, Any]
+    ) -> None:
         hooks = [h for h in policy.hooks if isinstance(h, TaskHooks)]
         self.driver = AttemptDriver(HookChain(hooks, trait=TaskHooks)) if hooks else None
         self.call = call
         self.task = orchestra.Task(
-            id=call.tool_name, fn=tool.inner.invoke, metadata=MappingProxyType(_meta(tool))
+            id=call.tool_name, fn=fn, metadata=MappingProxyType(dict(metadata))
         )
 
     def _begin(self) -> Any:
         assert self.driver is not None
         return self.driver.begin(self.task, self.call.tool_input, context=_context)
 
-    def run_sync(self, once: Any) -> _Outcome:
+    def run_sync(self, once: Any) -> Outcome:
         if self.driver is None:
             return once(self.call.tool_input)  # type: ignore[no-any-return]
         return _settled(self._begin().run_sync(once))
 
-    async def run_async(self, once: Any) -> _Outcome:
+    async def run_async(self, once: Any) -> Outcome:
         if self.driver is None:
             return await once(self.call.tool_input)  # type: ignore[no-any-return]
         return _settled(await self._begin().run_async(once))
 
 
-def _settled(end: Any) -> _Outcome:
+def _settled(end: Any) -> Outcome:
     """How the TaskHooks ended the call: its outcome, a skip's reason, or raise."""
     if isinstance(end, DoSkip):
-        return _Outcome(end.reason or "skipped", refused=True)
+        return Outcome(end.reason or "skipped", refused=True)
     output = carry(end)
-    return output if isinstance(output, _Outcome) else _Outcome(output)
+    return output if isinstance(output, Outcome) else Outcome(output)
 
 
 def _context(attempts: Any) -> Any:
@@ -214,7 +216,7 @@ def _call(name: str, given: Any) -> tuple[ToolCall, Any]:
         args = dict(given.get("args") or {})
         call = ToolCall(name, args, tool_use_id=call_id) if call_id else ToolCall(name, args)
 
-        def as_message(outcome: _Outcome) -> Any:
+        def as_message(outcome: Outcome) -> Any:
             if not outcome.refused and isinstance(outcome.value, ToolMessage | Mapping):
                 return outcome.value
             return ToolMessage(
