@@ -22,7 +22,9 @@ tool calls fire orchestra's hooks and the YAML skills hooks (``orchestra.yaml``,
   ``Stop``, ``StopFailure`` and ``SessionEnd``.
 - Every tool call of the guarded agent goes through ``PreToolUse``: function tools, agents
   used as tools, tools of agents reached by any handoff. A deny reaches the model as the
-  call's output; a hook's ``ask`` pauses the run as an SDK interruption; hosted tools
+  call's output; a hook's ``ask`` pauses the run as an SDK interruption (answer it with
+  ``answer_approval(bridge, state, item, {"decision": "approve"})``, ``deny`` or
+  ``edit``; ``pending_request(bridge, item)`` is the pending request); hosted tools
   that the hooks match are refused unless ``hosted_tools="allow"``.
 - ``on_failure`` sees the original exception: a tool's ``Retry`` calls the tool again, a
   model error's ``Retry`` calls the model again (the SDK's own model retry), and a whole
@@ -31,6 +33,8 @@ tool calls fire orchestra's hooks and the YAML skills hooks (``orchestra.yaml``,
   usage) and ``execute_tool`` spans, when a tracer provider is configured for orchestra.
 """
 
+from orchestra_openai_agents._approvals import answer_approval as answer_approval
+from orchestra_openai_agents._approvals import pending_request as pending_request
 from orchestra_openai_agents._graph import guard_agent as guard_agent
 from orchestra_openai_agents._graph import guard_tool as guard_tool
 from orchestra_openai_agents._guard import AskCallback as AskCallback
@@ -46,10 +50,19 @@ __all__ = [
     "HostedTools",
     "OnDeny",
     "OrchestraRunHooks",
+    "answer_approval",
     "guard_agent",
     "guard_tool",
     "is_guarded",
+    "pending_request",
 ]
 
-for _public in (OrchestraRunHooks, guard_agent, guard_tool, is_guarded):
+for _public in (
+    OrchestraRunHooks,
+    answer_approval,
+    guard_agent,
+    guard_tool,
+    is_guarded,
+    pending_request,
+):
     _public.__module__ = __name__

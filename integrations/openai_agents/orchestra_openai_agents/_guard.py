@@ -30,7 +30,7 @@ from agents import (
 from opentelemetry import trace
 
 from orchestra import HookChain, ToolDenied
-from orchestra.bridge import Ask, Policy, Proceed, Refuse, ToolCall, ToolHooks
+from orchestra.bridge import Approval, Ask, Policy, Proceed, Refuse, ToolCall, ToolHooks
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra_openai_agents._state import state_for
 
@@ -109,12 +109,14 @@ class ToolGuard:
     """The policy the guarded tools follow: the registry, the tool-call hooks, ``ask``."""
 
     __slots__ = (
+        "answers",
         "ask",
         "dispatch_gate",
         "hooked",
         "hosted_tools",
         "max_attempts",
         "on_deny",
+        "pending",
         "policy",
         "registry",
         "tasks",
@@ -150,6 +152,10 @@ class ToolGuard:
         self.hooked = any(tasks.has(moment) for moment in moments)
         self.dispatch_gate: DispatchGate | None = None
         """Set by the bridge: asks the handoff target's ``before_dispatch``/``SubagentStart``."""
+        self.pending: dict[str, dict[str, Any]] = {}
+        """The pending request of each paused call, by call id (``answer_approval``)."""
+        self.answers: dict[str, Approval] = {}
+        """A person's checked answer to a paused call, by call id, for the resumed run."""
 
     @property
     def watching(self) -> bool:
@@ -258,6 +264,7 @@ class ApprovalPolicy:
             # before the call's span exists: the invoker marks it with the answer
             answer = await self.guard.tools.pre(call, can_pause=True, mark=False)
         if isinstance(answer, Ask):
+            self.guard.pending[call_id] = answer.request(call)
             return True  # the SDK pauses the run: result.interruptions
         if state is not None:
             state.verdicts[call_id] = answer

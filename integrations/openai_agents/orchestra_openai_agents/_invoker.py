@@ -150,7 +150,10 @@ class _GuardedInvoker:
         mocked = False
         if guard.tools.watching:  # PreToolUse hooks, or a budget to charge the call to
             answer = state.verdicts.pop(call.tool_use_id, None) if state is not None else None
-            if answer is None:
+            approval = guard.answers.pop(call.tool_use_id, None)
+            if approval is not None:  # a person answered the pause (answer_approval)
+                answer = await guard.tools.resume(call, approval)
+            elif answer is None:
                 approved = _approved(ctx, name, call.tool_use_id)
                 answer = await guard.tools.pre(attrs.evolve(call, approved=approved))
             else:  # taken by the approval check, before this span existed

@@ -13,9 +13,11 @@ def test_public_names() -> None:
         "HostedTools",
         "OnDeny",
         "OrchestraRunHooks",
+        "answer_approval",
         "guard_agent",
         "guard_tool",
         "is_guarded",
+        "pending_request",
     ]
     assert OrchestraRunHooks.__module__ == "orchestra_openai_agents"
     for name in orchestra_openai_agents.__all__:
