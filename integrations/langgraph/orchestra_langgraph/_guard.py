@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, final
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.errors import GraphBubbleUp
 
 import orchestra
 from orchestra import HookChain, TaskHooks
@@ -54,6 +55,9 @@ if TYPE_CHECKING:
     from orchestra.skills import HookRegistry
 
 __all__ = ["GuardedTool", "Outcome", "ToolAttempts", "guard_tools"]
+
+_PASS = (GraphBubbleUp,)
+"""An interrupt (or ``Command(graph=PARENT)``) inside a call is not a failure: it passes."""
 
 
 class GuardedTool(BaseTool):
@@ -164,12 +168,12 @@ class ToolAttempts:
     def run_sync(self, once: Any) -> Outcome:
         if self.driver is None:
             return once(self.call.tool_input)  # type: ignore[no-any-return]
-        return _settled(self._begin().run_sync(once))
+        return _settled(self._begin().run_sync(once, passthrough=_PASS))
 
     async def run_async(self, once: Any) -> Outcome:
         if self.driver is None:
             return await once(self.call.tool_input)  # type: ignore[no-any-return]
-        return _settled(await self._begin().run_async(once))
+        return _settled(await self._begin().run_async(once, passthrough=_PASS))
 
 
 def _settled(end: Any) -> Outcome:

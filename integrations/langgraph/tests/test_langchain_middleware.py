@@ -19,11 +19,13 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 from orchestra_langgraph import OrchestraMiddleware, with_hooks
 from test_langgraph_guard_tools import make_delete
 from test_langgraph_tools import DENY_ROOT, call, command, write_config
 
 import orchestra
+from orchestra.bridge import args_sha256
 
 HOW = pytest.mark.parametrize("how", ["invoke", "ainvoke"])
 APPEND = {"type": "command", "command": 'line=$(cat); printf "%s\\n" "$line" >> events.jsonl'}
@@ -226,3 +228,64 @@ def test_an_agent_inside_a_hooked_graph_follows_its_policy(tmp_path: Path) -> No
 
     assert ran == []
     assert last_tool_message(chat.read).content == "never delete /"
+
+
+ASK = {"type": "permission", "decision": "ask", "reason": "a person decides"}
+
+
+@HOW
+def test_an_ask_pauses_the_agent_and_approve_runs_the_tool_once(tmp_path: Path, how: str) -> None:
+    ran: list[str] = []
+    chat = model([call("/data")])
+    registry = write_config(tmp_path, {"PreToolUse": [{"matcher": "delete", "hooks": [ASK]}]})
+    agent = create_agent(
+        chat,
+        tools=[make_delete(ran)],
+        middleware=[OrchestraMiddleware(registry=registry)],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t"}}
+
+    def go(given: Any) -> dict[str, Any]:
+        if how == "invoke":
+            return dict(agent.invoke(given, config))
+        return dict(asyncio.run(agent.ainvoke(given, config)))
+
+    (paused,) = go({"messages": [HumanMessage("clean up")]})["__interrupt__"]
+    assert ran == []
+    assert paused.value["tool_input"] == {"path": "/data"}
+    assert paused.value["args_sha256"] == args_sha256({"path": "/data"})
+
+    out = go(Command(resume={"decision": "approve", "args_sha256": paused.value["args_sha256"]}))
+
+    assert ran == ["/data"]
+    assert last_tool_message(chat.read).content == "deleted /data"
+    assert out["messages"][-1].content == "done"
+
+
+class Ends(orchestra.TaskHooks):
+    def __init__(self) -> None:
+        self.failures: list[BaseException] = []
+
+    def on_failure(self, ctx: orchestra.TaskContext, error: BaseException) -> Any:
+        self.failures.append(error)
+        return orchestra.Retry(delay=0)
+
+
+def test_an_ask_is_no_failure_of_the_task_hooks(tmp_path: Path) -> None:
+    """The pause (LangGraph's interrupt) passes the TaskHooks: no on_failure, no retry."""
+    ran: list[str] = []
+    hooks = Ends()
+    registry = write_config(tmp_path, {"PreToolUse": [{"matcher": "delete", "hooks": [ASK]}]})
+    agent = create_agent(
+        model([call("/data")]),
+        tools=[make_delete(ran)],
+        middleware=[OrchestraMiddleware(hooks=[hooks], registry=registry)],
+        checkpointer=InMemorySaver(),
+    )
+
+    out = agent.invoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "t"}})
+
+    assert len(out["__interrupt__"]) == 1
+    assert hooks.failures == []
+    assert ran == []
