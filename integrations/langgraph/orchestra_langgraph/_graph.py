@@ -272,6 +272,13 @@ async def _next(chunks: AsyncIterator[Any]) -> Any:
     return await anext(chunks)
 
 
+_NOT_A_BUILDER = (
+    "with_hooks takes a StateGraph builder (hook it before compile(): for a compiled graph, "
+    "pass its .builder), got a {kind}; an @entrypoint's Pregel cannot be hooked yet: guard "
+    "its tools with guard_tools, and a create_agent agent with OrchestraMiddleware"
+)
+
+
 def with_hooks(
     builder: StateGraph[Any, Any, Any, Any],
     hooks: Iterable[object] = (),
@@ -302,10 +309,14 @@ def with_hooks(
         A ``HookedStateGraph``: compile it as the original.
 
     Raises:
-        TypeError: a hook object is refused (see ``orchestra.HookChain``).
+        TypeError: ``builder`` is not a ``StateGraph`` (a compiled graph, an
+            ``@entrypoint``'s Pregel), or a hook object is refused (see
+            ``orchestra.HookChain``).
         ValueError: ``max_attempts`` is below 1, or a ``ToolNode`` already has an
             interceptor (``wrap_tool_call``).
     """
+    if not isinstance(builder, StateGraph):
+        raise TypeError(_NOT_A_BUILDER.format(kind=type(builder).__name__))
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
     own = list(hooks)

@@ -289,3 +289,21 @@ def test_an_ask_is_no_failure_of_the_task_hooks(tmp_path: Path) -> None:
     assert len(out["__interrupt__"]) == 1
     assert hooks.failures == []
     assert ran == []
+
+
+def test_with_hooks_refuses_what_is_not_a_builder_in_one_clear_error() -> None:
+    from langgraph.func import entrypoint, task
+
+    @task
+    def step(x: int) -> int:
+        return x + 1
+
+    @entrypoint()
+    def flow(x: int) -> int:
+        return step(x).result()
+
+    agent = create_agent(model([]), tools=[])
+    for given, kind in ((flow, "Pregel"), (agent, "CompiledStateGraph")):
+        with pytest.raises(TypeError, match=f"StateGraph builder .* got a {kind}"):
+            with_hooks(given)
+    assert flow.invoke(1) == 2  # nothing of it changed
