@@ -329,6 +329,25 @@ class RunBudgets:
         """What the run spent of each of its budgets so far, in order."""
         return tuple(owner.use() for owner in self.spent)
 
+    @contextlib.contextmanager
+    def charging(self) -> Iterator[None]:
+        """Charge what runs inside the block to these counts again.
+
+        For an engine whose run has no block of its own to open them in: it calls back
+        (a hook callback of the SDK, a hook of the framework) in contexts that are not the
+        one the budgets were opened in. With no budget, it changes nothing.
+        """
+        if not self.spent:
+            yield
+            return
+        mine = {id(owner.budget) for owner in self.spent}  # they hide enclosing counts of theirs
+        kept = tuple(s for s in _OPEN.get() if id(s.budget) not in mine)
+        token = _OPEN.set((*kept, *self.spent))
+        try:
+            yield
+        finally:
+            _OPEN.reset(token)
+
     def annotate(self, span: Span | None) -> None:
         """Put the figures on the run's ``span`` (``orchestra.budget.<kind>.used``...)."""
         if self.spent and span is not None:

@@ -56,7 +56,7 @@ class DagEngine:
         async def work() -> str:
             return await _guarded(registry, body)
 
-        result = orchestra.run_sync(dag)
+        result = orchestra.run_sync(dag, hooks=[registry.as_task_hooks()])  # opens budget:
         return ToolRun(read=str(result.outputs.get("work")))
 
 
@@ -77,7 +77,8 @@ class DispatcherEngine:
     cannot: Mapping[str, str] = MappingProxyType({"ask": NO_PAUSE})
 
     def call(self, registry: HookRegistry, body: ToolBody) -> ToolRun:
-        dispatcher = orchestra.Dispatcher([_Agent(registry, body)])
+        hooks = [registry.as_subagent_hooks()]  # its budget: opens in each dispatch
+        dispatcher = orchestra.Dispatcher([_Agent(registry, body)], hooks=hooks)
         result = asyncio.run(dispatcher.dispatch("fetcher", "fetch /data"))
         return ToolRun(read=str(result.output))
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, copy_context
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -45,7 +45,16 @@ from orchestra import (
     TaskHooks,
     TaskState,
 )
-from orchestra.bridge import Ask, Mock, Refuse, ToolCall, ToolHooks, resolve_policy
+from orchestra.bridge import (
+    Ask,
+    Mock,
+    Refuse,
+    ToolCall,
+    ToolHooks,
+    budgets_of,
+    enter_budgets,
+    resolve_policy,
+)
 
 if TYPE_CHECKING:
     from orchestra.skills import HookOutcome, HookRegistry
@@ -94,7 +103,7 @@ class Verdict:
 class Policy:
     """The registry and the Python hooks of a ``with_hooks`` session."""
 
-    __slots__ = ("agents", "errors", "registry", "run_id", "tasks", "tools")
+    __slots__ = ("agents", "budgets", "errors", "registry", "run_id", "tasks", "tools")
 
     def __init__(
         self,
@@ -103,6 +112,10 @@ class Policy:
         subagent_hooks: Iterable[object],
         timeout: float | None,
     ) -> None:
+        hooks = tuple(hooks)
+        # the session's own budgets (not inherited ones: those count where they are),
+        # opened here once: the SDK calls back in contexts of its own, each charging these
+        self.budgets = copy_context().run(enter_budgets, budgets_of((*hooks, registry)))
         # what it was given, else the ambient policy (guarded work it is built inside)
         ambient = resolve_policy(registry, hooks, kinds=(TaskHooks,))
         registry, hooks = ambient.registry, ambient.hooks
@@ -122,7 +135,11 @@ class Policy:
         if self.registry is not None and self.registry.has_hooks(event):
             return True
         if event == "PreToolUse":
-            return self.tasks.has("before_execute") or self.agents.has("before_dispatch")
+            return (
+                bool(self.budgets)
+                or self.tasks.has("before_execute")
+                or self.agents.has("before_dispatch")
+            )
         if event in ("PostToolUse", "PostToolUseFailure"):
             ends = self.tasks.has("on_end") or self.tasks.has("after_execute")
             return ends or self.agents.has("after_dispatch") or self._failures(event)
@@ -144,7 +161,7 @@ class Policy:
     async def pre(self, payload: Mapping[str, Any]) -> Verdict:
         """``PreToolUse`` (``ToolHooks.pre``) and the ``before_*`` moments of one call."""
         call, changed = _call(payload), False
-        with _Heard() as heard:
+        with _Heard() as heard, self.budgets.charging():
             for _ in range(_MAX_REJUDGE):
                 answer = await self.tools.pre(call, can_pause=True)  # Claude Code asks
                 if isinstance(answer, Refuse):

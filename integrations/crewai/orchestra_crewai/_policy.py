@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from contextvars import copy_context
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -85,6 +86,7 @@ class Policy:
 
     __slots__ = (
         "agents",
+        "budgets",
         "errors",
         "registry",
         "run_id",
@@ -101,6 +103,11 @@ class Policy:
         subagent_hooks: Iterable[object],
         timeout: float | None,
     ) -> None:
+        hooks = tuple(hooks)
+        # its own budgets (not inherited ones: those count where they are), opened once:
+        # they count every tool call of the guarded crew or agent from now on
+        own = orchestra.bridge.budgets_of((*hooks, registry))
+        self.budgets = copy_context().run(orchestra.bridge.enter_budgets, own)
         # what it was given, else the ambient policy (guarded work it is built inside)
         ambient = resolve_policy(registry, hooks, kinds=(TaskHooks,))
         registry, hooks = ambient.registry, ambient.hooks
@@ -119,6 +126,7 @@ class Policy:
         moments = ("before_execute", "after_execute", "on_failure", "on_end")
         self.watching = (
             listens
+            or bool(self.budgets)
             or any(self.tasks.has(m) for m in moments)
             or any(self.agents.has(m) for m in ("before_dispatch", "after_dispatch"))
         )
@@ -138,7 +146,8 @@ class Policy:
         changed = False
         for _ in range(_MAX_REJUDGE):
             # CrewAI cannot pause a call: an ask nobody answers is a refusal (can_pause)
-            answer = await self.tools.pre(call, can_pause=False)
+            with self.budgets.charging():
+                answer = await self.tools.pre(call, can_pause=False)
             if isinstance(answer, Refuse | Ask):
                 return Verdict(refusal=answer.reason)
             if isinstance(answer, Mock):  # the agent reads it, the tool does not run

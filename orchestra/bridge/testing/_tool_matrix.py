@@ -21,6 +21,13 @@ the table in docs/howto/one-policy.md, so a test can check the page against the 
 | ``hanging_guard`` | ``phase: guard``, times out       | refused (fails closed)            |
 | ``hanging_hook``  | ``on_error: continue``, times out | runs (fails open)                 |
 | ``one_trace``     | a deny                            | one trace, ``execute_tool fetch`` |
+| ``budget``        | ``budget: {max_tool_calls: 0}``   | body unrun, reads ``budget: ...`` |
+| ``budget_audit``  | the same, ``enforce: false``      | runs as if no budget              |
+
+The budget cells give the registry a ``budget:`` and no hooks: the engine must open the
+registry's budgets for its run (``orchestra.bridge.open_budgets``) and charge the call.
+The limit is 0 because each ``call`` is one run making one call: the first call is past
+it, so it is refused (``budget: tool calls 0/0``), as any call past a limit is.
 """
 
 from __future__ import annotations
@@ -102,12 +109,13 @@ class ToolEngine(Protocol):
         ...
 
 
-def _registry(hooks: Mapping[str, Any]) -> HookRegistry:
+def _registry(hooks: Mapping[str, Any], budget: Mapping[str, Any] | None = None) -> HookRegistry:
     from orchestra.skills import load  # here: the matrix module stays light
 
     folder = Path(tempfile.mkdtemp(prefix="orchestra-tool-matrix-"))
     path = folder / "orchestra.yaml"
-    path.write_text(json.dumps({"hooks": hooks}))  # JSON is YAML
+    doc: dict[str, Any] = {"hooks": hooks} if budget is None else {"budget": budget}
+    path.write_text(json.dumps(doc))  # JSON is YAML
     return load(path, project_dir=folder)
 
 
@@ -213,6 +221,21 @@ def _one_trace(engine: ToolEngine) -> None:
     _expect(engine, "one_trace", len(traces) == 1, f"{len(traces)} traces, not 1")
 
 
+def _budget(engine: ToolEngine) -> None:
+    body = ToolBody()
+    run = engine.call(_registry({}, {"max_tool_calls": 0}), body)
+    _expect(engine, "budget", body.paths == [], f"the tool ran with {body.paths}")
+    why = "budget: tool calls 0/0"
+    _expect(engine, "budget", why in run.read, f"the caller read {run.read!r}, not {why!r}")
+
+
+def _budget_audit(engine: ToolEngine) -> None:
+    body = ToolBody()
+    run = engine.call(_registry({}, {"max_tool_calls": 0, "enforce": False}), body)
+    _expect(engine, "budget_audit", body.paths == ["/data"], f"the tool got {body.paths}")
+    _expect(engine, "budget_audit", "fetched /data" in run.read, f"the caller read {run.read!r}")
+
+
 _CELLS: Final[dict[str, Callable[[ToolEngine], None]]] = {
     "deny": _deny,
     "rewrite": _rewrite,
@@ -225,6 +248,8 @@ _CELLS: Final[dict[str, Callable[[ToolEngine], None]]] = {
     "hanging_guard": _failing("hanging_guard", "sleep 30", guard=True),
     "hanging_hook": _failing("hanging_hook", "sleep 30", guard=False),
     "one_trace": _one_trace,
+    "budget": _budget,
+    "budget_audit": _budget_audit,
 }
 
 TOOL_CELLS: Final = tuple(_CELLS)
