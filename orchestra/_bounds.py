@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, cast, final
 import anyio
 
 from orchestra._offload import call_in_thread
-from orchestra._watchdog import watched
+from orchestra._watchdog import Late, watched
 
 if TYPE_CHECKING:
     from orchestra._calling import HookImpl
@@ -62,15 +62,15 @@ def inline(impl: HookImpl, args: tuple[Any, ...], subject: str | None) -> Any:
     """A ``def`` hook called here; one that returns past its timeout is ``HookTimeout``."""
     if impl.timeout is None:
         return impl.fn(*args)
-    answer, took = watched(impl.fn, args, impl.label, subject, impl.timeout)
-    if took > impl.timeout:
-        if inspect.iscoroutine(answer):
-            answer.close()  # dropped: no "never awaited" warning
+    try:
+        return watched(impl.fn, args, impl.label, subject, impl.timeout)
+    except Late as late:  # reported while it ran
+        if inspect.iscoroutine(late.answer):
+            late.answer.close()  # dropped: no "never awaited" warning
         raise HookTimeout(
-            f"returned after {took:.2f} s, past its timeout of {impl.timeout:g} s "
+            f"returned after {late.took:.2f} s, past its timeout of {impl.timeout:g} s "
             "(a def hook cannot be interrupted: its answer is dropped)"
-        )
-    return answer
+        ) from None
 
 
 class HookTimeout(Exception):

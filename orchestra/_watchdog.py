@@ -4,13 +4,15 @@ A ``def`` hook is called inline, as pluggy and Prefect call theirs: its cost is 
 function call's. Python cannot interrupt it, so its timeout cannot stop it; instead,
 while it runs, its call is in ``_running`` (by thread), and one watchdog thread looks
 there a few times per smallest timeout and logs a warning naming the hook, the moment
-and what the call is about as soon as a call is past its timeout. When the call
-returns, ``watched`` says how long it took, and the caller makes a late call a hook
-error. A hook object with ``blocking = True`` is not called here: its ``def`` hooks run
-in worker threads (``orchestra._offload``), where the timeout abandons them.
+and what the call is about as soon as a call is past its timeout. A call it reported is
+late: when it returns, ``watched`` raises ``Late`` and the caller makes it a hook error.
+A hook object with ``blocking = True`` is not called here: its ``def`` hooks run in worker
+threads (``orchestra._offload``), where the timeout abandons them.
 
-What a call pays: ``time.monotonic()`` twice and two dict writes; the watchdog never
-hears of a call (no lock, no queue), it only reads ``_running``.
+What a call pays: one ``time.monotonic()`` (a clock read costs as much as a hook call on
+a loaded VM: the end of a call reads none, it asks ``_late``, empty but for a call the
+watchdog reported) and two dict writes; the watchdog never hears of a call (no lock, no
+queue), it only reads ``_running``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["watch", "watched"]
+__all__ = ["Late", "watch", "watched"]
 
 logger: Final = logging.getLogger("orchestra")
 
@@ -30,7 +32,10 @@ _MIN_TICK: Final = 0.01
 _MAX_TICK: Final = 0.5
 
 # thread ident -> (label, subject, timeout, started) of the inline hook call running there
-_running: dict[int, tuple[str, str | None, float, float]] = {}
+_Call = tuple[str, str | None, float, float]
+_running: dict[int, _Call] = {}
+# id -> the call, of each call the watchdog reported (the call kept: its id is not reused)
+_late: dict[int, _Call] = {}
 _lock = threading.Lock()
 _tick = _MAX_TICK
 _thread: threading.Thread | None = None
@@ -49,18 +54,30 @@ def watch(timeout: float) -> None:
             _thread.start()
 
 
+class Late(Exception):
+    """A watched call returned after the watchdog reported it past its timeout."""
+
+    def __init__(self, answer: Any, took: float) -> None:
+        super().__init__(answer, took)
+        self.answer = answer
+        self.took = took
+
+
 def watched(
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     label: str,
     subject: str | None,
     timeout: float,
-) -> tuple[Any, float]:
-    """``fn(*args)`` inline, watched under ``timeout``; its answer and seconds taken."""
+) -> Any:
+    """``fn(*args)`` inline, watched under ``timeout``; its answer.
+
+    Raises:
+        Late: the watchdog reported the call past its timeout while it ran.
+    """
     ident = threading.get_ident()
     outer = _running.get(ident)  # a hook that calls hooks (a nested run, say)
-    started = time.monotonic()
-    _running[ident] = (label, subject, timeout, started)
+    call = _running[ident] = (label, subject, timeout, time.monotonic())
     try:
         answer = fn(*args)
     finally:
@@ -68,16 +85,25 @@ def watched(
             del _running[ident]
         else:
             _running[ident] = outer
-    return answer, time.monotonic() - started
+    if _late and _late.pop(id(call), None) is call:
+        raise Late(answer, time.monotonic() - call[3])
+    return answer
 
 
 def _look() -> None:
-    reported: set[tuple[str, str | None, float, float]] = set()
+    reported: set[_Call] = set()
+    ended: set[_Call] = set()  # reported calls seen returned at the last look
     while True:
         time.sleep(_tick)
         now = time.monotonic()
-        late = {call for call in list(_running.values()) if now - call[3] > call[2]}
-        for label, subject, timeout, started in late - reported:
+        running = list(_running.values())
+        late = {call for call in running if now - call[3] > call[2]}
+        for call in ended:  # returned a tick ago or more: its caller has asked _late
+            _late.pop(id(call), None)
+        ended = reported - late
+        for call in late - reported:
+            _late[id(call)] = call
+            label, subject, timeout, started = call
             about = f" for {subject!r}" if subject is not None else ""
             logger.warning(
                 "hook %s%s is still running after %.2f s, past its timeout of %g s: a def "
@@ -96,6 +122,7 @@ def _forked() -> None:  # the child has no watchdog thread: the next compile sta
     _lock = threading.Lock()
     _thread = None
     _running.clear()
+    _late.clear()
 
 
 os.register_at_fork(after_in_child=_forked)

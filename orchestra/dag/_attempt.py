@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -65,7 +65,8 @@ class _Task:
         self.i = i
         self.task: Task = run.state.order[i]
         outputs = run.state.outputs
-        self.inputs = {w: outputs.get(w) for w in run.plan.wants[i]}
+        wants = run.plan.wants[i]
+        self.inputs = {w: outputs.get(w) for w in wants} if wants else {}
         self.kwargs = self.inputs  # this attempt's, as the before hooks replaced them
         self.errors: list[BaseException] = []
         self.notes = _NO_NOTES
@@ -132,8 +133,9 @@ async def attempt(run: _Run, t: _Task) -> bool:
             if run.has_before and await before(run, t):
                 return True
             output = await body(run, t)
-            if await after(run, t, output):
-                return True
+            if run.has_after:
+                return await after(run, t, output)
+            return settled(run, t, output)
     except Exception as exc:
         return await failed(run, t, exc)
     except run.cancelled:
@@ -143,9 +145,8 @@ async def attempt(run: _Run, t: _Task) -> bool:
         # run_task records it and stops the run.
         t.failed(exc)
         if run.has_on_failure:
-            await on_failure(run, t, exc)
+            await hooks_at(run, t, "on_failure", exc)
         raise
-    return True
 
 
 def deadline(run: _Run, task: Task) -> contextlib.AbstractContextManager[Any]:
@@ -161,13 +162,7 @@ def deadline(run: _Run, task: Task) -> contextlib.AbstractContextManager[Any]:
 
 async def before(run: _Run, t: _Task) -> bool:
     """The ``before_execute`` hooks; True when their ``Skip`` or ``Fail`` ended the task."""
-    decision, by = await run.chain.call(
-        "before_execute",
-        t.context(run),
-        subject=t.task.id,
-        on_error=run.record,
-        tracer=run.tracer,
-    )
+    decision, by = await hooks_at(run, t, "before_execute")
     if type(decision) is Replace:  # the inputs, as the hooks replaced them
         t.at.decision(decision, by)
         if type(decision.value) is GiveOutput:  # the output: no body runs
@@ -184,13 +179,19 @@ async def before(run: _Run, t: _Task) -> bool:
     return True
 
 
-async def body(run: _Run, t: _Task) -> Any:
+def body(run: _Run, t: _Task) -> Awaitable[Any]:
     """The body, run by the executor; for a task run by an agent, the dispatch too."""
+    if t.task.agent is None:  # the executor's own awaitable: no coroutine around it
+        return run.executor.execute(t.task, t.kwargs)
+    return dispatched(run, t)
+
+
+async def dispatched(run: _Run, t: _Task) -> Any:
+    """The body of a task run by an agent, then its dispatch; the agent's answer."""
     task = t.task
     result = await run.executor.execute(task, t.kwargs)
-    if task.agent is None:
-        return result
     assert run.dispatcher is not None
+    assert task.agent is not None
     text = str(result)
     if t.notes:  # what hooks added for the agent
         text = "\n\n".join((text, "\n".join(t.notes)))
@@ -199,30 +200,22 @@ async def body(run: _Run, t: _Task) -> Any:
 
 
 async def after(run: _Run, t: _Task, result: Any) -> bool:
-    """The ``after_execute`` hooks and a branch's choice; then the task SUCCEEDED.
+    """The ``after_execute`` hooks, then ``settled``: a branch's choice, SUCCEEDED.
 
     A ``Replace`` changes the output; any other answer is a fail-closed hook's error,
-    which fails the task. Returns True when the task ended.
+    which fails the task. Returns True: the task ended.
     """
     output = result
-    if run.has_after:
-        seen = await run.remote.value(t.i, result) if run.remote is not None else result
-        decision, by = await run.chain.call(
-            "after_execute",
-            t.context(run),
-            seen,
-            subject=t.task.id,
-            on_error=run.record,
-            tracer=run.tracer,
-        )
-        if type(decision) is Replace:
-            t.at.decision(decision, by)
-            output = decision.value
-            if run.remote is not None:
-                run.remote.replaced(t.i, result)
-        elif decision is not None:
-            decided(run, t.i, Verdict(decision=decision, hook=by), None, t.at)
-            return True
+    seen = await run.remote.value(t.i, result) if run.remote is not None else result
+    decision, by = await hooks_at(run, t, "after_execute", seen)
+    if type(decision) is Replace:
+        t.at.decision(decision, by)
+        output = decision.value
+        if run.remote is not None:
+            run.remote.replaced(t.i, result)
+    elif decision is not None:
+        decided(run, t.i, Verdict(decision=decision, hook=by), None, t.at)
+        return True
     return settled(run, t, output)
 
 
@@ -245,7 +238,7 @@ async def failed(run: _Run, t: _Task, error: Exception) -> bool:
     t.failed(error)
     decision = by = None
     if run.has_on_failure:
-        decision, by = await on_failure(run, t, error)
+        decision, by = await hooks_at(run, t, "on_failure", error)
     verdict = _after_failure(
         decision,
         by,
@@ -265,15 +258,10 @@ async def failed(run: _Run, t: _Task, error: Exception) -> bool:
     return True
 
 
-async def on_failure(run: _Run, t: _Task, error: BaseException) -> tuple[Any, str | None]:
-    """Call the ``on_failure`` hooks about ``error``."""
-    return await run.chain.call(
-        "on_failure",
-        t.context(run),
-        error,
-        subject=t.task.id,
-        on_error=run.record,
-        tracer=run.tracer,
+def hooks_at(run: _Run, t: _Task, moment: str, *args: Any) -> Awaitable[tuple[Any, str | None]]:
+    """The run's hooks of ``moment`` about this attempt of ``t`` (its context first)."""
+    return run.chain.call(
+        moment, t.context(run), *args, subject=t.task.id, on_error=run.record, tracer=run.tracer
     )
 
 

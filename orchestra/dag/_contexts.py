@@ -37,10 +37,10 @@ def attempt_context(
         run.state.attempts[i],
         task.agent,
         run.run_id,
-        tuple(errors),
+        tuple(errors) if errors else (),
         started,
-        MappingProxyType(kwargs),
-        upstream_states(run, i),
+        MappingProxyType(kwargs) if kwargs else NO_INPUTS,
+        upstream_states(run, i) if task.deps else NO_INPUTS,
         notes,
     )
 

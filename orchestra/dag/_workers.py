@@ -65,8 +65,10 @@ async def worker(run: _Run) -> None:
                 called_in_place(run, i)  # no coroutine for a call that never waits
             elif kind == KIND_ASYNC:
                 await awaited_in_place(run, i)
+            elif i in run.reuse:  # an output a resumed run journaled
+                run.reuse_task(i)
             else:
-                await _take(run, i)
+                await run_task(run, i)
             if run.ending:
                 await _ends(run)
             if contextvars.copy_context() != fresh:  # the body (or a hook) changed it
@@ -80,14 +82,6 @@ async def worker(run: _Run) -> None:
             return
         else:
             await park(run)
-
-
-async def _take(run: _Run, i: int) -> None:
-    """Task ``i`` in full: a reused output, or the attempt loop."""
-    if i in run.reuse:
-        run.reuse_task(i)
-    else:
-        await run_task(run, i)
 
 
 async def _ends(run: _Run) -> None:
