@@ -42,6 +42,7 @@ __all__ = ["run_task"]
 _NO_NOTES: Final[list[str]] = []  # the messages of an attempt no hook sees (never appended)
 _TASK_RETRIES: Final = "task.retries"  # who decided a retry, for traces, when no hook did
 _NO_DEADLINE: Final = contextlib.nullcontext()
+_NO_ARG: Final = object()  # a moment whose hooks get the context only
 
 
 @final
@@ -258,10 +259,20 @@ async def failed(run: _Run, t: _Task, error: Exception) -> bool:
     return True
 
 
-def hooks_at(run: _Run, t: _Task, moment: str, *args: Any) -> Awaitable[tuple[Any, str | None]]:
-    """The run's hooks of ``moment`` about this attempt of ``t`` (its context first)."""
+def hooks_at(
+    run: _Run, t: _Task, moment: str, arg: Any = _NO_ARG
+) -> Awaitable[tuple[Any, str | None]]:
+    """The run's hooks of ``moment`` about this attempt of ``t``: its context, then ``arg``.
+
+    Two calls rather than ``*args``: a starred call with keywords costs 0.5 µs more.
+    """
+    ctx = t.context(run)
+    if arg is _NO_ARG:
+        return run.chain.call(
+            moment, ctx, subject=t.task.id, on_error=run.record, tracer=run.tracer
+        )
     return run.chain.call(
-        moment, t.context(run), *args, subject=t.task.id, on_error=run.record, tracer=run.tracer
+        moment, ctx, arg, subject=t.task.id, on_error=run.record, tracer=run.tracer
     )
 
 
