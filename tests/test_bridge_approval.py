@@ -24,6 +24,7 @@ from orchestra.bridge import (
     args_sha256,
     resume,
 )
+from orchestra.bridge.testing import check_pending_request
 
 pytestmark = pytest.mark.anyio
 
@@ -139,3 +140,23 @@ def test_a_changed_pending_request_is_a_clear_error() -> None:
         resume(pending, {"decision": "approve"})
     with pytest.raises(ValueError, match="not a pending request"):
         resume({"tool_name": "t"}, {"decision": "approve"})
+
+
+def test_check_pending_request_names_what_differs() -> None:
+    good = {
+        "tool_name": "t",
+        "tool_input": {"a": 1},
+        "reason": "r",
+        "hook_id": "h",
+        "args_sha256": args_sha256({"a": 1}),
+    }
+    check_pending_request(good, tool_name="t", tool_input={"a": 1}, reason="r")
+    with pytest.raises(AssertionError, match=r"args_sha256 is .*; hook_id is None"):
+        check_pending_request(
+            {**good, "args_sha256": "x", "hook_id": None},
+            tool_name="t",
+            tool_input={"a": 1},
+            reason="r",
+        )
+    with pytest.raises(AssertionError, match="fields"):
+        check_pending_request({**good, "extra": 1}, tool_name="t", tool_input={"a": 1}, reason="r")

@@ -46,7 +46,7 @@ PINNED: dict[str, set[str]] = {
     "orchestra.bridge.testing": {
         "TASK_CELLS", "TaskEngine", "TaskRun", "check_task_cell",
         "TOOL_CELLS", "ToolBody", "ToolEngine", "ToolRun", "check_tool_cell",
-        "tool_matrix_header", "tool_matrix_row",
+        "tool_matrix_header", "tool_matrix_row", "PENDING_FIELDS", "check_pending_request",
     },
     "orchestra.executors": {
         "AgentDispatcher", "AppliesTimeouts", "ChainsSubmissions", "ChoosesKeptOutputs",

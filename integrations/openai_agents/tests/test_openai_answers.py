@@ -14,6 +14,7 @@ from bridge_helpers import drive, tool_outputs, write_config
 from orchestra_openai_agents import OrchestraRunHooks, answer_approval, pending_request
 
 from orchestra.bridge import args_sha256
+from orchestra.bridge.testing import check_pending_request
 
 pytestmark = pytest.mark.anyio
 
@@ -65,14 +66,9 @@ async def test_an_ask_is_an_interruption_with_the_one_request_shape(
     ops = Ops(tmp_path)
     _, item = await ops.pause(mode)
     pending = pending_request(ops.bridge, item)
-    assert pending == {
-        "tool_name": "delete",
-        "tool_input": {"path": "/data"},
-        "reason": "a person decides",
-        "hook_id": pending["hook_id"],
-        "args_sha256": args_sha256({"path": "/data"}),
-    }
-    assert isinstance(pending["hook_id"], str)
+    check_pending_request(
+        pending, tool_name="delete", tool_input={"path": "/data"}, reason="a person decides"
+    )
 
 
 async def test_approve_runs_the_tool_exactly_once(tmp_path: Path, mode: str) -> None:

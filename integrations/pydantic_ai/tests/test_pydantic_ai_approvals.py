@@ -22,6 +22,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import orchestra.skills
 from orchestra.bridge import args_sha256
+from orchestra.bridge.testing import check_pending_request
 
 pytestmark = pytest.mark.anyio
 
@@ -72,14 +73,9 @@ async def test_the_pending_request_is_the_one_shape(tmp_path: Path) -> None:
     ran: list[str] = []
     first = await paused(agent(tmp_path, ran), ran)
     pending = first.output.metadata["c1"]
-    assert pending == {
-        "tool_name": "delete",
-        "tool_input": {"path": "/data"},
-        "reason": "a person decides",
-        "hook_id": pending["hook_id"],
-        "args_sha256": args_sha256({"path": "/data"}),
-    }
-    assert isinstance(pending["hook_id"], str)
+    check_pending_request(
+        pending, tool_name="delete", tool_input={"path": "/data"}, reason="a person decides"
+    )
 
 
 async def test_approve_runs_the_tool_exactly_once(tmp_path: Path) -> None:

@@ -10,9 +10,14 @@ the engine's own tags, fail, replace, a given output, ``on_end`` once, a raising
 hanging hook per policy, one trace. Each integration's tests implement ``TaskEngine``
 and check every cell; a cell an engine cannot do is listed, with the reason, in its
 ``cannot``. See the how-to "Adding an engine".
+
+``check_pending_request`` checks a paused call's pending request (``PENDING_FIELDS``):
+every engine's approval tests hold their engine's request to the one shape with it.
 """
 
 from orchestra._exports import export as _export
+from orchestra.bridge.testing._pending import PENDING_FIELDS as PENDING_FIELDS
+from orchestra.bridge.testing._pending import check_pending_request as check_pending_request
 from orchestra.bridge.testing._task_matrix import TASK_CELLS as TASK_CELLS
 from orchestra.bridge.testing._task_matrix import TaskEngine as TaskEngine
 from orchestra.bridge.testing._task_matrix import TaskRun as TaskRun
@@ -26,6 +31,7 @@ from orchestra.bridge.testing._tool_matrix import tool_matrix_header as tool_mat
 from orchestra.bridge.testing._tool_matrix import tool_matrix_row as tool_matrix_row
 
 __all__ = [
+    "PENDING_FIELDS",
     "TASK_CELLS",
     "TOOL_CELLS",
     "TaskEngine",
@@ -33,6 +39,7 @@ __all__ = [
     "ToolBody",
     "ToolEngine",
     "ToolRun",
+    "check_pending_request",
     "check_task_cell",
     "check_tool_cell",
     "tool_matrix_header",
