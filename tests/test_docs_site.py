@@ -42,11 +42,12 @@ PACKAGES = (
     "orchestra.journal",
     *sorted(p.parent.name for p in ROOT.glob("integrations/*/orchestra_*/__init__.py")),
 )
-#: The one page allowed to be long: it is the reference a hook author reads end to end.
-LONG_PAGES = {"reference/hook-protocol/"}
-# CSS pixels, at 1280 px wide: the longest pages (the changelog, the journal how-to and
-# reference) reach about 13,500; a layout that breaks (a table or a diagram that runs
-# away) goes far past it.
+#: The pages allowed to be long: the reference a hook author reads end to end, and the
+#: changelog, one line per change (about 22,000 px at 1280 px wide by now).
+LONG_PAGES = {"reference/hook-protocol/", "changelog/"}
+# CSS pixels, at 1280 px wide: the longest other pages (the journal how-to and reference)
+# reach about 13,500; a layout that breaks (a table or a diagram that runs away) goes far
+# past it.
 MAX_HEIGHT = 16000
 
 
