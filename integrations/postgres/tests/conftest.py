@@ -71,10 +71,24 @@ class PostgresServer:
         return self.dsn(name)
 
 
+def _scratch() -> str | None:
+    """/dev/shm when it has room, else the default temporary folder.
+
+    The cluster holds a database per test (about 18,000 files); deleting them took 17 s
+    on an ext4 disk mounted with ``discard``, at the end of every session.
+    """
+    try:
+        if os.access("/dev/shm", os.W_OK) and shutil.disk_usage("/dev/shm").free > 2**31:
+            return "/dev/shm"
+    except OSError:
+        pass
+    return None
+
+
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
     bin_dir = _bin_dir()
-    root = Path(tempfile.mkdtemp(prefix="orchestra-pg-"))
+    root = Path(tempfile.mkdtemp(prefix="orchestra-pg-", dir=_scratch()))
     data = root / "data"
     user = None
     if os.geteuid() == 0:  # PostgreSQL refuses to run as root
