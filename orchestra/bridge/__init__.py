@@ -42,6 +42,11 @@ hook at FILE:LINE``; an unanswered ``ask``: its reason, else ``needs approval
 ``tool_input``, ``reason``, ``hook_id``, ``args_sha256``), one span (``tool_span``:
 ``execute_tool {name}``).
 
+A bridge whose engine runs the tool itself keeps its hooks in a ``ToolChains`` (the
+registry's ``ToolHooks``, the ``TaskHooks`` and ``SubagentHooks`` chains, sorted by
+``split_hooks``) and answers ``PreToolUse`` with ``judge``: the guards, then its
+``before_*`` moment, whose new input the guards judge again (``MAX_REJUDGE`` rounds).
+
 The ambient policy (``policy_scope``, ``resolve_policy``, ``current_policy``): guarded
 work carries its registry and hooks in a context variable; a bridge started inside it
 without its own is guarded by the same policy, part by part.
@@ -116,16 +121,26 @@ from orchestra.bridge._attempts import AttemptDriver as AttemptDriver
 from orchestra.bridge._attempts import ContextFactory as ContextFactory
 from orchestra.bridge._attempts import SpanFactory as SpanFactory
 from orchestra.bridge._attempts import TaskAttempts as TaskAttempts
+from orchestra.bridge._chains import MAX_REJUDGE as MAX_REJUDGE
+from orchestra.bridge._chains import Before as Before
+from orchestra.bridge._chains import Carries as Carries
+from orchestra.bridge._chains import ToolChains as ToolChains
+from orchestra.bridge._chains import judge as judge
+from orchestra.bridge._chains import no_agents as no_agents
+from orchestra.bridge._chains import split_hooks as split_hooks
 
 __all__ = [
     "DECISIONS",
     "DEFAULT_MAX_ATTEMPTS",
     "DENIED_PREFIX",
+    "MAX_REJUDGE",
     "Answer",
     "Approval",
     "Ask",
     "AskCallback",
     "AttemptDriver",
+    "Before",
+    "Carries",
     "Consult",
     "ContextFactory",
     "DoFail",
@@ -150,6 +165,7 @@ __all__ = [
     "SpanFactory",
     "TaskAttempts",
     "ToolCall",
+    "ToolChains",
     "ToolHooks",
     "args_sha256",
     "ask_reason",
@@ -163,8 +179,10 @@ __all__ = [
     "enter_budgets",
     "error_fields",
     "failed_flow",
+    "judge",
     "keep",
     "mark_decision",
+    "no_agents",
     "open_budgets",
     "policy_scope",
     "post_flow",
@@ -177,6 +195,7 @@ __all__ = [
     "run_blocking",
     "set_policy",
     "set_tool_result",
+    "split_hooks",
     "tool_span",
 ]
 

@@ -31,7 +31,7 @@ from opentelemetry import trace
 
 import orchestra.tracing as ot
 from orchestra_claude_agent_sdk._answers import event_answer, post_answer, pre_answer
-from orchestra_claude_agent_sdk._policy import AGENT_TOOLS, Policy
+from orchestra_claude_agent_sdk._policy import AGENT_TOOLS, Policy, hear
 
 if TYPE_CHECKING:
     from orchestra.skills import HookRegistry
@@ -87,7 +87,7 @@ def with_hooks(
     Raises:
         TypeError: a hook object the chains refuse (see ``orchestra.HookChain``).
     """
-    policy = Policy(registry, hooks, subagent_hooks, hook_timeout)
+    policy = Policy(registry, hooks, subagent_hooks, hook_timeout, on_outcome=hear)
     matchers: dict[Any, list[HookMatcher]] = {
         event: list(found) for event, found in (options.hooks or {}).items()
     }

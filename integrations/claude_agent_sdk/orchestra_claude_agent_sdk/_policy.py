@@ -20,17 +20,14 @@ chains around it:
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Iterable, Mapping
-from contextvars import ContextVar, copy_context
-from types import MappingProxyType
+from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 
 import orchestra
-import orchestra.tracing as ot
 from orchestra import (
     Delegate,
     ExecutionMode,
@@ -39,32 +36,18 @@ from orchestra import (
     Replace,
     Skip,
     SubagentHookContext,
-    SubagentHooks,
     SubagentResult,
-    Task,
-    TaskHooks,
     TaskState,
 )
-from orchestra.bridge import (
-    Ask,
-    Mock,
-    Refuse,
-    ToolCall,
-    ToolHooks,
-    budgets_of,
-    enter_budgets,
-    resolve_policy,
-)
+from orchestra.bridge import Ask, GiveOutput, Mock, Refuse, ToolCall, ToolChains, judge
 
 if TYPE_CHECKING:
-    from orchestra.skills import HookOutcome, HookRegistry
+    from orchestra.skills import HookOutcome
 
-__all__ = ["AGENT_TOOLS", "Policy", "Verdict"]
+__all__ = ["AGENT_TOOLS", "Policy", "Verdict", "hear"]
 
 AGENT_TOOLS: Final = frozenset({"Agent", "Task"})
 """The tools that start a subagent (``Task`` is their name before Claude Code 2.1)."""
-_MAX_REJUDGE: Final = 3
-"""How often a Python hook's new input goes back to the guards before the call is refused."""
 _TASK_ANSWERS: Final = {
     "before_execute": (Skip, Fail, Replace),
     "after_execute": (Replace,),
@@ -100,35 +83,13 @@ class Verdict:
 
 
 @final
-class Policy:
+class Policy(ToolChains):
     """The registry and the Python hooks of a ``with_hooks`` session."""
 
-    __slots__ = ("agents", "budgets", "errors", "registry", "run_id", "tasks", "tools")
+    __slots__ = ()
 
-    def __init__(
-        self,
-        registry: HookRegistry | None,
-        hooks: Iterable[object],
-        subagent_hooks: Iterable[object],
-        timeout: float | None,
-    ) -> None:
-        hooks = tuple(hooks)
-        # the session's own budgets (not inherited ones: those count where they are),
-        # opened here once: the SDK calls back in contexts of its own, each charging these
-        self.budgets = copy_context().run(enter_budgets, budgets_of((*hooks, registry)))
-        # what it was given, else the ambient policy (guarded work it is built inside)
-        ambient = resolve_policy(registry, hooks, kinds=(TaskHooks,))
-        registry, hooks = ambient.registry, ambient.hooks
-        subagent_hooks = tuple(subagent_hooks) or resolve_policy(kinds=(SubagentHooks,)).hooks
-        self.registry = registry
-        self.tools = ToolHooks(registry, on_outcome=_Heard.hear)
-        self.tasks = HookChain(list(hooks), TaskHooks, timeout, carries=_TASK_ANSWERS)
-        self.agents = HookChain(
-            list(subagent_hooks), SubagentHooks, timeout, carries=_AGENT_ANSWERS
-        )
-        self.run_id = uuid.uuid4().hex
-        self.errors: list[orchestra.HookError] = []
-        """Every hook error of the Python hooks, in order."""
+    task_answers = _TASK_ANSWERS
+    agent_answers = _AGENT_ANSWERS
 
     def has(self, event: str) -> bool:
         """Whether anything listens to ``event`` (else the SDK is not asked to call us)."""
@@ -150,37 +111,25 @@ class Policy:
             self.tasks.has("on_failure") or self.agents.has("on_failure")
         )
 
-    async def fire(self, event: str, payload: Mapping[str, Any]) -> HookOutcome | None:
-        """``event`` through the registry, when it has hooks for it."""
-        if self.registry is None or not self.registry.has_hooks(event):
-            return None
-        return await self.registry.fire(event, payload)
-
     # -- tool calls ------------------------------------------------------------------------
 
     async def pre(self, payload: Mapping[str, Any]) -> Verdict:
         """``PreToolUse`` (``ToolHooks.pre``) and the ``before_*`` moments of one call."""
-        call, changed = _call(payload), False
         with _Heard() as heard, self.budgets.charging():
-            for _ in range(_MAX_REJUDGE):
-                answer = await self.tools.pre(call, can_pause=True)  # Claude Code asks
-                if isinstance(answer, Refuse):
-                    return heard.verdict(refusal=answer.reason)
-                if isinstance(answer, Ask):
-                    return heard.verdict(ask=answer.reason)
-                if isinstance(answer, Mock):  # Claude Code has no tool answer here
-                    why = f"answered by a PreToolUse hook: {answer.output}"
-                    return heard.verdict(refusal=why)
-                if answer.modified:
-                    call, changed = call.with_input(answer.tool_input), True
-                before = await self._before(payload, call.tool_input)
-                if isinstance(before, str):
-                    return await self._refused(payload, call.tool_input, before, heard)
-                if before is None:
-                    return heard.verdict(tool_input=call.tool_input if changed else None)
-                call, changed = call.with_input(before), True  # the guards judge it again
-            why = f"the input was still being rewritten after {_MAX_REJUDGE} rounds"
-            return heard.verdict(refusal=why)
+
+            async def before(call: ToolCall) -> str | Mapping[str, Any] | None:
+                return await self._before(payload, call.tool_input)
+
+            answer = await judge(self.tools, _call(payload), before, can_pause=True)
+            if isinstance(answer, Refuse):
+                return heard.verdict(refusal=answer.reason)
+            if isinstance(answer, Ask):  # Claude Code asks
+                return heard.verdict(ask=answer.reason)
+            if isinstance(answer, Mock):  # Claude Code has no tool answer here
+                return heard.verdict(refusal=f"answered by a PreToolUse hook: {answer.output}")
+            if isinstance(answer, GiveOutput):  # pragma: no cover - _before gives none
+                raise TypeError(answer)
+            return heard.verdict(tool_input=answer.tool_input if answer.modified else None)
 
     async def _before(
         self, payload: Mapping[str, Any], tool_input: Mapping[str, Any]
@@ -207,12 +156,6 @@ class Policy:
         if isinstance(decision, Replace) and isinstance(decision.value, Mapping):
             return dict(decision.value) if decision.value != tool_input else None
         return None
-
-    async def _refused(
-        self, payload: Mapping[str, Any], tool_input: Mapping[str, Any], why: str, heard: _Heard
-    ) -> Verdict:
-        """A Python hook's refusal (``on_end`` was called by ``_before``)."""
-        return heard.verdict(refusal=why)
 
     async def post(self, payload: Mapping[str, Any]) -> tuple[HookOutcome | None, Any]:
         """``PostToolUse`` and the ``after_*`` moments: (the outcome, a new output or None)."""
@@ -265,23 +208,20 @@ class Policy:
             await self._call(self.tasks, "on_end", str(payload.get("tool_name")), ctx, state)
 
     async def _call(self, chain: HookChain, moment: str, name: str, *args: Any) -> Any:
-        return await chain.call(
-            moment, *args, subject=name, on_error=self.errors.append, tracer=ot.get_tracer()
-        )
+        return await self.call(chain, moment, name, *args)
 
     def _task_context(
         self, payload: Mapping[str, Any], tool_input: Mapping[str, Any]
     ) -> orchestra.TaskHookContext:
         name = str(payload.get("tool_name", ""))
         fields = {k: payload[k] for k in ("tool_name", "tool_use_id", "agent_type") if k in payload}
-        task = Task(id=name, fn=_not_here, metadata={**fields, "tool_input": dict(tool_input)})
-        return HookChain.task_context(
-            task=task,
-            attempt=1,
-            executor=payload.get("agent_type"),
+        executor = payload.get("agent_type")
+        return self.task_context(
+            name,
+            tool_input,
+            fields=fields,
+            executor=None if executor is None else str(executor),
             run_id=str(payload.get("session_id") or self.run_id),
-            started_at=time.monotonic(),
-            inputs=MappingProxyType(dict(tool_input)),
         )
 
 
@@ -358,6 +298,5 @@ def _ended(decision: Skip | Fail) -> TaskState:
     return TaskState.SKIPPED if isinstance(decision, Skip) else TaskState.FAILED
 
 
-def _not_here() -> None:  # pragma: no cover - the CLI runs the tool, never this
-    """A tool call's task body: the Claude Code CLI runs the tool, not orchestra."""
-    raise RuntimeError("the Claude Code CLI runs this tool")
+hear: Final = _Heard.hear
+"""The ``on_outcome`` of a session's ``ToolHooks``: what ``_Heard`` collects."""

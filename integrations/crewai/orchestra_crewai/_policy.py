@@ -21,17 +21,12 @@ hears in CrewAI's hooks. The tool events go through the public tool-call protoco
 
 from __future__ import annotations
 
-import time
-import uuid
-from collections.abc import Iterable, Mapping
-from contextvars import copy_context
-from types import MappingProxyType
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 
 import orchestra
-import orchestra.tracing as ot
 from orchestra import (
     Delegate,
     ExecutionMode,
@@ -41,22 +36,18 @@ from orchestra import (
     Retry,
     Skip,
     SubagentHookContext,
-    SubagentHooks,
     SubagentResult,
-    Task,
-    TaskHooks,
     TaskState,
 )
-from orchestra.bridge import Ask, GiveOutput, Mock, Refuse, ToolCall, ToolHooks, resolve_policy
+from orchestra.bridge import Ask, GiveOutput, Mock, Refuse, ToolCall, ToolChains, judge
 
 if TYPE_CHECKING:
-    from orchestra.skills import HookOutcome, HookRegistry
+    pass
 
 __all__ = ["DELEGATIONS", "Policy", "Verdict"]
 
 DELEGATIONS: Final = frozenset({"delegate_work_to_coworker", "ask_question_to_coworker"})
 """CrewAI's delegation tools (as its hooks name them): each call is a subagent dispatch."""
-_MAX_REJUDGE: Final = 3
 _TASK_ANSWERS: Final = {
     "before_execute": (Skip, Fail, Replace),
     "after_execute": (Replace,),
@@ -81,89 +72,51 @@ class Verdict:
 
 
 @final
-class Policy:
+class Policy(ToolChains):
     """The registry and the Python hooks of one ``with_hooks`` call."""
 
-    __slots__ = (
-        "agents",
-        "budgets",
-        "errors",
-        "registry",
-        "run_id",
-        "tasks",
-        "timeout",
-        "tools",
-        "watching",
-    )
+    __slots__ = ("_watching",)
 
-    def __init__(
-        self,
-        registry: HookRegistry | None,
-        hooks: Iterable[object],
-        subagent_hooks: Iterable[object],
-        timeout: float | None,
-    ) -> None:
-        hooks = tuple(hooks)
-        # its own budgets (not inherited ones: those count where they are), opened once:
-        # they count every tool call of the guarded crew or agent from now on
-        own = orchestra.bridge.budgets_of((*hooks, registry))
-        self.budgets = copy_context().run(orchestra.bridge.enter_budgets, own)
-        # what it was given, else the ambient policy (guarded work it is built inside)
-        ambient = resolve_policy(registry, hooks, kinds=(TaskHooks,))
-        registry, hooks = ambient.registry, ambient.hooks
-        subagent_hooks = tuple(subagent_hooks) or resolve_policy(kinds=(SubagentHooks,)).hooks
-        self.registry = registry
-        self.tools = ToolHooks(registry)
-        self.timeout = timeout
-        self.tasks = HookChain(list(hooks), TaskHooks, timeout, carries=_TASK_ANSWERS)
-        self.agents = HookChain(
-            list(subagent_hooks), SubagentHooks, timeout, carries=_AGENT_ANSWERS
-        )
-        self.run_id = uuid.uuid4().hex
-        self.errors: list[orchestra.HookError] = []
-        events = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "SubagentStart")
-        listens = registry is not None and any(registry.has_hooks(e) for e in events)
-        moments = ("before_execute", "after_execute", "on_failure", "on_end")
-        self.watching = (
-            listens
-            or bool(self.budgets)
-            or any(self.tasks.has(m) for m in moments)
-            or any(self.agents.has(m) for m in ("before_dispatch", "after_dispatch"))
-        )
+    task_answers = _TASK_ANSWERS
+    agent_answers = _AGENT_ANSWERS
+
+    @property
+    def watching(self) -> bool:
         """Whether anything looks at tool calls (else a call costs one check)."""
-
-    async def fire(self, event: str, payload: Mapping[str, Any]) -> HookOutcome | None:
-        """``event`` through the registry, when it has hooks for it."""
-        if self.registry is None or not self.registry.has_hooks(event):
-            return None
-        return await self.registry.fire(event, payload)
+        watching: bool | None = getattr(self, "_watching", None)
+        if watching is None:
+            events = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "SubagentStart")
+            reg = self.registry
+            listens = reg is not None and any(reg.has_hooks(e) for e in events)
+            moments = ("before_execute", "after_execute", "on_failure", "on_end")
+            watching = self._watching = (
+                listens
+                or bool(self.budgets)
+                or any(self.tasks.has(m) for m in moments)
+                or any(self.agents.has(m) for m in ("before_dispatch", "after_dispatch"))
+            )
+        return watching
 
     # -- before the tool -------------------------------------------------------------------
 
     async def pre(self, payload: Mapping[str, Any]) -> Verdict:
         """``PreToolUse`` (``ToolHooks.pre``) and the ``before_*`` moments of one call."""
+
+        async def before(call: ToolCall) -> str | GiveOutput | Mapping[str, Any] | None:
+            return await self._before({**payload, "tool_input": call.tool_input})
+
+        # CrewAI cannot pause a call: an ask nobody answers is a refusal (can_pause)
         call = _call(payload)
-        changed = False
-        for _ in range(_MAX_REJUDGE):
-            # CrewAI cannot pause a call: an ask nobody answers is a refusal (can_pause)
-            with self.budgets.charging():
-                answer = await self.tools.pre(call, can_pause=False)
-            if isinstance(answer, Refuse | Ask):
-                return Verdict(refusal=answer.reason)
-            if isinstance(answer, Mock):  # the agent reads it, the tool does not run
-                given = await self.tools.post(call, answer.output, mocked=True)
-                return Verdict(given=GiveOutput(given))
-            if answer.modified:
-                call, changed = call.with_input(answer.tool_input), True
-            before = await self._before({**payload, "tool_input": call.tool_input})
-            if isinstance(before, GiveOutput):
-                return Verdict(given=before)
-            if isinstance(before, str):
-                return Verdict(refusal=before)
-            if before is None:
-                return Verdict(tool_input=call.tool_input if changed else None)
-            call, changed = call.with_input(before), True  # the guards judge it again
-        return Verdict(refusal=f"the input was still being rewritten after {_MAX_REJUDGE} rounds")
+        with self.budgets.charging():
+            answer = await judge(self.tools, call, before, can_pause=False)
+        if isinstance(answer, Refuse | Ask):
+            return Verdict(refusal=answer.reason)
+        if isinstance(answer, Mock):  # the agent reads it, the tool does not run
+            given = await self.tools.post(call, answer.output, mocked=True)
+            return Verdict(given=GiveOutput(given))
+        if isinstance(answer, GiveOutput):
+            return Verdict(given=answer)
+        return Verdict(tool_input=answer.tool_input if answer.modified else None)
 
     async def _before(
         self, payload: Mapping[str, Any]
@@ -174,7 +127,7 @@ class Policy:
             return await self._dispatching(payload)
         if not self.tasks.has("before_execute"):
             return None
-        ctx = self.task_context(payload, 1)
+        ctx = self._task_context(payload, 1)
         decision, by = await self._call(self.tasks, "before_execute", name, ctx)
         if isinstance(decision, Skip | Fail):
             await self.end(
@@ -229,7 +182,7 @@ class Policy:
                 if isinstance(decision, Replace):
                     output = decision.value
         elif self.tasks.has("after_execute"):
-            tctx = self.task_context(payload, attempt)
+            tctx = self._task_context(payload, attempt)
             decision, _ = await self._call(self.tasks, "after_execute", name, tctx, seen)
             if isinstance(decision, Replace):
                 output = decision.value
@@ -244,7 +197,7 @@ class Policy:
         await self.tools.failed(_call(payload), RuntimeError(error), detail=detail)
         if not self.tasks.has("on_failure") or payload["tool_name"] in DELEGATIONS:
             return None
-        ctx = self.task_context(payload, attempt)
+        ctx = self._task_context(payload, attempt)
         exc = RuntimeError(error)
         decision, _ = await self._call(
             self.tasks, "on_failure", str(payload["tool_name"]), ctx, exc
@@ -254,30 +207,22 @@ class Policy:
     async def end(self, payload: Mapping[str, Any], state: TaskState, attempt: int) -> None:
         """``on_end``, once per tool call."""
         if self.tasks.has("on_end") and payload["tool_name"] not in DELEGATIONS:
-            ctx = self.task_context(payload, attempt)
+            ctx = self._task_context(payload, attempt)
             await self._call(self.tasks, "on_end", str(payload["tool_name"]), ctx, state)
 
     async def _call(self, chain: HookChain, moment: str, name: str, *args: Any) -> Any:
-        return await chain.call(
-            moment, *args, subject=name, on_error=self.errors.append, tracer=ot.get_tracer()
-        )
+        return await self.call(chain, moment, name, *args)
 
-    def task_context(self, payload: Mapping[str, Any], attempt: int) -> orchestra.TaskHookContext:
+    def _task_context(self, payload: Mapping[str, Any], attempt: int) -> orchestra.TaskHookContext:
         """The hook context of one attempt of a tool call (the task id: the tool's name)."""
-        tool_input = dict(payload["tool_input"])
         fields = {k: payload[k] for k in ("tool_name", "tool_use_id", "agent_name") if k in payload}
-        task = Task(
-            id=str(payload["tool_name"]),
-            fn=_not_here,
-            metadata={**fields, "tool_input": tool_input},
-        )
-        return HookChain.task_context(
-            task=task,
+        executor = payload.get("agent_name")
+        return super().task_context(
+            str(payload["tool_name"]),
+            payload["tool_input"],
+            fields=fields,
             attempt=attempt,
-            executor=payload.get("agent_name"),
-            run_id=self.run_id,
-            started_at=time.monotonic(),
-            inputs=MappingProxyType(tool_input),
+            executor=None if executor is None else str(executor),
         )
 
 
@@ -304,8 +249,3 @@ def _dispatch_context(payload: Mapping[str, Any]) -> SubagentHookContext:
         task=str(tool_input.get("task") or tool_input.get("question") or ""),
         attempt=1,
     )
-
-
-def _not_here() -> None:  # pragma: no cover - CrewAI runs the tool, never this
-    """A tool call's task body: CrewAI runs the tool, not orchestra."""
-    raise RuntimeError("CrewAI runs this tool")

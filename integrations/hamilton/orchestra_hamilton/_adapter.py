@@ -37,6 +37,7 @@ from orchestra import (
     TaskFailed,
     TaskHooks,
 )
+from orchestra.bridge import no_agents
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra_hamilton._node import Nodes, reason
 from orchestra_hamilton._run import Run, Trace
@@ -301,14 +302,7 @@ class HookAdapter(
     @staticmethod
     def _recorder(run: Run) -> Callable[[HookError], None]:
         def record(error: HookError) -> None:
-            if "Delegate(" in str(error):
-                error = HookError(
-                    f"{error} ({_ENGINE} runs no agents: Delegate is for subagent dispatches)",
-                    hook=error.hook,
-                    moment=error.moment,
-                    subject=error.subject,
-                )
-            run.hook_errors.append(error)
+            run.hook_errors.append(no_agents(error, _ENGINE))
 
         return record
 

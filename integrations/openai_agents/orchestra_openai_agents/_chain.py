@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from orchestra import Decision, Fail, HookChain, Retry, Skip, SubagentHooks, TaskHooks
+import orchestra.bridge as bridge
+from orchestra import Decision, Fail, HookChain, Retry, Skip
 
 __all__ = ["split_hooks"]
 
@@ -34,19 +35,6 @@ def split_hooks(
     """The (tool-call ``TaskHooks``, agent ``SubagentHooks``) chains of ``hooks``.
 
     Raises:
-        TypeError: for an object that is neither a ``TaskHooks`` nor a ``SubagentHooks``,
-            or a hook the chains refuse (see ``orchestra.HookChain``).
+        TypeError: see ``orchestra.bridge.split_hooks``.
     """
-    hooks = list(hooks)
-    for hook in hooks:
-        if not isinstance(hook, TaskHooks | SubagentHooks):
-            raise TypeError(
-                f"{hook!r} is neither a TaskHooks (tool calls) nor a SubagentHooks (agents): "
-                "subclass one of them"
-            )
-    tasks = [h for h in hooks if isinstance(h, TaskHooks)]
-    agents = [h for h in hooks if isinstance(h, SubagentHooks)]
-    return (
-        HookChain(tasks, TaskHooks, timeout, carries=_TASK_ANSWERS),
-        HookChain(agents, SubagentHooks, timeout, carries=_AGENT_ANSWERS),
-    )
+    return bridge.split_hooks(hooks, timeout, tasks=_TASK_ANSWERS, agents=_AGENT_ANSWERS)

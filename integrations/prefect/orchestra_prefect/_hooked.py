@@ -52,6 +52,7 @@ from orchestra.bridge import (
     DoSleep,
     Ended,
     TaskAttempts,
+    no_agents,
 )
 from orchestra_prefect._context import hook_context, task_of
 from orchestra_prefect._flow import hook_flow
@@ -353,13 +354,7 @@ class _HookedTask:
         return await coro
 
     def record(self, error: HookError) -> None:
-        if "Delegate(" in str(error):
-            error = HookError(
-                f"{error} ({_ENGINE} runs no agents: Delegate is for subagent dispatches)",
-                hook=error.hook,
-                moment=error.moment,
-                subject=error.subject,
-            )
+        error = no_agents(error, _ENGINE)
         self.hook_errors.append(error)
         self.log(str(error), warning=True)
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from orchestra import Decision, Fail, HookChain, Replace, Retry, SubagentHooks, TaskHooks
+import orchestra.bridge as bridge
+from orchestra import Decision, Fail, HookChain, Replace, Retry
 
 __all__ = ["split_hooks"]
 
@@ -24,22 +25,9 @@ _AGENT_ANSWERS: Final[dict[str, tuple[type[Decision], ...]]] = {
 
 
 def split_hooks(hooks: Iterable[object], timeout: float | None) -> tuple[HookChain, HookChain]:
-    """The (tool-call ``TaskHooks``, agent-run ``SubagentHooks``) chains of ``hooks``.
+    """The (tool-call ``TaskHooks``, agent ``SubagentHooks``) chains of ``hooks``.
 
     Raises:
-        TypeError: for an object that is neither a ``TaskHooks`` nor a ``SubagentHooks``,
-            or a hook the chains refuse (see ``orchestra.HookChain``).
+        TypeError: see ``orchestra.bridge.split_hooks``.
     """
-    hooks = list(hooks)
-    for hook in hooks:
-        if not isinstance(hook, TaskHooks | SubagentHooks):
-            raise TypeError(
-                f"{hook!r} is neither a TaskHooks (tool calls) nor a SubagentHooks (agent "
-                "runs): subclass one of them"
-            )
-    tasks = [h for h in hooks if isinstance(h, TaskHooks)]
-    agents = [h for h in hooks if isinstance(h, SubagentHooks)]
-    return (
-        HookChain(tasks, TaskHooks, timeout),
-        HookChain(agents, SubagentHooks, timeout, carries=_AGENT_ANSWERS),
-    )
+    return bridge.split_hooks(hooks, timeout, tasks=None, agents=_AGENT_ANSWERS)
