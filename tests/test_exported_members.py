@@ -82,6 +82,8 @@ PINNED: dict[str, set[str]] = {
         # the budgets a run opens
         "RunBudgets", "budgets_of", "charge_model_end", "charge_model_start", "enter_budgets",
         "open_budgets",
+        # the hook chains around a tool call an engine runs itself
+        "Before", "Carries", "MAX_REJUDGE", "ToolChains", "judge", "no_agents", "split_hooks",
     },
     "orchestra.skills": {
         "AgentHook", "AskCallback", "AuditedDecision", "CommandHook", "ConfigError",
