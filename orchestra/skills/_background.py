@@ -108,14 +108,31 @@ class BackgroundHooks:
             self._done.setdefault(session, collections.deque()).append(future.result())
             self.waiting = True
 
-    def deliver(self, outcome: HookOutcome, session: str) -> HookOutcome:
-        """``outcome`` with what ``session``'s finished hooks said added (each said once)."""
+    def take(self, session: str) -> tuple[HookRecord, ...]:
+        """The records of ``session``'s hooks that finished by now, each taken once.
+
+        An event takes them before its own hooks start, so what its own background hooks
+        say comes with the session's next event, never with the one that started them.
+        """
         with self._lock:
             done = self._done.pop(session, None)
             self.waiting = bool(self._done)
+        return tuple(done or ())
+
+    def give_back(self, session: str, done: tuple[HookRecord, ...]) -> None:
+        """Put taken records back first in line (their event never got an outcome)."""
+        if not done:
+            return
+        with self._lock:
+            self._done.setdefault(session, collections.deque()).extendleft(reversed(done))
+            self.waiting = True
+
+    @staticmethod
+    def deliver(outcome: HookOutcome, done: tuple[HookRecord, ...]) -> HookOutcome:
+        """``outcome`` with what the taken records said added (each said once)."""
         messages: list[str] = []
         shown: list[str] = []
-        for record in done or ():
+        for record in done:
             said, user = delivered(record)
             messages.extend(said)
             if user:

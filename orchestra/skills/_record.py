@@ -163,14 +163,18 @@ async def recorded(
         session: the registry's session, unless the payload names its own (``session_id``):
             the background hooks' words of that session come along.
     """
+    session = str((payload or {}).get("session_id", session))
+    taken = background.take(session) if background is not None else ()
     try:
         outcome = await fire(event, payload)
-    except CriticalHookError as exc:
-        if recorder is not None:
+    except BaseException as exc:
+        if background is not None:
+            background.give_back(session, taken)
+        if recorder is not None and isinstance(exc, CriticalHookError):
             recorder.keep(event, payload or {}, exc.outcome)
         raise
-    if background is not None:
-        outcome = background.deliver(outcome, str((payload or {}).get("session_id", session)))
+    if background is not None and taken:
+        outcome = background.deliver(outcome, taken)
     if recorder is not None:
         recorder.keep(event, payload or {}, outcome)
     return outcome
