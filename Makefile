@@ -66,14 +66,18 @@ typecheck: $(STAMP) $(OWN_STAMPS)
 	$(VENV)/bin/mypy --strict orchestra $(foreach p,$(SHARED),$(wildcard $(dir $(p))orchestra_*))
 	$(foreach n,$(OWN_VENV),.venv-$(n)/bin/mypy --strict integrations/$(n)/orchestra_$(n) &&) true
 
+# Tests run in one pytest-xdist worker per core (at most 4): most of them wait on processes,
+# servers and clocks, so two workers on two cores take about half the time of one.
+XDIST := -n auto --maxprocesses=4
+
 pytest: $(STAMP) $(OWN_STAMPS)
-	$(VENV)/bin/pytest -q --durations=10 -m "not docs_site" tests $(dir $(SHARED))
+	$(VENV)/bin/pytest -q $(XDIST) --durations=20 -m "not docs_site" tests $(dir $(SHARED))
 	$(foreach n,$(OWN_VENV),.venv-$(n)/bin/python -m pytest -q -p no:cacheprovider integrations/$(n)/tests &&) true
 
 # Every ```python block of README.md and docs/ runs (pytest-markdown-docs): a block is a
 # whole program, or is fenced ```{.python continuation} to run after the block before it.
 docs-code: $(STAMP)
-	$(VENV)/bin/pytest -q --markdown-docs --markdown-docs-syntax=superfences -m markdown-docs -p no:cacheprovider README.md docs
+	$(VENV)/bin/pytest -q $(XDIST) --markdown-docs --markdown-docs-syntax=superfences -m markdown-docs -p no:cacheprovider README.md docs
 
 test: lint typecheck pytest docs-code docs-check
 
@@ -83,7 +87,7 @@ test: lint typecheck pytest docs-code docs-check
 # PATH's python3.12 and python3.13). .ci/run runs both.
 # (ORCHESTRA_CORE_TESTS=1: a test module that needs the browser, which only the dev set
 # brings, is skipped as a whole there; elsewhere a missing playwright fails.)
-CORE_TESTS := tests -m "not docs_site" -p no:cacheprovider --ignore=tests/test_docs_site.py \
+CORE_TESTS := tests $(XDIST) -m "not docs_site" -p no:cacheprovider --ignore=tests/test_docs_site.py \
 	--ignore=tests/conformance --ignore=tests/test_integrations_api.py \
 	--ignore=tests/test_shared_policy.py
 PYTHONS := 3.12 3.13
