@@ -32,15 +32,20 @@ closed early). A compiled subgraph added as a node has its nodes hooked too (tas
 ``PreToolUse``/``PostToolUse``/``PostToolUseFailure``: a deny is the error ``ToolMessage``
 the model reads, a modified input is what the tool gets. ``guard_tools(tools, registry)``
 guards tools wherever they are called (a hand-written tool node, a node function, an
-agent loop of your own): a refusal is what the caller reads. ``OrchestraMiddleware(hooks,
-registry)`` is the same policy in a LangChain v1 ``create_agent`` agent (tool events and
-TaskHooks around each tool call, ``StepStart``/``StepEnd`` around each model call). Interrupts
+agent loop of your own): a refusal is what the caller reads. A tool started anywhere else
+in a hooked run (a plain ``ToolNode`` or compiled graph a node function calls) is judged
+through the run's callbacks: a deny refuses it before its body. ``with_hooks`` also takes
+an ``@entrypoint``'s Pregel: its body is one hooked node, its tools are judged the same.
+``OrchestraMiddleware(hooks, registry)`` is the same policy in a LangChain v1
+``create_agent`` agent (tool events and TaskHooks around each tool call,
+``StepStart``/``StepEnd`` around each model call). Interrupts
 (``langgraph.types.interrupt``) pass through untouched. Spans (a ``run`` span, a ``task``
 span per node attempt, ``execute_tool`` per tool call) make one trace when orchestra's
 tracing is configured. Sync and async graphs alike; async graphs run on asyncio, as
 LangGraph does.
 """
 
+from orchestra_langgraph._graph import HookedEntrypoint as HookedEntrypoint
 from orchestra_langgraph._graph import HookedGraph as HookedGraph
 from orchestra_langgraph._graph import HookedStateGraph as HookedStateGraph
 from orchestra_langgraph._graph import with_hooks as with_hooks
@@ -52,6 +57,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "GuardedTool",
+    "HookedEntrypoint",
     "HookedGraph",
     "HookedStateGraph",
     "OrchestraMiddleware",

@@ -11,42 +11,36 @@ whose ``stream``/``astream`` (what ``invoke``/``ainvoke`` call) wrap the run in
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import copy
 import dataclasses
-from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, final
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, final, overload
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
-from opentelemetry import context as otel_context
-from opentelemetry import trace
+from langgraph.pregel import Pregel
 
 import orchestra.tracing as ot
-from orchestra import Fail, HookChain, TaskFailed, TaskHooks
+from orchestra import HookChain, TaskHooks
 from orchestra.bridge import (
     DEFAULT_MAX_ATTEMPTS,
     AttemptDriver,
     Policy,
     budgets_of,
-    enter_budgets,
     resolve_policy,
-    set_policy,
 )
 from orchestra.skills import StepEvents
-from orchestra_langgraph._node import HookedNode, node_runnable, reason
-from orchestra_langgraph._run import Run, current
-from orchestra_langgraph._steps import configured
-from orchestra_langgraph._sync import blocking
+from orchestra_langgraph._node import HookedNode, node_runnable
+from orchestra_langgraph._runs import HookedRuns
 from orchestra_langgraph._tools import ToolEvents, guarded_tool_node
+from orchestra_langgraph._tree import TreeGuard
 
 if TYPE_CHECKING:
     from orchestra import Budget
     from orchestra.skills import HookRegistry
 
-__all__ = ["HookedGraph", "HookedStateGraph", "with_hooks"]
+__all__ = ["HookedEntrypoint", "HookedGraph", "HookedStateGraph", "with_hooks"]
 
 _MOMENTS = ("before_run", "before_execute", "after_execute", "on_failure", "on_end", "after_run")
 
@@ -64,6 +58,7 @@ class _Bridge:
         "policy",
         "steps",
         "tools",
+        "tree",
     )
 
     @property
@@ -96,6 +91,8 @@ class _Bridge:
         self.budgets = budgets  # each run's own: its model and tool calls are charged
         self.moments = AttemptDriver(chain, max_attempts=max_attempts)
         self.tools = tools if tools is not None and (tools.watching or budgets) else None
+        # the tools its nodes call outside its ToolNodes: judged through the run's callbacks
+        self.tree = None if self.tools is None else TreeGuard(self.tools.registry)
         self.steps = steps
         self.has_before_run = chain.has("before_run")
         self.has_after_run = chain.has("after_run")
@@ -112,6 +109,20 @@ class _Bridge:
         hooked.edges = set(builder.edges)
         hooked.waiting_edges = set(builder.waiting_edges)
         return hooked
+
+    def hook_entrypoint(self, pregel: Pregel[Any, Any, Any, Any]) -> HookedEntrypoint:
+        """A copy of an ``@entrypoint``'s Pregel with its node (the body) wrapped."""
+        nodes = {name: self._entry_node(name, node) for name, node in pregel.nodes.items()}
+        hooked: HookedEntrypoint = pregel.copy({"nodes": nodes})  # type: ignore[assignment]
+        hooked.__class__ = HookedEntrypoint  # LangGraph's own class, plus run hooks
+        hooked.bridge = self
+        return hooked
+
+    def _entry_node(self, name: str, node: Any) -> Any:
+        if not self.moments.hooked:
+            return node
+        hooked = HookedNode(name, node.bound, self.moments, node.metadata)
+        return node.copy({"bound": node_runnable(hooked, name)})
 
     def _spec(self, name: str, spec: Any) -> Any:
         runnable = spec.runnable
@@ -153,132 +164,45 @@ class HookedStateGraph(StateGraph):  # type: ignore[type-arg]  # generic like St
         return graph  # type: ignore[return-value]
 
 
-class HookedGraph(CompiledStateGraph):  # type: ignore[type-arg]  # generic like its base
+class HookedGraph(HookedRuns, CompiledStateGraph):  # type: ignore[type-arg]  # generic like its base
     """A compiled hooked graph: each ``invoke``/``ainvoke``/``stream``/``astream`` is a run.
 
     ``before_run`` runs before the first node and ``after_run`` once at the end, however
     the run ends (a failure, an interrupt, a stream closed early).
     """
 
-    def stream(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        """``CompiledStateGraph.stream``, as one hooked run."""
-        if current.get() is not None or not self._bridge().active:  # part of a run / idle
-            yield from super().stream(*args, **kwargs)
-            return
-        run, context = self._start()
-        steps = self._bridge().run_steps()
-        if steps is not None:  # the run's config gets a handler of the model calls
-            args, kwargs = configured(steps, run, args, kwargs)
-        error: BaseException | None = None
-        try:
-            self._before_run_sync(run, context)
-            chunks = context.run(super().stream, *args, **kwargs)
-            while True:
-                try:
-                    chunk = context.run(next, chunks)
-                except StopIteration:
-                    break
-                yield chunk
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            self._after_run_sync(run, context, error)
-
-    async def astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        """``CompiledStateGraph.astream``, as one hooked run."""
-        if current.get() is not None or not self._bridge().active:
-            async for chunk in super().astream(*args, **kwargs):
-                yield chunk
-            return
-        run, context = self._start()
-        steps = self._bridge().run_steps()
-        if steps is not None:  # the run's config gets a handler of the model calls
-            args, kwargs = configured(steps, run, args, kwargs)
-        error: BaseException | None = None
-        try:
-            await asyncio.create_task(self._before_run(run), context=context)
-            chunks = context.run(super().astream, *args, **kwargs)
-            while True:
-                try:
-                    chunk = await asyncio.create_task(_next(chunks), context=context)
-                except StopAsyncIteration:
-                    break
-                yield chunk
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            if self._bridge().has_after_run:
-                ending = asyncio.create_task(self._after_run(run, error), context=context)
-                await asyncio.shield(ending)
-            else:
-                run.finish(error)
-
-    # -- the run moments ----------------------------------------------------------------
-
     def _bridge(self) -> _Bridge:
         return self.builder.bridge  # type: ignore[attr-defined, no-any-return]
 
-    def _start(self) -> tuple[Run, contextvars.Context]:
-        run = Run(self.name, tuple(self.builder.nodes))
-        context = contextvars.copy_context()
-        context.run(current.set, run)
-        policy = self._bridge().policy
-        context.run(set_policy, policy.registry, policy.hooks)
-        context.run(enter_budgets, self._bridge().budgets)  # the run's model and tool calls
-        if run.span is not None:
-            context.run(otel_context.attach, trace.set_span_in_context(run.span))
-        return run, context
-
-    def _before_run_sync(self, run: Run, context: contextvars.Context) -> None:
-        if self._bridge().has_before_run:
-            context.run(blocking, lambda: self._before_run(run))
-
-    def _after_run_sync(
-        self, run: Run, context: contextvars.Context, error: BaseException | None
-    ) -> None:
-        if self._bridge().has_after_run:
-            context.run(blocking, lambda: self._after_run(run, error))
-        else:
-            run.finish(error)
-
-    async def _before_run(self, run: Run) -> None:
-        bridge = self._bridge()
-        if not bridge.has_before_run:
-            return
-        decision, by = await bridge.chain.call(
-            "before_run", run.run_context(), subject=run.graph, on_error=run.record
-        )
-        if isinstance(decision, Fail):
-            raise TaskFailed(run.graph, f"run refused by {by}" + reason(decision))
-
-    async def _after_run(self, run: Run, error: BaseException | None) -> None:
-        bridge = self._bridge()
-        try:
-            if bridge.has_after_run:
-                await bridge.chain.call(
-                    "after_run",
-                    run.run_context(),
-                    run.result(error),
-                    subject=run.graph,
-                    on_error=run.record,
-                )
-        finally:
-            run.finish(error)
-
-
-async def _next(chunks: AsyncIterator[Any]) -> Any:
-    return await anext(chunks)
+    def _node_names(self) -> tuple[str, ...]:
+        return tuple(self.builder.nodes)
 
 
 _NOT_A_BUILDER = (
     "with_hooks takes a StateGraph builder (hook it before compile(): for a compiled graph, "
-    "pass its .builder), got a {kind}; an @entrypoint's Pregel cannot be hooked yet: guard "
-    "its tools with guard_tools, and a create_agent agent with OrchestraMiddleware"
+    "pass its .builder) or an @entrypoint's Pregel, got a {kind}; for a create_agent "
+    "agent use OrchestraMiddleware"
 )
 
 
+class HookedEntrypoint(HookedRuns, Pregel):  # type: ignore[type-arg]  # generic like its base
+    """An ``@entrypoint`` hooked by ``with_hooks``: each run is a hooked run.
+
+    Its body is one node: the node moments run around it (a task named after the
+    entrypoint), and the tools it and its ``@task`` functions call are judged by the
+    run's policy (``_tree``; ``@registry.guard`` tools by the ambient policy).
+    """
+
+    bridge: _Bridge
+
+    def _bridge(self) -> _Bridge:
+        return self.bridge
+
+    def _node_names(self) -> tuple[str, ...]:
+        return tuple(self.nodes)
+
+
+@overload
 def with_hooks(
     builder: StateGraph[Any, Any, Any, Any],
     hooks: Iterable[object] = (),
@@ -286,12 +210,34 @@ def with_hooks(
     *,
     hook_timeout: float | None = 60.0,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-) -> HookedStateGraph:
+) -> HookedStateGraph: ...
+
+
+@overload
+def with_hooks(
+    builder: Pregel[Any, Any, Any, Any],
+    hooks: Iterable[object] = (),
+    registry: HookRegistry | None = None,
+    *,
+    hook_timeout: float | None = 60.0,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+) -> HookedEntrypoint: ...
+
+
+def with_hooks(
+    builder: StateGraph[Any, Any, Any, Any] | Pregel[Any, Any, Any, Any],
+    hooks: Iterable[object] = (),
+    registry: HookRegistry | None = None,
+    *,
+    hook_timeout: float | None = 60.0,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+) -> HookedStateGraph | HookedEntrypoint:
     """A copy of ``builder`` whose nodes, tool calls and runs go through orchestra's hooks.
 
     Args:
-        builder: the ``StateGraph`` to hook, with its nodes and edges added; it is not
-            changed.
+        builder: the ``StateGraph`` to hook, with its nodes and edges added, or an
+            ``@entrypoint``'s Pregel (its body is one node: a task named after it);
+            neither is changed.
         hooks: ``TaskHooks`` objects: the node moments run around every node run, the
             run moments around every ``invoke``/``ainvoke``/``stream``/``astream``.
         registry: YAML hooks (``orchestra.skills.load(...)``); None: the ambient policy's
@@ -306,16 +252,23 @@ def with_hooks(
         max_attempts: the most attempts of one node run, whatever the hooks answer.
 
     Returns:
-        A ``HookedStateGraph``: compile it as the original.
+        A ``HookedStateGraph`` (compile it as the original), or for an entrypoint a
+        ``HookedEntrypoint``, ready to run.
+
+    With a registry, a tool started anywhere in a run's tree (a plain ``ToolNode`` or a
+    compiled graph a node function calls, a tool an entrypoint's ``@task`` invokes) is
+    judged too, through the run's callbacks: a deny refuses it before its body (a
+    ``ToolNode`` answers the model the reason; see the module ``_tree``).
 
     Raises:
-        TypeError: ``builder`` is not a ``StateGraph`` (a compiled graph, an
-            ``@entrypoint``'s Pregel), or a hook object is refused (see
-            ``orchestra.HookChain``).
+        TypeError: ``builder`` is neither a ``StateGraph`` nor an ``@entrypoint``'s
+            Pregel (a compiled graph: hook its ``.builder``), or a hook object is refused
+            (see ``orchestra.HookChain``).
         ValueError: ``max_attempts`` is below 1, or a ``ToolNode`` already has an
             interceptor (``wrap_tool_call``).
     """
-    if not isinstance(builder, StateGraph):
+    entry = isinstance(builder, Pregel) and not isinstance(builder, CompiledStateGraph)
+    if not isinstance(builder, StateGraph) and not entry:
         raise TypeError(_NOT_A_BUILDER.format(kind=type(builder).__name__))
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
@@ -334,4 +287,6 @@ def with_hooks(
             objects.append(task_hooks)
     chain = HookChain(objects, trait=TaskHooks, timeout=hook_timeout)
     bridge = _Bridge(chain, tools, steps, max_attempts, Policy(registry, objects), budgets)
-    return bridge.hook(builder, "")
+    if isinstance(builder, StateGraph):
+        return bridge.hook(builder, "")
+    return bridge.hook_entrypoint(builder)

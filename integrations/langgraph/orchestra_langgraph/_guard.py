@@ -50,6 +50,7 @@ from orchestra.bridge import (
     resolve_policy,
     tool_span,
 )
+from orchestra_langgraph._tree import judged
 
 if TYPE_CHECKING:
     from orchestra.skills import HookRegistry
@@ -105,7 +106,8 @@ class GuardedTool(BaseTool):
         assert isinstance(answer, Proceed)
         call = call.with_input(dict(answer.tool_input))
         try:
-            result = self.inner.invoke(_input(given, call), config)
+            with judged(self.inner.name):  # judged here: not again by a run's TreeGuard
+                result = self.inner.invoke(_input(given, call), config)
         except Exception as exc:
             failure = hooks.failed_sync(call, exc)
             if isinstance(failure, Refuse):
@@ -125,7 +127,8 @@ class GuardedTool(BaseTool):
         assert isinstance(answer, Proceed)
         call = call.with_input(dict(answer.tool_input))
         try:
-            result = await self.inner.ainvoke(_input(given, call), config)
+            with judged(self.inner.name):  # judged here: not again by a run's TreeGuard
+                result = await self.inner.ainvoke(_input(given, call), config)
         except Exception as exc:
             failure = await hooks.failed(call, exc)
             if isinstance(failure, Refuse):

@@ -37,11 +37,20 @@ __all__ = ["configured"]
 
 
 def configured(
-    steps: StepEvents, run: Run, args: tuple[Any, ...], kwargs: dict[str, Any]
+    steps: StepEvents | None,
+    run: Run,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    guard: BaseCallbackHandler | None = None,
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The run's ``(args, kwargs)`` with handlers of its own added to its config."""
-    handlers: list[BaseCallbackHandler] = [_BudgetHandler()]
-    if steps.hooked:
+    """The run's ``(args, kwargs)`` with handlers of its own added to its config.
+
+    ``steps``: the model calls' (None: none watched); ``guard``: the tools' (``_tree``).
+    """
+    handlers: list[BaseCallbackHandler] = [] if guard is None else [guard]
+    if steps is not None:
+        handlers.append(_BudgetHandler())
+    if steps is not None and steps.hooked:
         handlers.append(_StepHandler(steps, run.graph, run.record))
     if len(args) > 1:
         config = merge_configs(args[1], {"callbacks": handlers})

@@ -52,6 +52,7 @@ from orchestra.bridge import (
     resume,
     tool_span,
 )
+from orchestra_langgraph._tree import judged
 
 if TYPE_CHECKING:
     from orchestra.skills import HookRegistry
@@ -95,7 +96,8 @@ class ToolEvents:
                 return _message(request.tool_call, output)
             request, call = _proceed(request, call, answer)
             try:
-                result = execute(request)
+                with judged(call.tool_name):  # judged here: not again by the run's TreeGuard
+                    result = execute(request)
             except GraphBubbleUp:
                 raise
             except Exception as exc:
@@ -125,7 +127,8 @@ class ToolEvents:
                 return _message(request.tool_call, output)
             request, call = _proceed(request, call, answer)
             try:
-                result = await execute(request)
+                with judged(call.tool_name):  # judged here: not again by the run's TreeGuard
+                    result = await execute(request)
             except GraphBubbleUp:
                 raise
             except Exception as exc:

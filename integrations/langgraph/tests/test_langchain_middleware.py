@@ -292,18 +292,9 @@ def test_an_ask_is_no_failure_of_the_task_hooks(tmp_path: Path) -> None:
 
 
 def test_with_hooks_refuses_what_is_not_a_builder_in_one_clear_error() -> None:
-    from langgraph.func import entrypoint, task
-
-    @task
-    def step(x: int) -> int:
-        return x + 1
-
-    @entrypoint()
-    def flow(x: int) -> int:
-        return step(x).result()
-
     agent = create_agent(model([]), tools=[])
-    for given, kind in ((flow, "Pregel"), (agent, "CompiledStateGraph")):
+    for given, kind in ((agent, "CompiledStateGraph"), (object(), "object")):
         with pytest.raises(TypeError, match=f"StateGraph builder .* got a {kind}"):
-            with_hooks(given)
-    assert flow.invoke(1) == 2  # nothing of it changed
+            with_hooks(given)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="use OrchestraMiddleware"):
+        with_hooks(agent)
