@@ -100,6 +100,7 @@ def test_refused_before_the_body(answer: Any, kind: type, reason: str) -> None:
     assert end.reason == reason
     if kind is DoFail:
         assert isinstance(end.error, TaskFailed)
+    assert end.decision == answer  # the hook's own words, as a model should read them
     assert hooks.ends == [(1, end.state)]
 
 
@@ -110,7 +111,8 @@ def test_failure_outcomes() -> None:
     assert recovered.failed(error) == DoGive(42, "recovered by Answers.on_failure", error)
     skipped = begin(Answers(failure=Skip("optional")))
     skipped.started()
-    assert skipped.failed(error) == DoSkip("skipped by Answers.on_failure: optional", error)
+    skip = Skip("optional")
+    assert skipped.failed(error) == DoSkip("skipped by Answers.on_failure: optional", error, skip)
     plain = begin(Ends())
     plain.started()
     assert plain.failed(error) == DoFail(error)

@@ -81,10 +81,13 @@ class DoSkip:
     Attributes:
         reason: ``"skipped by Class.moment: why"``.
         error: the body's error, when it was skipped after a failure, else None.
+        decision: the ``Skip`` that gave it up (its own ``reason`` is the hook's words:
+            what a model or agent reads), None when the work never ran.
     """
 
     reason: str
     error: BaseException | None = None
+    decision: Decision | None = None
 
     state = TaskState.SKIPPED
     """The state the work ends in."""

@@ -157,7 +157,8 @@ class Flow:
         """A hook gave the work up before or after its body: ``Skip``, or ``Fail``."""
         self._record(decision, by)
         if type(decision) is Skip:
-            return (yield from self._end(DoSkip(f"skipped by {by}{_why(decision)}")))
+            skip = DoSkip(f"skipped by {by}{_why(decision)}", None, decision)
+            return (yield from self._end(skip))
         error = TaskFailed(self.task.id, getattr(decision, "reason", None))
         return (yield from self._end(DoFail(error, f"failed by {by}{_why(decision)}", decision)))
 
@@ -194,7 +195,7 @@ def _failure_end(decision: Decision | None, by: str | None, error: Exception) ->
     if type(decision) is Replace:  # recovered: the substitute is the output
         return DoGive(decision.value, f"recovered by {by}" if by else "recovered", error)
     if type(decision) is Skip:
-        return DoSkip(f"skipped by {by}{_why(decision)}", error)
+        return DoSkip(f"skipped by {by}{_why(decision)}", error, decision)
     if decision is None:
         return DoFail(error)
     reason = f"failed by {by}{_why(decision)}"

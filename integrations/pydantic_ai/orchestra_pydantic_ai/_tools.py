@@ -28,12 +28,10 @@ through untouched: it is not a failure of the tool.
 
 from __future__ import annotations
 
-import time
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, final
 
-import anyio
-from opentelemetry import trace
 from pydantic_ai import ToolDenied
 from pydantic_ai.exceptions import (
     ApprovalRequired,
@@ -46,8 +44,19 @@ from pydantic_ai.exceptions import (
 from pydantic_ai.messages import ToolCallPart
 
 import orchestra.tracing as ot
-from orchestra import Fail, HookChain, Replace, Retry, Skip, Task, TaskState
-from orchestra.bridge import Approval, Ask, Mock, Refuse, ToolCall, ToolHooks
+from orchestra import HookChain, Task, TaskHookContext
+from orchestra.bridge import (
+    Approval,
+    Ask,
+    AttemptDriver,
+    DoGive,
+    DoSkip,
+    Mock,
+    Refuse,
+    TaskAttempts,
+    ToolCall,
+    ToolHooks,
+)
 from orchestra_pydantic_ai._state import RunState
 
 if TYPE_CHECKING:
@@ -65,27 +74,23 @@ _CONTROL: Final = (
     ToolRetryError,
 )
 """pydantic-ai's control flow: passes through the hooks untouched."""
-_MOMENTS: Final = ("before_execute", "after_execute", "on_failure", "on_end")
 
 
 @final
 class ToolCalls:
     """The tool events and tool-call hooks every call of the capability's agents goes through."""
 
-    __slots__ = ("has", "hooked", "max_attempts", "registry", "tasks", "tools")
+    __slots__ = ("driver", "registry", "tools")
 
     def __init__(self, registry: HookRegistry | None, tasks: HookChain, max_attempts: int) -> None:
         self.registry = registry
-        self.tasks = tasks
-        self.max_attempts = max_attempts
         self.tools = ToolHooks(registry)
-        self.has = {m: tasks.has(m) for m in _MOMENTS}
-        self.hooked = any(self.has.values())
+        self.driver = AttemptDriver(tasks, max_attempts=max_attempts)
 
     @property
     def watching(self) -> bool:
         """Whether anything looks at tool calls: hooks or a budget (else one check a call)."""
-        return self.hooked or self.tools.watching
+        return self.driver.hooked or self.tools.watching
 
     async def call(
         self,
@@ -153,81 +158,46 @@ class ToolCalls:
     async def _attempts(
         self, state: RunState, call: ToolCall, handler: _Handler, metadata: Mapping[str, Any]
     ) -> tuple[Any, bool]:
-        """The tool's attempts, with the tool-call ``TaskHooks`` around each.
+        """The tool's attempts, driven by ``orchestra.bridge.AttemptDriver``.
 
         Returns what the model reads, and whether the tool returned it (not a hook).
         """
-        has = self.has
-        name, tool_input = call.tool_name, dict(call.tool_input)
-        if not any(has.values()):
+        if not self.driver.hooked:
             return await self._once(call, handler)
-        task = Task(id=name, fn=handler, metadata={**metadata, **call.payload()})
-        started, attempt = time.monotonic(), 1
-        errors: tuple[BaseException, ...] = ()
-        end, answer = TaskState.SUCCEEDED, None
-        try:
-            while True:
-                ctx = state.task_context(task, attempt, errors, started, tool_input)
-                if has["before_execute"]:
-                    decision, by = await self._ask("before_execute", state, name, ctx)
-                    if type(decision) is Replace and isinstance(decision.value, Mapping):
-                        tool_input = dict(decision.value)
-                    elif decision is not None:
-                        end, answer = _given_up(decision, by)
-                        return answer, False
-                try:
-                    result = await handler(tool_input)
-                except _CONTROL:
-                    raise
-                except Exception as exc:
-                    errors += (exc,)
-                    failure = await self.tools.failed(call.with_input(tool_input), exc)
-                    if isinstance(failure, Refuse):  # a guard inside the tool said no
-                        return ToolDenied(failure.reason), False
-                    decision, by = None, None
-                    if has["on_failure"]:
-                        ctx = state.task_context(task, attempt, errors, started, tool_input)
-                        decision, by = await self._ask("on_failure", state, name, ctx, exc)
-                    if isinstance(decision, Retry) and attempt < self.max_attempts:
-                        await anyio.sleep(decision.delay)
-                        attempt += 1
-                        continue
-                    if type(decision) is Replace:
-                        return decision.value, False
-                    if isinstance(decision, Skip):
-                        end, answer = _given_up(decision, by)
-                        return answer, False
-                    end = TaskState.FAILED
-                    raise
-                state.tool_calls += 1
-                if has["after_execute"]:
-                    ctx = state.task_context(task, attempt, errors, started, tool_input)
-                    decision, by = await self._ask("after_execute", state, name, ctx, result)
-                    if type(decision) is Replace:
-                        return decision.value, True
-                    if decision is not None:
-                        end, answer = _given_up(decision, by)
-                        return answer, False
-                return result, True
-        finally:
-            if has["on_end"]:
-                ctx = state.task_context(task, attempt, errors, started, tool_input)
-                await self._ask("on_end", state, name, ctx, end)
+        refused: list[ToolDenied] = []
 
-    async def _ask(
-        self, moment: str, state: RunState, name: str, ctx: Any, *more: Any
-    ) -> tuple[Any, str | None]:
-        decision, by = await self.tasks.call(
-            moment,
-            ctx,
-            *more,
-            subject=name,
+        async def body(tool_input: Mapping[str, Any]) -> Any:
+            try:
+                result = await handler(dict(tool_input))
+            except _CONTROL:
+                raise
+            except Exception as exc:
+                failure = await self.tools.failed(call.with_input(tool_input), exc)
+                if isinstance(failure, Refuse):  # a guard inside the tool said no
+                    refused.append(ToolDenied(failure.reason))
+                    return refused[-1]
+                raise
+            state.tool_calls += 1
+            return result
+
+        task = Task(id=call.tool_name, fn=handler, metadata={**metadata, **call.payload()})
+        attempts = self.driver.begin(
+            task,
+            dict(call.tool_input),
+            context=functools.partial(_context, state),
             on_error=state.hook_errors.append,
             tracer=ot.get_tracer(),
         )
-        if decision is not None:
-            _decided(decision, by)
-        return decision, by
+        end = await attempts.run_async(body, passthrough=_CONTROL)
+        if type(end) is DoGive:  # the tool's result (maybe replaced), or a hook's output
+            mine = end.reason is None and not (refused and end.output is refused[-1])
+            return end.output, mine
+        why = getattr(end.decision, "reason", None) or end.reason
+        if type(end) is DoSkip:
+            return f"Tool call skipped: {why}", False
+        if end.error in attempts.errors:  # the tool's own error: it goes on
+            raise end.error
+        return ToolDenied(why or "failed by a hook"), False
 
     async def _once(self, call: ToolCall, handler: _Handler) -> tuple[Any, bool]:
         try:
@@ -248,23 +218,8 @@ def _part_args(part: ToolCallPart | None, output: Any) -> dict[str, Any]:
     return {"output": output}
 
 
-def _given_up(decision: object, by: str | None) -> tuple[TaskState, Any]:
-    """A call given up by a decision: its end state and what the model reads."""
-    why = getattr(decision, "reason", None)
-    if isinstance(decision, Skip):
-        return TaskState.SKIPPED, f"Tool call skipped: {why or f'skipped by {by}'}"
-    assert isinstance(decision, Fail)
-    return TaskState.FAILED, ToolDenied(why or f"failed by {by}")
-
-
-def _decided(decision: object, by: str | None) -> None:
-    span = trace.get_current_span()
-    if not span.is_recording():
-        return
-    attributes: dict[str, Any] = {ot.names.ATTR_DECISION: type(decision).__name__.lower()}
-    if by:
-        attributes[ot.names.ATTR_DECISION_BY] = by
-    why = getattr(decision, "reason", None)
-    if why:
-        attributes[ot.names.ATTR_DECISION_REASON] = str(why)[:256]
-    span.add_event(ot.names.EVENT_DECISION, attributes)
+def _context(state: RunState, attempts: TaskAttempts) -> TaskHookContext:
+    """The hook context of the current attempt of a tool call."""
+    return state.task_context(
+        attempts.task, attempts.attempt, attempts.errors, attempts.started_at, attempts.inputs
+    )
