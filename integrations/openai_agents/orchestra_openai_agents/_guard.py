@@ -30,7 +30,16 @@ from agents import (
 from opentelemetry import trace
 
 from orchestra import HookChain, ToolDenied
-from orchestra.bridge import Approval, Ask, Policy, Proceed, Refuse, ToolCall, ToolHooks
+from orchestra.bridge import (
+    Approval,
+    Ask,
+    AttemptDriver,
+    Policy,
+    Proceed,
+    Refuse,
+    ToolCall,
+    ToolHooks,
+)
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra_openai_agents._state import state_for
 
@@ -112,6 +121,7 @@ class ToolGuard:
         "answers",
         "ask",
         "dispatch_gate",
+        "driver",
         "hooked",
         "hosted_tools",
         "max_attempts",
@@ -148,8 +158,8 @@ class ToolGuard:
         self.on_deny: OnDeny = on_deny
         self.hosted_tools: HostedTools = hosted_tools
         self.max_attempts = max_attempts
-        moments = ("before_execute", "after_execute", "on_failure")
-        self.hooked = any(tasks.has(moment) for moment in moments)
+        self.driver = AttemptDriver(tasks, max_attempts=max_attempts)  # each call's attempts
+        self.hooked = self.driver.hooked
         self.dispatch_gate: DispatchGate | None = None
         """Set by the bridge: asks the handoff target's ``before_dispatch``/``SubagentStart``."""
         self.pending: dict[str, dict[str, Any]] = {}

@@ -13,27 +13,32 @@ interruption (``needs_approval``). The tool events are ``orchestra.bridge.ToolHo
 from __future__ import annotations
 
 import copy
+import functools
 import json
-import time
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
-import anyio
 import attrs
 from agents import Agent, FunctionTool
 from agents.tool import maybe_invoke_function_tool_failure_error_function
 from opentelemetry import trace
 
-from orchestra import Fail, Retry, Skip, Task, TaskHookContext
-from orchestra.bridge import Mock, Proceed, Refuse, ToolCall, mark_decision, policy_scope
+from orchestra import Task, TaskHookContext, ToolDenied
+from orchestra.bridge import (
+    DoGive,
+    DoSkip,
+    Mock,
+    Proceed,
+    Refuse,
+    TaskAttempts,
+    ToolCall,
+    mark_decision,
+    policy_scope,
+)
 from orchestra.tracing import get_tracer
 from orchestra.tracing.names import (
-    ATTR_DECISION,
-    ATTR_DECISION_BY,
-    ATTR_DECISION_DELAY,
-    EVENT_DECISION,
     GEN_AI_OPERATION_NAME,
     GEN_AI_TOOL_NAME,
     OP_EXECUTE_TOOL,
@@ -169,7 +174,7 @@ class _GuardedInvoker:
                 if getattr(ctx, "_function_tool_arguments", None) is not None:
                     ctx._function_tool_arguments = None
         if not mocked:
-            result = await self._attempts(ctx, name, input, call, state, span)
+            result = await self._attempts(ctx, name, input, call, state)
         return await guard.tools.post(call, result, mocked=mocked)
 
     async def _attempts(
@@ -179,97 +184,41 @@ class _GuardedInvoker:
         input: str,
         tool: ToolCall,
         state: RunState | None,
-        span: Span | None,
     ) -> Any:
-        """Call the tool, with the tool-call ``TaskHooks`` around each attempt."""
-        tasks = self.guard.tasks
-        if not any(tasks.has(m) for m in ("before_execute", "on_failure", "after_execute")):
+        """Call the tool, its attempts driven by ``orchestra.bridge.AttemptDriver``."""
+        guard = self.guard
+        if not guard.driver.hooked:
             return await self._once(ctx, name, input, state, tool)
-        call = _Call(
+
+        async def body(_: Any) -> Any:
+            try:
+                result = await self.inner(ctx, input)
+            except Exception as exc:
+                failure = await guard.tools.failed(tool, exc)
+                if isinstance(failure, Refuse):  # a @registry.guard inside the tool said no
+                    return guard.deny(name, failure)  # with on_deny="raise": ToolDenied
+                raise
+            if state is not None:
+                state.tool_calls += 1
+            return result
+
+        agent = tool.fields.get("agent_name")
+        attempts = guard.driver.begin(
             Task(id=name, fn=self, metadata=tool.payload()),
-            tool.fields.get("agent_name"),
-            state,
-            tool,
+            tool.tool_input,
+            context=functools.partial(_context, agent, state.run_id if state else ""),
+            on_error=state.hook_errors.append if state is not None else None,
+            tracer=get_tracer(),
         )
-        while True:
-            done, answer = await self._attempt(ctx, name, input, call, span)
-            if done:
-                return answer
-            call.attempt += 1
-
-    async def _attempt(
-        self,
-        ctx: ToolContext[Any],
-        name: str,
-        input: str,
-        call: _Call,
-        span: Span | None,
-    ) -> tuple[bool, Any]:
-        """One attempt: ``(True, what the model gets)``, or ``(False, None)`` to retry."""
-        guard, tasks = self.guard, self.guard.tasks
-        if tasks.has("before_execute"):
-            decision, by = await tasks.call(
-                "before_execute",
-                call.context(),
-                subject=name,
-                on_error=call.record,
-                tracer=get_tracer(),
-            )
-            if isinstance(decision, Skip):
-                return True, f"Tool call skipped: {decision.reason or f'skipped by {by}'}"
-            if isinstance(decision, Fail):
-                return True, guard.deny(name, Refuse(decision.reason or f"failed by {by}"))
-        try:
-            result = await self.inner(ctx, input)
-        except Exception as exc:
-            return await self._after_failure(ctx, name, call, span, exc)
-        if call.state is not None:
-            call.state.tool_calls += 1
-        if tasks.has("after_execute"):
-            tctx = call.context()
-            await tasks.call(
-                "after_execute",
-                tctx,
-                result,
-                subject=name,
-                on_error=call.record,
-                tracer=get_tracer(),
-            )
-        return True, result
-
-    async def _after_failure(
-        self,
-        ctx: ToolContext[Any],
-        name: str,
-        call: _Call,
-        span: Span | None,
-        exc: Exception,
-    ) -> tuple[bool, Any]:
-        """A failed attempt: ``on_failure`` decides between a retry, a skip and the failure."""
-        failure = await self.guard.tools.failed(call.tool, exc)
-        if isinstance(failure, Refuse):  # a @registry.guard inside the tool said no
-            return True, self.guard.deny(name, failure)
-        call.errors = (*call.errors, exc)
-        decision, by = None, None
-        tasks = self.guard.tasks
-        if tasks.has("on_failure"):
-            decision, by = await tasks.call(
-                "on_failure",
-                call.context(),
-                exc,
-                subject=name,
-                on_error=call.record,
-                tracer=get_tracer(),
-            )
-        if decision is not None and span is not None:
-            _record_decision(span, decision, by)
-        if isinstance(decision, Retry) and call.attempt < self.guard.max_attempts:
-            if decision.delay:
-                await anyio.sleep(decision.delay)
-            return False, None
-        if isinstance(decision, Skip):
-            return True, f"Tool call skipped: {decision.reason or f'skipped by {by}'}"
-        return True, await self._failed(ctx, exc)
+        end = await attempts.run_async(body, passthrough=(ToolDenied,))
+        if type(end) is DoGive:
+            return end.output
+        why = getattr(end.decision, "reason", None) or end.reason
+        if type(end) is DoSkip:
+            return f"Tool call skipped: {why}"
+        if end.error in attempts.errors:  # the tool's own error: its failure policy
+            return await self._failed(ctx, end.error)  # type: ignore[arg-type]
+        return guard.deny(name, Refuse(why or "failed by a hook"))
 
     async def _once(
         self,
@@ -305,49 +254,22 @@ class _GuardedInvoker:
         return message
 
 
-@final
-class _Call:
-    """One guarded call's attempts: its task, attempt number and errors so far."""
-
-    __slots__ = ("attempt", "errors", "executor", "record", "started", "state", "task", "tool")
-
-    def __init__(
-        self, task: Task, executor: str | None, state: RunState | None, tool: ToolCall
-    ) -> None:
-        self.task = task
-        self.tool = tool
-        self.executor = executor
-        self.state = state
-        self.record = state.hook_errors.append if state is not None else None
-        self.started = time.monotonic()
-        self.attempt = 1
-        self.errors: tuple[BaseException, ...] = ()
-
-    def context(self) -> TaskHookContext:
-        """The hook context of the current attempt."""
-        return TaskHookContext(
-            task=self.task,
-            attempt=self.attempt,
-            executor=self.executor,
-            run_id=self.state.run_id if self.state is not None else "",
-            errors=self.errors,
-            started_at=self.started,
-        )
+def _context(executor: str | None, run_id: str, attempts: TaskAttempts) -> TaskHookContext:
+    """The hook context of the current attempt of a tool call."""
+    return TaskHookContext(
+        task=attempts.task,
+        attempt=attempts.attempt,
+        executor=executor,
+        run_id=run_id,
+        errors=attempts.errors,
+        started_at=attempts.started_at,
+    )
 
 
 def _approved(ctx: Any, name: str, call_id: str) -> bool:
     """Whether a person approved this call through the SDK (``RunState.approve``)."""
     check = getattr(ctx, "is_tool_approved", None)
     return bool(callable(check) and check(name, call_id) is True)
-
-
-def _record_decision(span: Span, decision: object, by: str | None) -> None:
-    attributes: dict[str, Any] = {ATTR_DECISION: type(decision).__name__.lower()}
-    if by is not None:
-        attributes[ATTR_DECISION_BY] = by
-    if isinstance(decision, Retry):
-        attributes[ATTR_DECISION_DELAY] = decision.delay
-    span.add_event(EVENT_DECISION, attributes)
 
 
 def is_guarded(tool_or_agent: object) -> bool:
