@@ -44,7 +44,7 @@ PINNED: dict[str, set[str]] = {
         "RunResult", "Task", "TaskOptions", "TaskState", "TriggerRule", "run", "run_sync",
     },
     "orchestra.bridge.testing": {
-        "TASK_CELLS", "TaskEngine", "TaskRun", "check_task_cell",
+        "TASK_CELLS", "EndRecorder", "TaskEngine", "TaskRun", "check_task_cell",
         "TOOL_CELLS", "ToolBody", "ToolEngine", "ToolRun", "check_tool_cell",
         "tool_matrix_header", "tool_matrix_row", "PENDING_FIELDS", "check_pending_request",
     },

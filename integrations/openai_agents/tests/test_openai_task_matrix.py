@@ -14,16 +14,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from bridge_helpers import tool_outputs
 from orchestra_openai_agents import OrchestraRunHooks
 
-import orchestra
-from orchestra.bridge.testing import TASK_CELLS, TaskRun, check_task_cell
-
-
-class _End(orchestra.TaskHooks):
-    def __init__(self) -> None:
-        self.state: orchestra.TaskState | None = None
-
-    def on_end(self, ctx: Any, state: orchestra.TaskState) -> None:
-        self.state = state
+from orchestra.bridge.testing import TASK_CELLS, EndRecorder, TaskRun, check_task_cell
 
 
 class OpenAIAgentsEngine:
@@ -51,7 +42,7 @@ class OpenAIAgentsEngine:
         model = ScriptedModel(
             [[function_call("work", {"job": "j"}, call_id="c1")], [assistant_message("done")]]
         )
-        end = _End()
+        end = EndRecorder()
         agent = Agent(name="worker", model=model, tools=[work])
         asyncio.run(OrchestraRunHooks([*hooks, end]).run(agent, "work"))
         read = tool_outputs(model).get("c1", "")
@@ -59,7 +50,6 @@ class OpenAIAgentsEngine:
             output = ast.literal_eval(read)
         except (ValueError, SyntaxError):
             output = None
-        assert end.state is not None, "on_end was not called"
         return TaskRun(end.state, output if isinstance(output, dict) else None)
 
 

@@ -22,7 +22,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import orchestra
-from orchestra.bridge.testing import TASK_CELLS, TaskRun, check_task_cell
+from orchestra.bridge.testing import TASK_CELLS, EndRecorder, TaskRun, check_task_cell
 
 
 def _script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -37,14 +37,6 @@ def _script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     if returns:
         return ModelResponse(parts=[TextPart(repr(returns[-1]))])
     return ModelResponse(parts=[ToolCallPart("work", {"job": "j"}, tool_call_id="c1")])
-
-
-class _End(orchestra.TaskHooks):
-    def __init__(self) -> None:
-        self.state: orchestra.TaskState | None = None
-
-    def on_end(self, ctx: Any, state: orchestra.TaskState) -> None:
-        self.state = state
 
 
 class PydanticAIEngine:
@@ -64,7 +56,7 @@ class PydanticAIEngine:
             """Do the work."""
             return body()
 
-        end = _End()
+        end = EndRecorder()
         agent: Agent[None, str] = Agent(
             FunctionModel(_script),
             tools=[Tool(work, metadata={"tags": tuple(tags)})],
@@ -75,7 +67,6 @@ class PydanticAIEngine:
             output = ast.literal_eval(read)
         except (ValueError, SyntaxError):
             output = read
-        assert end.state is not None, "on_end was not called"
         return TaskRun(end.state, output if isinstance(output, dict) else None)
 
 

@@ -9,7 +9,8 @@ The task half (``TASK_CELLS``, ``TaskEngine``, ``check_task_cell``): retries, sk
 the engine's own tags, fail, replace, a given output, ``on_end`` once, a raising and a
 hanging hook per policy, one trace. Each integration's tests implement ``TaskEngine``
 and check every cell; a cell an engine cannot do is listed, with the reason, in its
-``cannot``. See the how-to "Adding an engine".
+``cannot``. ``EndRecorder`` keeps ``on_end``'s states, for an engine that raises nothing
+for work its hooks gave up. See the how-to "Adding an engine".
 
 ``check_pending_request`` checks a paused call's pending request (``PENDING_FIELDS``):
 every engine's approval tests hold their engine's request to the one shape with it.
@@ -19,6 +20,7 @@ from orchestra._exports import export as _export
 from orchestra.bridge.testing._pending import PENDING_FIELDS as PENDING_FIELDS
 from orchestra.bridge.testing._pending import check_pending_request as check_pending_request
 from orchestra.bridge.testing._task_matrix import TASK_CELLS as TASK_CELLS
+from orchestra.bridge.testing._task_matrix import EndRecorder as EndRecorder
 from orchestra.bridge.testing._task_matrix import TaskEngine as TaskEngine
 from orchestra.bridge.testing._task_matrix import TaskRun as TaskRun
 from orchestra.bridge.testing._task_matrix import check_task_cell as check_task_cell
@@ -34,6 +36,7 @@ __all__ = [
     "PENDING_FIELDS",
     "TASK_CELLS",
     "TOOL_CELLS",
+    "EndRecorder",
     "TaskEngine",
     "TaskRun",
     "ToolBody",

@@ -34,7 +34,7 @@ from orchestra._errors import TaskFailed
 from orchestra._hooks import TaskHooks
 from orchestra.dag import TaskState
 
-__all__ = ["TASK_CELLS", "TaskEngine", "TaskRun", "check_task_cell"]
+__all__ = ["TASK_CELLS", "EndRecorder", "TaskEngine", "TaskRun", "check_task_cell"]
 
 _TAG: Final = "optional"
 _HANG: Final = 0.2  # a hanging hook's timeout (seconds); it would sleep 30
@@ -77,14 +77,36 @@ class TaskEngine(Protocol):
         ...
 
 
-class _Ends(TaskHooks):
-    """Records ``on_end``."""
+class EndRecorder(TaskHooks):
+    """A hook that keeps every state ``on_end`` is called with, for an engine's adapter.
+
+    An engine that raises nothing for work its hooks gave up (an agent's tool call: the
+    model reads why) reads the work's state here: add one to the hooks it is given.
+
+    Attributes:
+        ends: each state, in order.
+    """
 
     def __init__(self) -> None:
         self.ends: list[TaskState] = []
 
+    @property
+    def state(self) -> TaskState:
+        """The state of the last ``on_end``.
+
+        Raises:
+            AssertionError: ``on_end`` was never called.
+        """
+        if not self.ends:
+            raise AssertionError("on_end was not called")
+        return self.ends[-1]
+
     def on_end(self, ctx: Any, state: TaskState) -> None:
+        """Keep ``state``."""
         self.ends.append(state)
+
+
+_Ends = EndRecorder
 
 
 class _Body:
