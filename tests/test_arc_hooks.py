@@ -310,13 +310,15 @@ def test_bad_input_is_refused_with_file_and_line(tmp_path: Path) -> None:
         load(path)
     text = str(caught.value)
     where = [line.strip().split(": ")[0] for line in text.splitlines()[1:]]
-    assert where == [f"{path}:{n}" for n in (2, 7, 12, 13, 14, 18, 20, 22)]
+    assert where == [f"{path}:{n}" for n in (2, 7, 12, 13, 14, 16, 20, 22)]
     assert "unknown event 'stage_strat' (did you mean 'stage_start'?)" in text
     assert "hooks[1].matcher: not a valid RE2 regular expression" in text
     assert "hooks[2].blocking: expected true or false" in text
     assert "hooks[2].timeout_ms: must be from 1 to 300000 milliseconds, got 0" in text
-    assert "hooks[3].type: orchestra runs Arc's command hooks" in text
-    assert "hooks[4].comand: unknown field for an Arc hook (did you mean 'command'?)" in text
+    assert "hooks[3].url: missing" in text  # an http hook, as Arc writes it, needs its url
+    assert (
+        "hooks[4].comand: unknown field for an Arc command hook (did you mean 'command'?)" in text
+    )
     broken = write(tmp_path / "broken.toml", "[[hooks]]\nevent = \n")
     with pytest.raises(ConfigError, match=rf"{broken}:2: TOML: "):
         load(broken)

@@ -9,18 +9,16 @@ other settings, and each gives the decision Claude Code documents.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 import textwrap
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import anyio
 import pytest
+from helpers.model_server import serving
 
 from orchestra.skills import (
     AgentHook,
@@ -340,47 +338,24 @@ async def test_plugin_hooks_get_their_root(tmp_path: Path) -> None:
 # --- judges: prompt and agent hooks ask a model ---------------------------------------------
 
 
-class _FakeModel(BaseHTTPRequestHandler):
-    """A chat completions endpoint on 127.0.0.1: its answer depends on the prompt."""
+def _answer(prompt: str) -> str:
+    """The fake model's text: it depends on the prompt."""
+    if "GARBAGE" in prompt:
+        return "I think it is fine"
+    if "rm -rf" in prompt:
+        return '```json\n{"ok": false, "reason": "destructive command"}\n```'
+    return '{"ok": true, "reason": "looks fine"}'
 
-    seen: ClassVar[list[dict[str, Any]]] = []
 
-    def log_message(self, *_args: object) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        _FakeModel.seen.append({"body": body, "auth": self.headers.get("Authorization")})
-        prompt = body["messages"][-1]["content"]
-        if "GARBAGE" in prompt:
-            content = "I think it is fine"
-        elif "SLOW" in prompt:
-            threading.Event().wait(2)
-            content = '{"ok": true}'
-        elif "rm -rf" in prompt:
-            content = '```json\n{"ok": false, "reason": "destructive command"}\n```'
-        else:
-            content = '{"ok": true, "reason": "looks fine"}'
-        answer = {"choices": [{"message": {"role": "assistant", "content": content}}]}
-        data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        with contextlib.suppress(BrokenPipeError):  # the judge gave up: its timeout
-            self.wfile.write(data)
+_SEEN: list[dict[str, Any]] = []
 
 
 @pytest.fixture
 def model_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeModel)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    _FakeModel.seen.clear()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    """A chat completions endpoint on 127.0.0.1 (``_SEEN``: what it was sent)."""
+    _SEEN.clear()
+    with serving(_answer, _SEEN) as (url, _):
+        yield url
 
 
 def _judge_settings(tmp_path: Path, prompt: str, timeout: int = 30) -> Path:
@@ -420,7 +395,7 @@ async def test_a_claude_prompt_hook_asks_the_judge(
         "PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "ls"}}
     )
     assert not outcome.blocked
-    sent = _FakeModel.seen[0]
+    sent = _SEEN[0]
     assert sent["auth"] == "Bearer sk-test"
     assert sent["body"]["model"] == "small-judge"
     assert '"tool_input": {"command": "rm -rf /"}' in sent["body"]["messages"][-1]["content"]

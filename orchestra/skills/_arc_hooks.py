@@ -39,7 +39,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar, Final, final
+from typing import Any, ClassVar, Final, TypeAlias, final
 
 import anyio
 import attrs
@@ -55,9 +55,12 @@ from orchestra.tracing.names import ATTR_PROCESS_EXIT_CODE
 __all__ = [
     "ARC_EVENTS",
     "UNWIRED_EVENTS",
+    "ArcCommandHook",
     "ArcHook",
+    "ArcReply",
     "GateBlocked",
     "StageSkipped",
+    "arc_decision",
     "override_by_name",
 ]
 
@@ -102,38 +105,32 @@ def _compiled_search(hook: ArcHook) -> Matcher | None:
     return pattern
 
 
-@final
 @attrs.frozen(kw_only=True, repr=False)
 class ArcHook(HookSpec):
-    """An Arc command hook (see the module doc).
+    """What every Arc hook shares: its event, name, matcher, ``blocking`` and context.
+
+    Each hook type (``ArcCommandHook``; ``http``, ``prompt`` and ``agent`` in
+    ``_arc_remote``) reads its own answer into an Arc decision, then ``decide`` says
+    what that decision means here.
 
     Attributes:
-        command: the shell command.
         arc_event: Arc's event name (``stage_start``, ...).
         state: the ``state`` of the event it stands for (``run_failed``: ``failed``),
             or None for every state.
         name: its name: a later file's hook of the same name replaces it.
         regex: the ``matcher``, searched in the stage's id or type; None for all.
         blocking: its decision counts (default: Arc's for the event).
-        sandbox: run it under bubblewrap (``sandbox = true``), or None: on the host.
-        pass_env: the parent's variables (names or globs) it gets beyond the minimal
-            environment: ``("*",)`` for ``sandbox = false`` (Arc runs those on the host,
-            with the host's environment), else what ``load(..., pass_env=...)`` names.
         search: the compiled ``regex``.
     """
 
     type: ClassVar[str] = "arc"
-    exit_code_attribute: ClassVar[str | None] = ATTR_PROCESS_EXIT_CODE
     filters: ClassVar[bool] = True
 
-    command: str
     arc_event: str = attrs.field(metadata=NOT_CONFIG)
     state: str | None = attrs.field(default=None, metadata=NOT_CONFIG)
     name: str | None = None
     regex: str | None = None
     blocking: bool = False
-    sandbox: Sandbox | None = None
-    pass_env: tuple[str, ...] = attrs.field(default=(), metadata=NOT_CONFIG)
     search: Matcher | None = attrs.field(
         init=False,
         eq=False,
@@ -142,11 +139,11 @@ class ArcHook(HookSpec):
         metadata={"config": False, "key": None},
     )
 
-    def describe(self) -> str:
-        """Arc's event, the command, and its name."""
+    def named(self, text: str) -> str:
+        """Arc's event, ``text``, the name and the matcher: one line for ``hooks list``."""
         named = f" ({self.name})" if self.name else ""
         matcher = f" (matcher {self.regex})" if self.regex is not None else ""
-        return f"{self.arc_event}: {self.command}{named}{matcher}"
+        return f"{self.arc_event}: {text}{named}{matcher}"
 
     def selects(self, payload: Mapping[str, Any]) -> bool:
         """The event's state, then the matcher searched in the node's id or type."""
@@ -179,9 +176,74 @@ class ArcHook(HookSpec):
             "attempt": data.get("attempt"),
             "max_attempts": data.get("max_attempts"),
             "tool_name": data.get("tool_name"),
-            "tool_input": data.get("tool_input"),
+            "tool_input": data.get("tool_input") if self.event == "PreToolUse" else None,
+            "tool_call_id": data.get("tool_use_id"),
+            "tool_output": _text(data.get("tool_response"))
+            if self.event == "PostToolUse"
+            else None,
+            "error_message": data.get("error") if self.event == "PostToolUseFailure" else None,
         }
         return {key: value for key, value in context.items() if value is not None}
+
+    def context_json(self, call: HookCall) -> bytes:
+        """The event context as JSON: the body of a file, stdin, a POST, a prompt."""
+        return json.dumps(self.context(call.data, call.project_dir), default=str).encode()
+
+    @property
+    def gate(self) -> bool:
+        """A ``blocking`` ``stage_complete``/``run_complete`` hook: its block fails them."""
+        return self.blocking and self.state == "succeeded" and self.event in _GATES
+
+    def decide(
+        self, reply: ArcReply, *, exit_code: int | None = None, stderr: str = ""
+    ) -> HookResult:
+        """What an Arc decision means at this hook's event (a gate's block: ``GateBlocked``)."""
+        decision, said, edge_to = reply
+        if not self.blocking or decision == "proceed":
+            return NO_OPINION
+        if decision == "override":
+            if self.event != "EdgeSelected":
+                return NO_OPINION  # only a branch's choice can be redirected
+            return HookResult(output=edge_to, reason=said, exit_code=exit_code)
+        if decision == "skip" and self.event == "AttemptStart":  # that stage only
+            skipped = StageSkipped(said or f"skipped by {self.source}")
+            return HookResult(output=skipped, reason=said, exit_code=exit_code, stderr=stderr)
+        if decision == "block" and self.gate:
+            why = said or f"hook exited with code {exit_code}"
+            blocked = GateBlocked(
+                f"{self.arc_event} hook {self.name or self.source} blocked: {why}"
+            )
+            return HookResult(output=blocked, reason=why, exit_code=exit_code, stderr=stderr)
+        verdict: Any = decision  # "skip" or "block"
+        return HookResult(decision=verdict, reason=said, exit_code=exit_code, stderr=stderr)
+
+
+ArcReply: TypeAlias = tuple[str, str | None, Any]
+"""An Arc decision: (``proceed`` | ``skip`` | ``block`` | ``override``, reason, ``edge_to``)."""
+
+
+@final
+@attrs.frozen(kw_only=True, repr=False)
+class ArcCommandHook(ArcHook):
+    """An Arc command hook (see the module doc).
+
+    Attributes:
+        command: the shell command.
+        sandbox: run it under bubblewrap (``sandbox = true``), or None: on the host.
+        pass_env: the parent's variables (names or globs) it gets beyond the minimal
+            environment: ``("*",)`` for ``sandbox = false`` (Arc runs those on the host,
+            with the host's environment), else what ``load(..., pass_env=...)`` names.
+    """
+
+    exit_code_attribute: ClassVar[str | None] = ATTR_PROCESS_EXIT_CODE
+
+    command: str
+    sandbox: Sandbox | None = None
+    pass_env: tuple[str, ...] = attrs.field(default=(), metadata=NOT_CONFIG)
+
+    def describe(self) -> str:
+        """Arc's event, the command, and its name."""
+        return self.named(self.command)
 
     def environment(self, data: Mapping[str, Any], project_dir: str, path: str) -> dict[str, str]:
         """The minimal environment, with ``ARC_*`` (and ``FABRO_*``) set."""
@@ -199,7 +261,7 @@ class ArcHook(HookSpec):
 
     async def run(self, call: HookCall) -> HookResult:
         """Write the context file, run the command, read Arc's answer."""
-        body = json.dumps(self.context(call.data, call.project_dir), default=str).encode()
+        body = self.context_json(call)
         fd, path = tempfile.mkstemp(prefix="arc-hook-", suffix=".json")
         try:
             with os.fdopen(fd, "wb") as file:
@@ -223,28 +285,7 @@ class ArcHook(HookSpec):
                 await anyio.to_thread.run_sync(_remove, path)
         return self.answer(done)
 
-    @property
-    def gate(self) -> bool:
-        """A ``blocking`` ``stage_complete``/``run_complete`` hook: its block fails them."""
-        return self.blocking and self.state == "succeeded" and self.event in _GATES
-
     def answer(self, done: Completed) -> HookResult:
-        """Arc's reading of an exit code and stdout; a gate's block is a ``GateBlocked``.
-
-        Raises:
-            HookRunError: a non-blocking hook failed, or the decision JSON is wrong.
-        """
-        result = self._read(done)
-        if result.decision != "block" or not self.gate:
-            return result
-        name = self.name or self.source
-        why = result.reason or f"hook exited with code {result.exit_code}"
-        blocked = GateBlocked(f"{self.arc_event} hook {name} blocked: {why}")
-        return HookResult(
-            output=blocked, reason=why, exit_code=result.exit_code, stderr=result.stderr
-        )
-
-    def _read(self, done: Completed) -> HookResult:
         """Arc's reading of an exit code and stdout.
 
         Raises:
@@ -255,25 +296,14 @@ class ArcHook(HookSpec):
             reason = f"hook exited with code {code}"
             if not self.blocking:
                 raise HookRunError(reason, exit_code=code, stderr=done.stderr)
-            return HookResult(decision="block", reason=reason, exit_code=code, stderr=done.stderr)
-        reply = _decision(done.stdout)
+            return self.decide(("block", reason, None), exit_code=code, stderr=done.stderr)
+        reply = arc_decision(done.stdout)
         if reply is None:  # no JSON decision: the exit code says
             if code == 0 or not self.blocking:
                 return NO_OPINION
             why = done.stderr.strip() or "hook exited with code 2"
-            return HookResult(decision="block", reason=why, exit_code=2, stderr=done.stderr)
-        decision, said, edge_to = reply
-        if not self.blocking or decision == "proceed":
-            return NO_OPINION
-        if decision == "override":
-            if self.event != "EdgeSelected":
-                return NO_OPINION  # only a branch's choice can be redirected
-            return HookResult(output=edge_to, reason=said, exit_code=code)
-        if decision == "skip" and self.event == "AttemptStart":  # that stage only
-            skipped = StageSkipped(said or f"skipped by {self.source}")
-            return HookResult(output=skipped, reason=said, exit_code=code, stderr=done.stderr)
-        verdict: Any = decision  # "skip" or "block"
-        return HookResult(decision=verdict, reason=said, exit_code=code, stderr=done.stderr)
+            return self.decide(("block", why, None), exit_code=2, stderr=done.stderr)
+        return self.decide(reply, exit_code=code, stderr=done.stderr)
 
 
 @final
@@ -307,13 +337,20 @@ class GateBlocked:
     message: str
 
 
+def _text(value: Any) -> str | None:
+    """A tool's output as Arc gives it: a string (other values as JSON)."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, default=str)
+
+
 def _remove(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
 
 
-def _decision(stdout: bytes) -> tuple[str, str | None, Any] | None:
-    """The JSON decision on stdout, or None when there is none.
+def arc_decision(stdout: bytes) -> ArcReply | None:
+    """The JSON decision in ``stdout`` (or an http body), or None when there is none.
 
     Raises:
         HookRunError: a JSON object whose decision, reason or ``edge_to`` is wrong.
@@ -321,7 +358,7 @@ def _decision(stdout: bytes) -> tuple[str, str | None, Any] | None:
     try:
         reply = json.loads(stdout) if stdout.strip() else None
     except (UnicodeDecodeError, json.JSONDecodeError):
-        return None  # plain text: Arc reads the exit code
+        return None  # plain text: no decision
     if not isinstance(reply, dict) or "decision" not in reply:
         return None
     decision, reason, edge_to = reply["decision"], reply.get("reason"), reply.get("edge_to")

@@ -122,6 +122,8 @@ class AgentHook(HookSpec):
 
     type: ClassVar[str] = "agent"
     can_transform: ClassVar[bool] = False
+    multi_turn: ClassVar[bool] = True
+    """It needs a judge with ``supports_agent = True`` (``refuse_agent_hooks``)."""
 
     prompt: str
     model: str | None = None
@@ -188,7 +190,7 @@ def refuse_agent_hooks(hooks: Iterable[HookSpec], judge: Judge | None) -> None:
     if judge is None or supports_agent(judge):
         return
     for hook in hooks:
-        if isinstance(hook, AgentHook):
+        if getattr(hook, "multi_turn", False):
             raise ConfigError(
                 f"{hook.source}: agent hook: the judge {judge!r} takes one turn; "
                 "agent hooks need one with supports_agent = True",

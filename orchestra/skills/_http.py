@@ -13,7 +13,7 @@ Proxy variables and ``.netrc`` of the environment are not used (``trust_env=Fals
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 import anyio
@@ -92,6 +92,7 @@ async def post_http(
     strict_output: bool = False,
     allow_private_network: bool = False,
     allow_loopback: bool = False,
+    read: Callable[[bytes], HookResult] | None = None,
 ) -> HookResult:
     """POST one event to an http hook and read its answer.
 
@@ -108,6 +109,8 @@ async def post_http(
             multicast and reserved addresses (see ``_network``).
         allow_loopback: let the URL reach loopback addresses only (Claude Code's
             ``localhost`` URLs): the name is resolved and each address checked.
+        read: how a 2xx body is read (Arc's decisions); default: a result JSON object
+            (``parse_result``).
 
     Returns:
         The hook's result.
@@ -181,6 +184,6 @@ async def post_http(
         message = f"http {status}: {excerpt}".rstrip(": ")
         raise HookRunError(message, exit_code=status, summary=f"http {status}")
     try:
-        return parse_result(data, strict=strict_output)
+        return parse_result(data, strict=strict_output) if read is None else read(data)
     except HookRunError as exc:
         raise exc.again(exit_code=status) from None

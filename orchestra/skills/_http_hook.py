@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 from urllib.parse import urlsplit
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from orchestra.skills._fields import Entry
     from orchestra.skills._result import HookResult
 
-__all__ = ["HttpHook"]
+__all__ = ["HttpHook", "check_url", "header_problems"]
 
 _ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -158,7 +158,7 @@ class HttpHook(HookSpec):
             tls = entry.choice("tls", TLS_MODES, "verify")
         url = entry.string("url", required=True)
         if url is not None:
-            error = _check_url(url, tls)
+            error = check_url(url, tls)
             if error is not None:
                 entry.bad("url", error)
         allowed = entry.strings("allowed_env_vars")
@@ -169,14 +169,8 @@ class HttpHook(HookSpec):
         in_headers = entry.nested("headers")
         for name, value in headers:
             assert in_headers is not None  # string_map read a mapping
-            if not _HEADER_NAME.fullmatch(name):
-                in_headers.bad(name, "not a valid header name")
-            if _broken(value):
-                in_headers.bad(name, "header values may not contain line breaks or NUL")
-            for var in _variables(value):
-                if var not in allowed:
-                    hint = did_you_mean(var, allowed)
-                    in_headers.bad(name, f"${var} is not in allowed_env_vars{hint}")
+            for issue in header_problems(name, value, allowed):
+                in_headers.bad(name, issue)
         body = entry.get("body")
         problem = None if body is None else body_problem(body)
         if problem is not None:
@@ -243,7 +237,18 @@ class HttpHook(HookSpec):
         return headers
 
 
-def _check_url(url: str, tls: TlsMode) -> str | None:
+def header_problems(name: str, value: str, allowed: Collection[str]) -> list[str]:
+    """What is wrong with one header (its name, a line break, a variable not allowed)."""
+    problems = [] if _HEADER_NAME.fullmatch(name) else ["not a valid header name"]
+    if _broken(value):
+        problems.append("header values may not contain line breaks or NUL")
+    for var in _variables(value):
+        if var not in allowed:
+            problems.append(f"${var} is not in allowed_env_vars{did_you_mean(var, allowed)}")
+    return problems
+
+
+def check_url(url: str, tls: TlsMode) -> str | None:
     """What is wrong with an http hook's URL for its TLS mode, or None."""
     try:
         parts = urlsplit(url)

@@ -57,6 +57,8 @@ class JudgeRequest:
         agent: the hook is Claude Code's ``type: agent``: the judge may take several
             turns (only judges with ``supports_agent = True`` are given such hooks).
         timeout: seconds the judge has (the hook's timeout).
+        max_tool_rounds: for an agent, the most tool-call rounds before it gives up
+            (Arc's ``max_tool_rounds``, default 50); None when the hook sets no limit.
     """
 
     prompt: str
@@ -65,6 +67,7 @@ class JudgeRequest:
     model: str | None = None
     agent: bool = False
     timeout: float = 30.0
+    max_tool_rounds: int | None = None
 
 
 @runtime_checkable
