@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, final
 
 from agents import (
     Agent,
+    ComputerTool,
     FunctionTool,
     Handoff,
     handoff,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from agents.tool_context import ToolContext
 
     from orchestra.skills import HookRegistry
+from orchestra_openai_agents._computer import guard_computer_tool
 from orchestra_openai_agents._guard import AskCallback, HostedTools, OnDeny, ToolGuard
 from orchestra_openai_agents._invoker import guarded_function_tool, is_guarded, remember
 from orchestra_openai_agents._local import guard_local_tool
@@ -110,6 +112,8 @@ class _GraphGuard:
 
     def tool(self, agent: Agent[Any], tool: Any) -> Any:
         if not isinstance(tool, FunctionTool):
+            if isinstance(tool, ComputerTool):  # each action judged
+                return guard_computer_tool(tool, self.guard)
             local = guard_local_tool(tool, self.guard)  # shell, local shell, apply-patch
             if local is not None:
                 return local

@@ -44,6 +44,7 @@ from orchestra.tracing.names import (
     OP_EXECUTE_TOOL,
     SPAN_EXECUTE_TOOL,
 )
+from orchestra_openai_agents._computer import is_guarded_computer
 from orchestra_openai_agents._guard import ApprovalPolicy, ToolGuard, tool_call
 from orchestra_openai_agents._local import is_guarded_local
 from orchestra_openai_agents._state import RunState, end_span, state_for, tool_parent_var
@@ -273,11 +274,11 @@ def _approved(ctx: Any, name: str, call_id: str) -> bool:
 
 
 def is_guarded(tool_or_agent: object) -> bool:
-    """Whether a tool (function, shell, local shell, apply-patch) or agent was guarded here."""
+    """Whether a tool (function, shell, local shell, apply-patch, computer) or agent was guarded."""
     if isinstance(tool_or_agent, FunctionTool):
         return isinstance(tool_or_agent.on_invoke_tool, _GuardedInvoker)
-    if is_guarded_local(tool_or_agent):  # a shell, local shell or apply-patch tool
-        return True
+    if is_guarded_local(tool_or_agent) or is_guarded_computer(tool_or_agent):
+        return True  # a shell, local shell, apply-patch or computer tool
     ref = _GUARDED_AGENTS.get(id(tool_or_agent))
     return ref is not None and ref() is tool_or_agent
 

@@ -18,6 +18,7 @@ from agents.retry import ModelRetrySettings, RetryDecision, RetryPolicyContext
 
 from orchestra import DispatchError
 from orchestra_openai_agents import _failures, _spans
+from orchestra_openai_agents._computer import guards_a_computer, with_computer_notes
 from orchestra_openai_agents._invoker import is_guarded
 from orchestra_openai_agents._spans import current
 from orchestra_openai_agents._state import Claim, end_span, input_text, state_for
@@ -257,7 +258,10 @@ def prepare(
                 f"this RunState holds agents that are not guarded ({unguarded[0]!r}): restore "
                 "it with the guarded agent, RunState.from_string(bridge.guard(agent), ...)"
             )
-    return bridge.guard(agent), kwargs, named
+    guarded = bridge.guard(agent)
+    if guards_a_computer(guarded):  # a refused computer action: the model is told
+        kwargs["run_config"] = with_computer_notes(kwargs.get("run_config"))
+    return guarded, kwargs, named
 
 
 async def session_size(session: Any) -> int | None:

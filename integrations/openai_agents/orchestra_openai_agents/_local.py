@@ -36,7 +36,7 @@ from orchestra.bridge import Mock, Proceed, Refuse
 from orchestra_openai_agents._guard import ToolGuard, tool_call
 from orchestra_openai_agents._state import state_for
 
-__all__ = ["guard_local_tool", "is_guarded_local"]
+__all__ = ["Gate", "guard_local_tool", "is_guarded_local"]
 
 _NO_REWRITE: Final = (
     "a PreToolUse hook rewrote the input of {kind}, whose request the bridge cannot "
@@ -45,7 +45,7 @@ _NO_REWRITE: Final = (
 
 
 @final
-class _Gate:
+class Gate:
     """One local tool's calls through the guard: ``PreToolUse``, the tool, ``PostToolUse``."""
 
     __slots__ = ("guard", "kind", "name")
@@ -97,7 +97,7 @@ class _ShellExecutor:
 
     __slots__ = ("gate", "inner")
 
-    def __init__(self, inner: Any, gate: _Gate) -> None:
+    def __init__(self, inner: Any, gate: Gate) -> None:
         self.inner = inner
         self.gate = gate
 
@@ -121,7 +121,7 @@ class _LocalShellExecutor:
 
     __slots__ = ("gate", "inner")
 
-    def __init__(self, inner: Any, gate: _Gate) -> None:
+    def __init__(self, inner: Any, gate: Gate) -> None:
         self.inner = inner
         self.gate = gate
 
@@ -149,7 +149,7 @@ class _Editor:
 
     __slots__ = ("gate", "inner")
 
-    def __init__(self, inner: Any, gate: _Gate) -> None:
+    def __init__(self, inner: Any, gate: Gate) -> None:
         self.inner = inner
         self.gate = gate
 
@@ -185,13 +185,13 @@ def guard_local_tool(tool: Any, guard: ToolGuard) -> Any | None:
         environment: Mapping[str, Any] = tool.environment or {}
         if environment.get("type", "local") != "local" or tool.executor is None:
             return None  # hosted: check_hosted decides
-        gate = _Gate(guard, name, "ShellTool")
+        gate = Gate(guard, name, "ShellTool")
         return dataclasses.replace(tool, executor=_ShellExecutor(tool.executor, gate))
     if isinstance(tool, LocalShellTool):
-        gate = _Gate(guard, name, "LocalShellTool")
+        gate = Gate(guard, name, "LocalShellTool")
         return dataclasses.replace(tool, executor=_LocalShellExecutor(tool.executor, gate))
     if isinstance(tool, ApplyPatchTool):
-        gate = _Gate(guard, name, "ApplyPatchTool")
+        gate = Gate(guard, name, "ApplyPatchTool")
         return dataclasses.replace(tool, editor=_Editor(tool.editor, gate))
     return None
 
