@@ -11,6 +11,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import orchestra
 from orchestra import Budget, BudgetExceeded, Dispatcher, TaskState, ToolDenied
 from orchestra.agents import AgentContext
+from orchestra.bridge.testing import check_budget_trace
 from orchestra.skills import HookRegistry, StepEvents, load
 
 pytestmark = pytest.mark.anyio
@@ -426,3 +427,27 @@ def test_the_howtos_file_loads(tmp_path: Path) -> None:
     [budget] = load(path).budgets
     assert budget.limits["cost_usd"] == 2.0
     assert budget.per_tool == {"web_search": 10}
+
+
+def test_check_budget_trace_reads_a_run_as_the_trace_tools_do(
+    exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    calls: list[str] = []
+    search, _ = guarded_tools(calls)
+    dag = orchestra.DAG("traced")
+
+    @dag.task
+    async def work() -> None:
+        await search("a")
+
+    orchestra.run_sync(dag, hooks=[Budget(max_tool_calls=3)])
+    spans = exporter.get_finished_spans()
+    figures = check_budget_trace(spans, tmp_path, shown="budget: tool calls 1/3")
+    assert figures == {
+        "orchestra.budget.tool_calls.used": 1,
+        "orchestra.budget.tool_calls.limit": 3,
+    }
+    with pytest.raises(AssertionError, match=r"trace show did not say 'budget: tool calls 2/3'"):
+        check_budget_trace(spans, tmp_path, shown="budget: tool calls 2/3")
+    with pytest.raises(AssertionError, match=r"expected one run span, got \[\]"):
+        check_budget_trace([s for s in spans if not s.name.startswith("run ")], tmp_path, shown="")

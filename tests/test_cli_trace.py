@@ -341,3 +341,23 @@ def test_show_and_report_say_the_runs_budget_use(tmp_path: Path) -> None:
     done = orchestra_cli("trace", "report", str(path), "-o", str(page))
     assert done.returncode == 0, done.stderr
     assert '"budget":"budget: tool calls 2/2"' in page.read_text()  # the page's run data
+
+
+def test_show_picks_the_last_outer_run_not_an_agent_run_inside_a_task(tmp_path: Path) -> None:
+    path = tmp_path / "nested.jsonl"
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(ot.JsonlSpanExporter(path)))
+    tracer = provider.get_tracer("test")
+    with (
+        tracer.start_as_current_span("run outer", attributes={ot.ATTR_RUN_ID: "outer1"}),
+        tracer.start_as_current_span("task agent", attributes={ot.ATTR_TASK_ID: "agent"}),
+        tracer.start_as_current_span("invoke_agent ops", attributes={ot.ATTR_RUN_ID: "inner1"}),
+    ):
+        pass
+    provider.shutdown()
+    out = show(path)
+    assert out.returncode == 0, out.stderr
+    assert "outer1" in out.stdout.splitlines()[0]
+    assert "(1 earlier run(s) in the file" in out.stdout
+    inner = show(path, "--run", "inner1")
+    assert "run invoke_agent ops  ·  inner1" in inner.stdout

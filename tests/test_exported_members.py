@@ -47,6 +47,7 @@ PINNED: dict[str, set[str]] = {
         "TASK_CELLS", "EndRecorder", "TaskEngine", "TaskRun", "check_task_cell",
         "TOOL_CELLS", "ToolBody", "ToolEngine", "ToolRun", "check_tool_cell",
         "tool_matrix_header", "tool_matrix_row", "PENDING_FIELDS", "check_pending_request",
+        "check_budget_trace",
     },
     "orchestra.executors": {
         "AgentDispatcher", "AppliesTimeouts", "ChainsSubmissions", "ChoosesKeptOutputs",

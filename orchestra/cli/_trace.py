@@ -200,16 +200,14 @@ def render_run(run: Run, console: Console, *, failed: bool = False, hooks: bool 
     counts = run.counts()
     states = "  ".join(f"{count} {state}" for state, count in counts.items())
     ok = {True: "ok", False: "failed", None: "unfinished"}[run.ok]
-    title = (
-        f"run {run.dag}  ·  {run.run_id}  ·  {ok}  ·  {states}  ·  "
-        f"{duration(run.span.end - run.span.start)}"
-    )
-    if run.budget is not None:
-        title += f"  ·  {run.budget}"
+    took = duration(run.span.end - run.span.start)
+    parts = (f"run {run.dag}", run.run_id, ok, states, took)  # an agent run has no tasks
+    title = "  ·  ".join(part for part in parts if part)
+    budget = [Text(run.budget)] if run.budget is not None else []  # whole, never cut
     keep = _failed_paths(run) if failed else None
     lines = [("", run.span), *_walk(run.span.children, keep, hooks)]
     if failed and len(lines) == 1 and not any(t.state in NOT_OK for t in run.tasks.values()):
-        console.print(Text(title), Text("nothing failed", style="green"), sep="\n")
+        console.print(Text(title), *budget, Text("nothing failed", style="green"), sep="\n")
         return
     table, bar_width = _table(title, console)
     _rows(table, bar_width, lines, hooks)
@@ -223,6 +221,8 @@ def render_run(run: Run, console: Console, *, failed: bool = False, hooks: bool 
             why.append("  inferred from its deps", style="dim")
         table.add_row(Text(f"·  task {task.id}", style="dim"), "", "", why)
     console.print(table)
+    if budget:
+        console.print(*budget, soft_wrap=True)
     if failed:
         print_tracebacks(console, _failed_tracebacks(run), elsewhere="orchestra trace report")
     if run.dropped_events:

@@ -184,10 +184,11 @@ class Task:
 class Run:
     """One DAG run in a trace file: its span and its tasks in the DAG's order."""
 
-    __slots__ = ("graph", "span", "tasks")
+    __slots__ = ("graph", "nested", "span", "tasks")
 
     def __init__(self, span: SpanNode) -> None:
         self.span = span
+        self.nested = False  # below another run's span (an agent run in a task's body)
         self.tasks: dict[str, Task] = {}
         self.graph = False  # True when the run span carries the DAG's shape
         deps = _deps(span.attributes.get(n.ATTR_DAG_DEPS))
@@ -291,20 +292,27 @@ def _deps(value: object) -> dict[str, list[str]] | None:
     return {str(k): [str(d) for d in v] for k, v in deps.items() if isinstance(v, list)}
 
 
+def _runs_below(node: SpanNode, inside: bool) -> Iterator[Run]:
+    """The runs of ``node``'s tree; ``inside``: it is below a run's span."""
+    is_run = n.ATTR_RUN_ID in node.attributes
+    if is_run:
+        run = Run(node)
+        run.nested = inside
+        yield run
+    for child in node.children:
+        yield from _runs_below(child, inside or is_run)
+
+
 def find_runs(traces: Mapping[str, Sequence[SpanNode]]) -> list[Run]:
-    """Every DAG run in the span trees, by start time."""
-    runs = [
-        Run(node)
-        for roots in traces.values()
-        for root in roots
-        for node in root.walk()
-        if n.ATTR_RUN_ID in node.attributes
-    ]
+    """Every DAG run in the span trees (an agent run in a task's body too), by start time."""
+    runs = [run for roots in traces.values() for root in roots for run in _runs_below(root, False)]
     return sorted(runs, key=lambda r: r.span.start)
 
 
 def select_run(runs: Sequence[Run], run_id: str | None) -> Run:
-    """The run with this id (or a unique prefix of it); the last run for None.
+    """The run with this id (or a unique prefix of it); for None, the last outer run.
+
+    An outer run is not inside another: a DAG run, not the agent run of one of its tasks.
 
     Raises:
         LookupError: no run matches, or a prefix matches several; the message lists the
@@ -313,7 +321,7 @@ def select_run(runs: Sequence[Run], run_id: str | None) -> Run:
     if not runs:
         raise LookupError("no DAG run in the file")
     if run_id is None:
-        return runs[-1]
+        return next((r for r in reversed(runs) if not r.nested), runs[-1])
     exact = [r for r in runs if r.run_id == run_id]
     matches = exact or [r for r in runs if r.run_id.startswith(run_id)]
     if len(matches) == 1:

@@ -21,7 +21,7 @@ from opentelemetry.trace import Link, Span
 import orchestra
 import orchestra.tracing as ot
 from orchestra import HookChain, TaskHookContext, TaskState
-from orchestra.bridge import Ended, TaskAttempts, keep
+from orchestra.bridge import Ended, RunBudgets, TaskAttempts, keep
 
 __all__ = ["Run", "current"]
 
@@ -39,6 +39,7 @@ class Run:
 
     __slots__ = (
         "attempts",
+        "budgets",
         "durations",
         "errors",
         "graph",
@@ -68,6 +69,7 @@ class Run:
         self.record: Callable[[orchestra.HookError], None] = self.hook_errors.append
         self.tracer: trace.Tracer | None = None
         self.span: Span | None = None
+        self.budgets = RunBudgets(())  # the run's own, opened when it starts
         self.tracer = ot.get_tracer()
         if self.tracer is not None:
             self.span = self.tracer.start_span(
@@ -169,12 +171,14 @@ class Run:
             hook_errors=tuple(self.hook_errors),
             durations=dict(self.durations),
             duration=time.monotonic() - self.started,
+            budgets=self.budgets.uses(),
         )
 
     def finish(self, error: BaseException | None) -> None:
-        """End the run's span."""
+        """End the run's span (with what the run spent of its budgets)."""
         if self.span is None:
             return
+        self.budgets.annotate(self.span)
         failed = sum(1 for s in self.states.values() if s in _NOT_OK)
         self.span.set_attribute(ot.names.ATTR_RUN_OK, error is None and not failed)
         self.span.set_attribute(ot.names.ATTR_RUN_FAILED, failed)

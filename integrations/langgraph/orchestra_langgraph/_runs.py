@@ -111,7 +111,7 @@ class HookedRuns(Pregel):  # type: ignore[type-arg]  # generic like its base
         context.run(current.set, run)
         policy = self._bridge().policy
         context.run(set_policy, policy.registry, policy.hooks)
-        context.run(enter_budgets, self._bridge().budgets)  # the run's model and tool calls
+        run.budgets = context.run(enter_budgets, self._bridge().budgets)  # its model, tool calls
         if run.span is not None:
             context.run(otel_context.attach, trace.set_span_in_context(run.span))
         return run, context

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from orchestra_langgraph import with_hooks
 from test_langgraph_steps import graph
 
+import orchestra.tracing as ot
 from orchestra import Budget, BudgetExceeded, RunContext, RunResult, TaskHooks
+from orchestra.bridge.testing import check_budget_trace
 
 HOW = pytest.mark.parametrize("how", ["invoke", "ainvoke"])
 USAGE = {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}
@@ -104,3 +108,42 @@ def test_max_tool_calls_refuses_the_third_call_before_its_body_runs(how: str) ->
     refused = [m for m in out["messages"] if getattr(m, "tool_call_id", None) == "c3"]
     assert "budget: tool calls 2/2" in str(refused[0].content)
     assert out["messages"][-1].content == "done"
+
+
+@HOW
+def test_the_run_span_and_result_carry_the_budget_use_and_trace_show_says_it(
+    how: str, exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    after = AfterRun()
+    budget = Budget(max_model_calls=10, max_cost_usd=1.0, prices={"*": {"output_tokens": 0.01}})
+    hooked = with_hooks(graph([], looping(2, [])), hooks=[budget, after])
+    invoke(hooked.compile(), how)
+    said = "budget: model calls 3/10, cost usd 0.3/1"
+    figures = check_budget_trace(exporter.get_finished_spans(), tmp_path, shown=said)
+    assert figures == {
+        "orchestra.budget.model_calls.used": 3,
+        "orchestra.budget.model_calls.limit": 10,
+        "orchestra.budget.cost_usd.used": pytest.approx(0.3),
+        "orchestra.budget.cost_usd.limit": 1.0,
+    }
+    [result] = after.results
+    [use] = result.budgets
+    assert (use.budget, use.used["model_calls"], use.used["tool_calls"]) == (budget, 3, 2)
+
+
+@HOW
+def test_audit_mode_puts_each_would_exceed_on_the_run_span_and_result(
+    how: str, exporter: InMemorySpanExporter
+) -> None:
+    after = AfterRun()
+    budget = Budget(max_model_calls=1, enforce=False)
+    invoke(with_hooks(graph([], looping(1, [])), hooks=[budget, after]).compile(), how)
+    [run] = [s for s in exporter.get_finished_spans() if ot.ATTR_RUN_ID in (s.attributes or {})]
+    assert run.attributes is not None
+    assert run.attributes["orchestra.budget.model_calls.used"] == 2
+    assert run.attributes["orchestra.budget.model_calls.limit"] == 1
+    events = [e.attributes for e in run.events if e.name == "orchestra.budget.would_exceed"]
+    assert [dict(e or {}) for e in events] == [
+        {"orchestra.decision.reason": "would exceed: budget: model calls 1/1"}
+    ]
+    assert after.results[0].budgets[0].would_exceed == ("would exceed: budget: model calls 1/1",)

@@ -17,6 +17,8 @@ from agents import AgentsException, ModelSettings, RunConfig, RunHooks, RunState
 from agents.retry import ModelRetrySettings, RetryDecision, RetryPolicyContext
 
 from orchestra import DispatchError
+from orchestra.bridge import RunBudgets
+from orchestra.tracing.names import ATTR_RUN_OK
 from orchestra_openai_agents import _failures, _spans
 from orchestra_openai_agents._computer import guards_a_computer, with_computer_notes
 from orchestra_openai_agents._invoker import is_guarded
@@ -151,6 +153,7 @@ class Lifecycle:
             self.fields["session_id"] = str(session_id)
         workflow = workflow or agent.name
         self.span: Span | None = _spans.run_span(str(workflow), self.run_id, session_id)
+        self.budgets = RunBudgets(())  # the run's own, once its entry point opened them
 
     def claim(self, attempt: int, errors: tuple[BaseException, ...]) -> Claim:
         return Claim(self.run_id, attempt, errors, self.span)
@@ -224,6 +227,9 @@ class Lifecycle:
                     await registry.fire("SessionEnd", {**self.fields, "reason": reason})
         finally:
             span, self.span = self.span, None
+            if span is not None and reason != "interrupted":  # a paused run is unfinished
+                span.set_attribute(ATTR_RUN_OK, reason == "completed")
+            self.budgets.annotate(span)
             end_span(span, error)
 
     def abandon(self, state: BridgeState | None) -> None:
@@ -234,6 +240,7 @@ class Lifecycle:
             state.llm_span = state.span = None
             state.ctx = None
         span, self.span = self.span, None
+        self.budgets.annotate(span)
         end_span(span, "cancelled")
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from agents import Runner
 
-from orchestra.bridge import open_budgets
+from orchestra.bridge import RunBudgets, open_budgets
 from orchestra_openai_agents import _failures
 from orchestra_openai_agents._lifecycle import (
     Lifecycle,
@@ -46,15 +46,20 @@ async def run(
     bridge: OrchestraRunHooks, agent: Agent[Any], input: Any, kwargs: dict[str, Any]
 ) -> RunResult:
     """The run, its model and tool calls charged to the bridge's own budgets."""
-    with open_budgets(bridge.own_budgets):
-        return await _run(bridge, agent, input, kwargs)
+    with open_budgets(bridge.own_budgets) as budgets:
+        return await _run(bridge, agent, input, kwargs, budgets)
 
 
 async def _run(
-    bridge: OrchestraRunHooks, agent: Agent[Any], input: Any, kwargs: dict[str, Any]
+    bridge: OrchestraRunHooks,
+    agent: Agent[Any],
+    input: Any,
+    kwargs: dict[str, Any],
+    budgets: RunBudgets,
 ) -> RunResult:
     guarded, kwargs, workflow = prepare(bridge, agent, input, kwargs)
     life = Lifecycle(bridge, guarded, kwargs, workflow)
+    life.budgets = budgets
     input = await life.start(input)
     session = kwargs.get("session")
     rollback = session is not None and bridge._agents.has("on_failure")
@@ -164,7 +169,7 @@ async def run_streamed(
     claim = life.claim(1, ())
     token = claim_var.set(claim)  # the SDK's background task copies the context now
     try:
-        with current(life.span), open_budgets(bridge.own_budgets):
+        with current(life.span), open_budgets(bridge.own_budgets) as life.budgets:
             result = Runner.run_streamed(guarded, input, **kwargs)
     except BaseException as exc:
         await life.end("failed", exc)

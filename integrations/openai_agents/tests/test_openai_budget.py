@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import Usage
-from bridge_helpers import drive, tool_outputs
+from bridge_helpers import SpanLedger, drive, tool_outputs
+from click.testing import CliRunner
 from orchestra_openai_agents import OrchestraRunHooks
 from test_openai_steps import lookup_agent
 
 from orchestra import Budget, BudgetExceeded, SubagentHookContext, SubagentHooks
+from orchestra.bridge.testing import check_budget_trace
+from orchestra.cli import main
 
 pytestmark = pytest.mark.anyio
 
@@ -65,13 +69,53 @@ async def test_a_cost_limit_from_prices(mode: str) -> None:
     assert len(model.calls) == 3
 
 
-async def test_audit_mode_ends_nothing(mode: str) -> None:
+async def test_audit_mode_ends_nothing_and_the_run_span_says_each_would_exceed(
+    mode: str, spans: SpanLedger
+) -> None:
     model = looping(3)
     ran: list[str] = []
     bridge = OrchestraRunHooks([Budget(max_model_calls=1, enforce=False)])
     result = await drive(bridge, lookup_agent(model, ran), "go", mode)
     assert result.final_output == "done"
     assert ran == ["k1", "k2", "k3"]
+    run = spans.by_name()["invoke_workflow ops"]
+    assert run.attributes is not None
+    assert run.attributes["orchestra.budget.model_calls.used"] == 4
+    assert run.attributes["orchestra.budget.model_calls.limit"] == 1
+    events = [e for e in run.events if e.name == "orchestra.budget.would_exceed"]
+    assert [e.attributes["orchestra.decision.reason"] for e in events if e.attributes] == [
+        f"would exceed: budget: model calls {n}/1" for n in (1, 2, 3)
+    ]
+
+
+async def test_the_run_span_carries_the_budget_use_and_trace_show_says_it(
+    mode: str, spans: SpanLedger, tmp_path: Path
+) -> None:
+    model = looping(2)
+    budget = Budget(max_model_calls=10, max_tool_calls=5, max_input_tokens=1000)
+    await drive(OrchestraRunHooks([budget]), lookup_agent(model, []), "go", mode)
+    said = "budget: model calls 3/10, tool calls 2/5, input tokens 300/1000"
+    assert check_budget_trace(spans.finished(), tmp_path, shown=said) == {
+        "orchestra.budget.model_calls.used": 3,
+        "orchestra.budget.model_calls.limit": 10,
+        "orchestra.budget.tool_calls.used": 2,
+        "orchestra.budget.tool_calls.limit": 5,
+        "orchestra.budget.input_tokens.used": 300,
+        "orchestra.budget.input_tokens.limit": 1000,
+    }
+    shown = CliRunner().invoke(main, ["trace", "show", str(tmp_path / "run.jsonl")])
+    assert "run invoke_workflow ops" in shown.output
+    assert "·  ok  ·" in shown.output  # a run that completed
+
+
+async def test_a_run_ended_by_its_budget_says_so_on_its_span(mode: str, spans: SpanLedger) -> None:
+    bridge = OrchestraRunHooks([Budget(max_model_calls=1)])
+    with pytest.raises(BudgetExceeded):
+        await drive(bridge, lookup_agent(looping(3), []), "go", mode)
+    run = spans.by_name()["invoke_workflow ops"]
+    assert run.attributes is not None
+    assert run.attributes["orchestra.budget.model_calls.used"] == 1
+    assert run.attributes["orchestra.budget.exceeded"] == "budget: model calls 1/1"
 
 
 async def test_max_tool_calls_refuses_the_third_call_before_its_body_runs(mode: str) -> None:

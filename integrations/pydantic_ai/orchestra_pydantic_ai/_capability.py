@@ -41,7 +41,14 @@ from orchestra import (
     SubagentResult,
     TaskHooks,
 )
-from orchestra.bridge import budgets_of, current_policy, open_budgets, policy_scope, resolve_policy
+from orchestra.bridge import (
+    RunBudgets,
+    budgets_of,
+    current_policy,
+    open_budgets,
+    policy_scope,
+    resolve_policy,
+)
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra.skills import StepEvents
 from orchestra_pydantic_ai._answers import approval_of
@@ -164,10 +171,12 @@ class OrchestraCapability(AbstractCapability[Any]):
         The run's model and tool calls are charged to the ``Budget`` objects among the
         capability's hooks and its registry's ``budget:`` (``orchestra.Budget``).
         """
-        with open_budgets(self._budgets):
-            return await self._run(ctx, handler)
+        with open_budgets(self._budgets) as budgets:
+            return await self._run(ctx, handler, budgets)
 
-    async def _run(self, ctx: RunContext[Any], handler: WrapRunHandler) -> AgentRunResult[Any]:
+    async def _run(
+        self, ctx: RunContext[Any], handler: WrapRunHandler, budgets: RunBudgets
+    ) -> AgentRunResult[Any]:
         state = self._state or RunState(getattr(ctx.agent, "name", None), ctx.run_id)
         tracer = ot.get_tracer()
         if not self._agent_moments and tracer is None:
@@ -178,11 +187,15 @@ class OrchestraCapability(AbstractCapability[Any]):
         attributes = {
             ot.names.GEN_AI_OPERATION_NAME: ot.names.OP_INVOKE_AGENT,
             ot.names.GEN_AI_AGENT_NAME: name,
+            ot.names.ATTR_RUN_ID: state.run_id,  # a run of its own in ``orchestra trace show``
         }
         with tracer.start_as_current_span(
             ot.names.SPAN_INVOKE_AGENT.format(agent=name), attributes=attributes
-        ):
-            return await self._dispatch(ctx, state, name, handler)
+        ) as span:
+            try:
+                return await self._dispatch(ctx, state, name, handler)
+            finally:
+                budgets.annotate(span)  # what the run spent, also when a budget ended it
 
     async def _body(self, state: RunState, handler: WrapRunHandler) -> AgentRunResult[Any]:
         token = parent_agent.set(state.agent)

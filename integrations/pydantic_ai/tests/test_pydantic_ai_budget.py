@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from orchestra_pydantic_ai import OrchestraCapability
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
@@ -13,6 +15,7 @@ from pydantic_ai.usage import RequestUsage
 
 from orchestra import Budget, BudgetExceeded, Dispatcher, DispatchError
 from orchestra.agents import AgentContext
+from orchestra.bridge.testing import check_budget_trace
 from orchestra.skills import HookRegistry
 
 pytestmark = pytest.mark.anyio
@@ -84,7 +87,9 @@ async def test_max_tool_calls_refuses_the_third_call_before_its_body_runs() -> N
     assert "budget: tool calls 2/2" in result.output
 
 
-async def test_audit_mode_refuses_nothing() -> None:
+async def test_audit_mode_refuses_nothing_and_the_run_span_says_each_would_exceed(
+    exporter: InMemorySpanExporter,
+) -> None:
     model, made = looping(3)
     ran: list[str] = []
     budget = Budget(max_model_calls=1, max_tool_calls=1, enforce=False)
@@ -92,6 +97,47 @@ async def test_audit_mode_refuses_nothing() -> None:
     assert ran == ["k1", "k2", "k3"]
     assert len(made) == 4
     assert result.output == "read value of k3"
+    [run] = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent ops"]
+    assert run.attributes is not None
+    assert run.attributes["orchestra.budget.model_calls.used"] == 4
+    assert run.attributes["orchestra.budget.tool_calls.used"] == 3
+    reasons = [
+        (e.attributes or {}).get("orchestra.decision.reason")
+        for e in run.events
+        if e.name == "orchestra.budget.would_exceed"
+    ]
+    assert reasons == [
+        "would exceed: budget: model calls 1/1",
+        "would exceed: budget: tool calls 1/1",
+        "would exceed: budget: model calls 2/1",
+        "would exceed: budget: tool calls 2/1",
+        "would exceed: budget: model calls 3/1",
+    ]
+
+
+async def test_the_run_span_carries_the_budget_use_and_trace_show_says_it(
+    exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    model, _ = looping(2)
+    budget = Budget(max_model_calls=10, max_tool_calls=5, max_output_tokens=100)
+    await agent(model, [], hooks=[budget]).run("go")
+    said = "budget: model calls 3/10, tool calls 2/5, output tokens 30/100"
+    figures = check_budget_trace(exporter.get_finished_spans(), tmp_path, shown=said)
+    assert figures["orchestra.budget.output_tokens.used"] == 30
+    assert figures["orchestra.budget.output_tokens.limit"] == 100
+    assert len(figures) == 6  # used and limit of the three kinds limited
+
+
+async def test_a_run_ended_by_its_budget_says_so_on_its_span(
+    exporter: InMemorySpanExporter,
+) -> None:
+    model, _ = looping(5)
+    with pytest.raises(BudgetExceeded):
+        await agent(model, [], hooks=[Budget(max_model_calls=2)]).run("go")
+    [run] = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent ops"]
+    assert run.attributes is not None
+    assert run.attributes["orchestra.budget.model_calls.used"] == 2
+    assert run.attributes["orchestra.budget.exceeded"] == "budget: model calls 2/2"
 
 
 def delegating(model: FunctionModel, child: Agent[None, str], budget: Budget) -> Agent[None, str]:

@@ -14,9 +14,12 @@ for work its hooks gave up. See the how-to "Adding an engine".
 
 ``check_pending_request`` checks a paused call's pending request (``PENDING_FIELDS``):
 every engine's approval tests hold their engine's request to the one shape with it.
+``check_budget_trace`` checks that a run's span carries its budget use as ``orchestra
+trace show`` and ``orchestra trace report`` read it.
 """
 
 from orchestra._exports import export as _export
+from orchestra.bridge.testing._budget_trace import check_budget_trace as check_budget_trace
 from orchestra.bridge.testing._pending import PENDING_FIELDS as PENDING_FIELDS
 from orchestra.bridge.testing._pending import check_pending_request as check_pending_request
 from orchestra.bridge.testing._task_matrix import TASK_CELLS as TASK_CELLS
@@ -42,6 +45,7 @@ __all__ = [
     "ToolBody",
     "ToolEngine",
     "ToolRun",
+    "check_budget_trace",
     "check_pending_request",
     "check_task_cell",
     "check_tool_cell",
