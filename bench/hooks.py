@@ -87,9 +87,9 @@ from orchestra.skills import (
     Sandbox,
     load,
 )
-from orchestra.skills._command import run_command
-from orchestra.skills._hook import event_data
-from orchestra.skills._sandbox import bwrap_command
+from orchestra.skills._hooks.spec import event_data
+from orchestra.skills._processes.command import run_command
+from orchestra.skills._processes.sandbox import bwrap_command
 
 QUICK = "--quick" in sys.argv
 ROUNDS = 15 if QUICK else 60  # blocks of each measured function, taken in turn

@@ -14,11 +14,15 @@ import sys
 from pathlib import Path
 from typing import Final
 
-from orchestra.skills._catalog import EVENTS
-from orchestra.skills._claude import _CLAUDE_FIELDS, CLAUDE_DEFAULT_TIMEOUTS, SESSION_END_CAP
-from orchestra.skills._claude_events import CLAUDE_EVENTS
-from orchestra.skills._hook import CLAUDE_MAX_TIMEOUT
-from orchestra.skills._matchers import BACKTRACK_LIMIT
+from orchestra.skills._config.matchers import BACKTRACK_LIMIT
+from orchestra.skills._hooks.spec import CLAUDE_MAX_TIMEOUT
+from orchestra.skills._protocol.catalog import EVENTS
+from orchestra.skills._protocol.claude_events import CLAUDE_EVENTS
+from orchestra.skills._sources.claude.reader import (
+    _CLAUDE_FIELDS,
+    CLAUDE_DEFAULT_TIMEOUTS,
+    SESSION_END_CAP,
+)
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 PAGE: Final = ROOT / "docs" / "reference" / "claude-code-conformance.md"

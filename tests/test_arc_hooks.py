@@ -14,7 +14,7 @@ import pytest
 import orchestra
 from orchestra import ConfigError, TaskState
 from orchestra.skills import load
-from orchestra.skills._arc_toml import MINIMAL_ENV_NOTE
+from orchestra.skills._sources.arc.toml import MINIMAL_ENV_NOTE
 
 pytestmark = pytest.mark.anyio
 

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from orchestra.skills._claude import _CLAUDE_FIELDS
-from orchestra.skills._claude_events import CLAUDE_EVENTS
+from orchestra.skills._protocol.claude_events import CLAUDE_EVENTS
+from orchestra.skills._sources.claude.reader import _CLAUDE_FIELDS
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,7 +17,7 @@ import pytest
 import orchestra
 from orchestra import TaskState
 from orchestra.skills import load
-from orchestra.skills._graph_hooks import GRAPH_ENV_NOTE
+from orchestra.skills._sources.graph import GRAPH_ENV_NOTE
 
 pytestmark = pytest.mark.anyio
 

@@ -20,9 +20,9 @@ import anyio
 import pytest
 
 from orchestra.skills import ConfigError, JudgeRequest, load
-from orchestra.skills._grants import file_grants
-from orchestra.skills._matchers import ClaudeMatcher
-from orchestra.skills._trust import Trusted, TrustStore, digest
+from orchestra.skills._config.matchers import ClaudeMatcher
+from orchestra.skills._sources.claude.grants import file_grants
+from orchestra.skills._sources.trust import Trusted, TrustStore, digest
 
 pytestmark = pytest.mark.anyio
 

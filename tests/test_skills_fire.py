@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestra.skills import HookOutcome, HookRegistry, load
-from orchestra.skills._hook import utc_timestamp
+from orchestra.skills._hooks.spec import utc_timestamp
 
 pytestmark = pytest.mark.anyio
 

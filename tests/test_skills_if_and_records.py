@@ -19,13 +19,13 @@ import pytest
 import orchestra
 from orchestra import TaskState
 from orchestra.skills import load
-from orchestra.skills._permission_rule import PermissionRule
+from orchestra.skills._config.permission_rule import PermissionRule
 
 pytestmark = pytest.mark.anyio
 
 SLOW_RULE = textwrap.dedent(
     """
-    from orchestra.skills._permission_rule import PermissionRule
+    from orchestra.skills._config.permission_rule import PermissionRule
 
     rule = PermissionRule("Bash(" + "*a" * 15 + "*b)")
     print(rule.admits({"tool_name": "Bash", "tool_input": {"command": "a" * 40}}),

@@ -14,7 +14,7 @@ import pytest
 from helpers.procs import MARK_VAR, LeakCheck
 
 from orchestra.skills import HookOutcome, HookRegistry, load
-from orchestra.skills import _process as process_module
+from orchestra.skills._processes import spawn as process_module
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,7 @@ from helpers.tls import self_signed
 
 from orchestra import ConfigError
 from orchestra.skills import HttpHook, load
-from orchestra.skills._network import non_public
+from orchestra.skills._hooks.network import non_public
 
 pytestmark = pytest.mark.anyio
 

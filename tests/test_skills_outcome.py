@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestra.skills import CommandHook, HookResult
-from orchestra.skills._catalog import EVENTS
-from orchestra.skills._firing import combiner_for
-from orchestra.skills._outcome import HookRecord
-from orchestra.skills._plain_outcome import plain_outcome
+from orchestra.skills._firing.chain import combiner_for
+from orchestra.skills._firing.outcome import HookRecord
+from orchestra.skills._firing.plain_outcome import plain_outcome
+from orchestra.skills._protocol.catalog import EVENTS
 
 REASONS = st.sampled_from([None, "", "  ", " why ", "because"])
 DECISIONS = st.sampled_from([None, "allow", "deny", "ask", "block"])

@@ -30,7 +30,7 @@ from orchestra.skills import (
     HookRunError,
     load,
 )
-from orchestra.skills._hook import HookCall
+from orchestra.skills._hooks.spec import HookCall
 
 pytestmark = pytest.mark.anyio
 

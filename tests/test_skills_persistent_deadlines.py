@@ -6,7 +6,7 @@ import math
 import threading
 import time
 
-from orchestra.skills._deadlines import Deadlines
+from orchestra.skills._persistent.deadlines import Deadlines
 
 
 class Hook:

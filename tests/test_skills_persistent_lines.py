@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestra.skills import HookResult
-from orchestra.skills._hook import HookCall, event_json
-from orchestra.skills._lines import decode as _decode
-from orchestra.skills._lines import event_line as _event_line
-from orchestra.skills._result import HookRunError, result_from_json
+from orchestra.skills._hooks.spec import HookCall, event_json
+from orchestra.skills._persistent.lines import decode as _decode
+from orchestra.skills._persistent.lines import event_line as _event_line
+from orchestra.skills._protocol.result import HookRunError, result_from_json
 
 ANSWERS = [
     b'{"decision": "allow", "id": 1}',

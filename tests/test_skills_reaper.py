@@ -22,6 +22,7 @@ import pytest
 from helpers.procs import MARK_VAR, LeakCheck, marked
 
 from orchestra.skills import CommandHook, HookRegistry
+from orchestra.skills._processes import reaper
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the reaper is Linux's (a child subreaper)"
@@ -156,7 +157,7 @@ async def test_what_the_hook_started_is_reaped_while_it_runs(
 
 
 def _zombie_children_of_reapers() -> tuple[list[int], set[int]]:
-    """Zombies whose parent is a reaper (``_reaper.py`` on its command line), and reapers."""
+    """Zombies whose parent is a reaper (its file on its command line), and reapers."""
     reapers = set()
     states: dict[int, tuple[str, int]] = {}
     for entry in Path("/proc").iterdir():
@@ -167,7 +168,7 @@ def _zombie_children_of_reapers() -> tuple[list[int], set[int]]:
             stat = (entry / "stat").read_text().rpartition(")")[2].split()
         except OSError:
             continue
-        if b"_reaper.py" in cmdline and int(stat[1]) == os.getpid():  # this test's
+        if os.fsencode(reaper.__file__) in cmdline and int(stat[1]) == os.getpid():  # this test's
             reapers.add(int(entry.name))
         states[int(entry.name)] = (stat[0], int(stat[1]))
     zombies = [pid for pid, (state, ppid) in states.items() if state == "Z" and ppid in reapers]
@@ -176,7 +177,7 @@ def _zombie_children_of_reapers() -> tuple[list[int], set[int]]:
 
 def test_the_reaper_exits_as_the_hook_did(tmp_path: Path) -> None:
     # Its exit status is the hook's: a code, or the signal that killed it.
-    from orchestra.skills._reaper import reaper_argv
+    from orchestra.skills._processes.reaper import reaper_argv
 
     for command, expected in (("exit 3", 3), ("kill -TERM $$", -signal.SIGTERM)):
         env_read, env_write = os.pipe()

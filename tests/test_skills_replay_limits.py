@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from orchestra.skills import CommandHook, HookRegistry
-from orchestra.skills._replay import MAX_REPLAY_DEPTH
+from orchestra.skills._firing.replay import MAX_REPLAY_DEPTH
 
 pytestmark = pytest.mark.anyio
 

@@ -21,7 +21,7 @@ import pytest
 
 from orchestra import ConfigError
 from orchestra.skills import load
-from orchestra.skills._python_hook import read_callable
+from orchestra.skills._hooks.python import read_callable
 
 MODULE = """\
 import pathlib

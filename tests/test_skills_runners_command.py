@@ -13,8 +13,8 @@ import attrs
 import pytest
 from helpers.procs import LeakCheck, group_gone
 
-from orchestra.skills._command import run_command
-from orchestra.skills._result import HookResult, HookRunError
+from orchestra.skills._processes.command import run_command
+from orchestra.skills._protocol.result import HookResult, HookRunError
 
 pytestmark = pytest.mark.anyio
 

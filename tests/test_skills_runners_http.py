@@ -15,8 +15,8 @@ from helpers import http_server
 from helpers.procs import LeakCheck
 from helpers.tls import self_signed
 
-from orchestra.skills._http import post_http
-from orchestra.skills._result import HookResult, HookRunError
+from orchestra.skills._hooks.http_post import post_http
+from orchestra.skills._protocol.result import HookResult, HookRunError
 
 pytestmark = pytest.mark.anyio
 

@@ -10,8 +10,8 @@ import anyio
 import pytest
 from helpers.procs import LeakCheck
 
-from orchestra.skills._mcp import McpServer, call_mcp_tool
-from orchestra.skills._result import HookResult, HookRunError
+from orchestra.skills._hooks.mcp_client import McpServer, call_mcp_tool
+from orchestra.skills._protocol.result import HookResult, HookRunError
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestra.skills._result import HookResult, HookRunError, parse_result
+from orchestra.skills._protocol.result import HookResult, HookRunError, parse_result
 
 
 def parse(data: Any, *, strict: bool = False) -> HookResult:

@@ -25,7 +25,7 @@ import pytest
 from helpers.procs import LeakCheck
 
 from orchestra.skills import CommandHook, HookRegistry, Sandbox
-from orchestra.skills._sandbox import _etc_files_in
+from orchestra.skills._processes.sandbox import _etc_files_in
 
 pytestmark = pytest.mark.anyio
 

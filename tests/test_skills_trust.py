@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 from orchestra import ConfigError
 from orchestra.cli import main
 from orchestra.skills import load
-from orchestra.skills._trust import TrustStore
+from orchestra.skills._sources.trust import TrustStore
 
 GUARD = """\
 hooks:

@@ -24,7 +24,7 @@ from orchestra.skills import (
     Sandbox,
     load,
 )
-from orchestra.skills._types import HOOK_CLASSES
+from orchestra.skills._hooks.table import HOOK_CLASSES
 
 pytestmark = pytest.mark.anyio
 

@@ -39,7 +39,7 @@ from orchestra.cli._hooks_fire import test
 from orchestra.cli._hooks_replay import replay
 from orchestra.cli._hooks_trust import trust, trusted, untrust
 from orchestra.skills import EVENTS
-from orchestra.skills._claude_settings import to_orchestra_yaml
+from orchestra.skills._sources.claude.settings import to_orchestra_yaml
 
 __all__ = ["hooks"]
 

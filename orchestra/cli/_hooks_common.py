@@ -19,7 +19,7 @@ from rich.console import Console
 
 from orchestra._errors import ConfigError
 from orchestra.skills import HookRegistry, HookSpec, load
-from orchestra.skills._python_hook import without_imports
+from orchestra.skills._hooks.python import without_imports
 
 __all__ = [
     "PATHS",

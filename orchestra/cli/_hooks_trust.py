@@ -17,11 +17,11 @@ from rich.table import Table
 
 from orchestra._errors import ConfigError
 from orchestra.cli._hooks_common import PATHS, fail, table_console
-from orchestra.skills._covered import covered_files
-from orchestra.skills._grants import file_grants
-from orchestra.skills._load import Loaded, read_sources
-from orchestra.skills._trust import Trusted, TrustStore, digest, summary
-from orchestra.skills._yaml import Problems
+from orchestra.skills._config.yaml import Problems
+from orchestra.skills._sources.claude.grants import file_grants
+from orchestra.skills._sources.covered import covered_files
+from orchestra.skills._sources.read import Loaded, read_sources
+from orchestra.skills._sources.trust import Trusted, TrustStore, digest, summary
 
 __all__ = ["trust", "trusted", "untrust"]
 

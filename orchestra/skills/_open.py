@@ -11,14 +11,14 @@ from typing import Any, Final
 import attrs
 
 from orchestra._budget import Budget
-from orchestra.skills._env import check_glob
-from orchestra.skills._hook import HookSpec
-from orchestra.skills._judge import Judge
-from orchestra.skills._load import load_hooks
-from orchestra.skills._record import DEFAULT_RECORD_BYTES
-from orchestra.skills._registry import DEFAULT_MAX_PARALLEL_HOOKS, HookRegistry
-from orchestra.skills._scripts import not_executable
-from orchestra.skills._travel import register, remember
+from orchestra.skills._firing.record import DEFAULT_RECORD_BYTES
+from orchestra.skills._firing.registry import DEFAULT_MAX_PARALLEL_HOOKS, HookRegistry
+from orchestra.skills._firing.travel import register, remember
+from orchestra.skills._hooks.judge import Judge
+from orchestra.skills._hooks.scripts import not_executable
+from orchestra.skills._hooks.spec import HookSpec
+from orchestra.skills._processes.environment import check_glob
+from orchestra.skills._sources.read import load_hooks
 
 __all__ = ["load"]
 

@@ -1,0 +1,1 @@
+"""The hook types: ``HookSpec`` and one module per ``type:``, with what runs each."""

@@ -1,0 +1,1 @@
+"""The processes hooks run in: spawning, the reaper, the sandbox, the environment."""

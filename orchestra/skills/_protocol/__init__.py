@@ -1,0 +1,1 @@
+"""What passes between orchestra and a hook: the events, what a hook gets, what it answers."""

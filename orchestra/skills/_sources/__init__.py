@@ -1,0 +1,1 @@
+"""Hook sources: each file format turned into the same hook specs, and trusting them."""

@@ -1,0 +1,1 @@
+"""Arc's TOML ``[[hooks]]`` files (seed 001) as hook sources."""

@@ -1,0 +1,1 @@
+"""Claude Code's own files (settings, plugins) as hook sources."""
