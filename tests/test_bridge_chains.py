@@ -14,9 +14,23 @@ from typing import Any
 import pytest
 
 import orchestra.skills
-from orchestra import HookError, RetryPolicy, TaskHooks
+from orchestra import (
+    Delegate,
+    ExecutionMode,
+    Fail,
+    HookError,
+    Replace,
+    RetryPolicy,
+    Skip,
+    SubagentHookContext,
+    SubagentHooks,
+    TaskHooks,
+    TaskState,
+)
 from orchestra.bridge import (
+    DISPATCH_AS_TOOL,
     MAX_REJUDGE,
+    TOOL_AS_TASK,
     GiveOutput,
     Proceed,
     Refuse,
@@ -117,3 +131,84 @@ def test_no_agents_explains_a_delegate_only() -> None:
     explained = no_agents(delegate, "Hamilton")
     assert "Hamilton runs no agents: Delegate is for subagent dispatches" in str(explained)
     assert (explained.hook, explained.moment, explained.subject) == ("x", "m", "t")
+
+
+class _Answering(ToolChains):
+    """A bridge's chains, carrying out what a bridge whose engine runs the tool can."""
+
+    __slots__ = ()
+
+    task_answers = TOOL_AS_TASK
+    agent_answers = DISPATCH_AS_TOOL
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (None, (None, None)),
+        (Skip("later"), ("later", TaskState.SKIPPED)),
+        (Fail(), ("fail by Script.before_execute", TaskState.FAILED)),
+        (Replace({"command": "ls -l"}), ({"command": "ls -l"}, None)),
+        (Replace({"command": "ls"}), (None, None)),  # the same input: nothing to judge again
+        (Replace(GiveOutput("cached")), (GiveOutput("cached"), TaskState.SUCCEEDED)),
+    ],
+)
+async def test_what_a_before_execute_answer_means_for_a_call_the_engine_runs(
+    answer: Any, expected: Any
+) -> None:
+    class Script(TaskHooks):
+        def before_execute(self, ctx: Any) -> Any:
+            return answer
+
+    chains = _Answering(None, [Script()], [], timeout=5)
+    ctx = chains.task_context("Bash", {"command": "ls"}, fields={})
+    assert await chains.before_task(ctx, {"command": "ls"}) == expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (None, None),
+        (Fail(), "failed by Script.before_dispatch"),
+        (Fail("no subagents"), "no subagents"),
+        (Delegate("reviewer"), {"subagent_type": "reviewer", "prompt": "fix it"}),
+        (Delegate("coder"), None),  # the agent it goes to already: nothing changes
+        (Replace("fix it well"), {"subagent_type": "coder", "prompt": "fix it well"}),
+        (Replace("fix it"), None),
+    ],
+)
+async def test_what_a_before_dispatch_answer_means_for_a_dispatch_run_as_a_tool(
+    answer: Any, expected: Any
+) -> None:
+    class Script(SubagentHooks):
+        def before_dispatch(self, ctx: Any) -> Any:
+            return answer
+
+    chains = _Answering(None, [], [Script()], timeout=5)
+    tool_input = {"subagent_type": "coder", "prompt": "fix it"}
+    ctx = SubagentHookContext(
+        parent_agent=None, subagent_name="coder", execution_mode=ExecutionMode.SYNC,
+        task="fix it", attempt=1,
+    )  # fmt: skip
+    got = await chains.before_agent(ctx, tool_input, agent="subagent_type", text="prompt")
+    assert got == expected
+
+
+async def test_after_and_end_task_call_their_moments_once() -> None:
+    seen: list[Any] = []
+
+    class Script(TaskHooks):
+        def after_execute(self, ctx: Any, result: Any) -> Any:
+            seen.append(("after", result))
+            return Replace(result.upper())
+
+        def on_end(self, ctx: Any, state: TaskState) -> None:
+            seen.append(("end", state))
+
+    chains = _Answering(None, [Script()], [], timeout=5)
+    ctx = chains.task_context("Bash", {"command": "ls"}, fields={})
+    assert await chains.after(chains.tasks, "Bash", ctx, "out", None) == "OUT"
+    await chains.end_task(ctx, TaskState.SUCCEEDED)
+    assert seen == [("after", "out"), ("end", TaskState.SUCCEEDED)]
+    idle = _Answering(None, [], [], timeout=5)
+    assert await idle.after(idle.agents, "Agent", None, "out", "kept") == "kept"  # no hook

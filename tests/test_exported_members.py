@@ -85,6 +85,9 @@ PINNED: dict[str, set[str]] = {
         "open_budgets",
         # the hook chains around a tool call an engine runs itself
         "Before", "Carries", "MAX_REJUDGE", "ToolChains", "judge", "no_agents", "split_hooks",
+        "DISPATCH_AS_TOOL", "TOOL_AS_TASK",
+        # the record of a run an engine drives
+        "RunRecord",
     },
     "orchestra.skills": {
         "AgentHook", "AskCallback", "AuditedDecision", "CommandHook", "ConfigError",

@@ -47,6 +47,12 @@ registry's ``ToolHooks``, the ``TaskHooks`` and ``SubagentHooks`` chains, sorted
 ``split_hooks``) and answers ``PreToolUse`` with ``judge``: the guards, then its
 ``before_*`` moment, whose new input the guards judge again (``MAX_REJUDGE`` rounds).
 
+A bridge whose engine has runs of its own keeps each run in a ``RunRecord``: every task's
+state, attempts, error, reason and duration, the hook errors, the run span and its
+attempts' spans, and the ``RunResult`` that ``after_run`` gets; the driver settles each
+task into it (``settle=record.settled``, ``context=record.attempt_context``,
+``spans=record.spans(task_id)``).
+
 The ambient policy (``policy_scope``, ``resolve_policy``, ``current_policy``): guarded
 work carries its registry and hooks in a context variable; a bridge started inside it
 without its own is guarded by the same policy, part by part.
@@ -121,19 +127,24 @@ from orchestra.bridge._attempts import AttemptDriver as AttemptDriver
 from orchestra.bridge._attempts import ContextFactory as ContextFactory
 from orchestra.bridge._attempts import SpanFactory as SpanFactory
 from orchestra.bridge._attempts import TaskAttempts as TaskAttempts
+from orchestra.bridge._chains import DISPATCH_AS_TOOL as DISPATCH_AS_TOOL
 from orchestra.bridge._chains import MAX_REJUDGE as MAX_REJUDGE
+from orchestra.bridge._chains import TOOL_AS_TASK as TOOL_AS_TASK
 from orchestra.bridge._chains import Before as Before
 from orchestra.bridge._chains import Carries as Carries
 from orchestra.bridge._chains import ToolChains as ToolChains
 from orchestra.bridge._chains import judge as judge
 from orchestra.bridge._chains import no_agents as no_agents
 from orchestra.bridge._chains import split_hooks as split_hooks
+from orchestra.bridge._runs import RunRecord as RunRecord
 
 __all__ = [
     "DECISIONS",
     "DEFAULT_MAX_ATTEMPTS",
     "DENIED_PREFIX",
+    "DISPATCH_AS_TOOL",
     "MAX_REJUDGE",
+    "TOOL_AS_TASK",
     "Answer",
     "Approval",
     "Ask",
@@ -162,6 +173,7 @@ __all__ = [
     "Refuse",
     "RetryBudget",
     "RunBudgets",
+    "RunRecord",
     "SpanFactory",
     "TaskAttempts",
     "ToolCall",

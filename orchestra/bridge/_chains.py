@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
 
 from orchestra._ambient import resolve_policy
 from orchestra._chain import HookChain
-from orchestra._decisions import GiveOutput
+from orchestra._decisions import Delegate, Fail, GiveOutput, Replace, Skip
 from orchestra._errors import HookError
-from orchestra._hooks import SubagentHooks, TaskHooks
+from orchestra._hooks import SubagentHookContext, SubagentHooks, TaskHooks
 from orchestra._spending import budgets_of, enter_budgets
 from orchestra._tool_call import Ask, Mock, PreAnswer, Proceed, Refuse, ToolCall
 from orchestra._tool_hooks import OutcomeCallback, ToolHooks
-from orchestra.dag import Task
+from orchestra.dag import Task, TaskState
 from orchestra.tracing import get_tracer
 
 if TYPE_CHECKING:
@@ -34,13 +34,48 @@ if TYPE_CHECKING:
     from orchestra._hooks import TaskHookContext
     from orchestra.skills import HookOutcome, HookRegistry
 
-__all__ = ["MAX_REJUDGE", "Before", "Carries", "ToolChains", "judge", "no_agents", "split_hooks"]
+__all__ = [
+    "DISPATCH_AS_TOOL",
+    "MAX_REJUDGE",
+    "TOOL_AS_TASK",
+    "Before",
+    "Carries",
+    "ToolChains",
+    "judge",
+    "no_agents",
+    "split_hooks",
+]
 
 MAX_REJUDGE: Final = 3
 """How often a hook's new input goes back to the guards before the call is refused."""
 
 Carries: TypeAlias = Mapping[str, Iterable[type["Decision"]]]
 """The answers a bridge carries out, by moment (``HookChain``'s ``carries``)."""
+
+DISPATCH_AS_TOOL: Final[Carries] = MappingProxyType(
+    {
+        "before_dispatch": (Fail, Delegate, Replace),
+        "after_dispatch": (Replace,),
+        "on_failure": (),
+    }
+)
+"""What a bridge carries out of a subagent dispatch its engine runs as a tool call (Claude
+Code's ``Agent`` tool, a CrewAI delegation): ``before_dispatch`` refuses, redirects or
+rewrites the call, ``after_dispatch`` rewrites its output; a failed one is only observed
+(the engine ran the tool: nothing here can run it again). A ``ToolChains``'
+``agent_answers``."""
+
+TOOL_AS_TASK: Final[Carries] = MappingProxyType(
+    {
+        "before_execute": (Skip, Fail, Replace),
+        "after_execute": (Replace,),
+        "on_failure": (),
+    }
+)
+"""What a bridge carries out of a tool call its engine runs (a task): ``before_execute``
+skips or fails the call, rewrites its input or gives its output, ``after_execute`` rewrites
+the output; a failure is only observed (an engine that can run the tool again carries out
+more: ``{**TOOL_AS_TASK, "on_failure": (Retry, Skip)}``). A ``ToolChains``' ``task_answers``."""
 
 Before: TypeAlias = Callable[[ToolCall], Awaitable["Mapping[str, Any] | str | GiveOutput | None"]]
 """A bridge's ``before_*`` moment for the input the guards let through: ``None`` (run it),
@@ -193,6 +228,74 @@ class ToolChains:
         return await chain.call(
             moment, *args, subject=subject, on_error=self.errors.append, tracer=get_tracer()
         )
+
+    async def before_task(
+        self, ctx: TaskHookContext, tool_input: Mapping[str, Any]
+    ) -> tuple[Mapping[str, Any] | str | GiveOutput | None, TaskState | None]:
+        """A tool call's ``before_execute`` moment, as a ``Before`` answers it, and its end.
+
+        ``Skip`` or ``Fail``: the refusal's reason (the decision's, else ``"skip by X"``),
+        the call ending SKIPPED or FAILED; ``Replace(GiveOutput(v))``: the output given,
+        the call ending SUCCEEDED; ``Replace`` of another mapping: the new input (judged
+        again); else None. The state is None while the call goes on: where it is not, the
+        bridge calls ``on_end`` (``end_task``) with it.
+        """
+        decision, by = await self.call(self.tasks, "before_execute", ctx.task.id, ctx)
+        if isinstance(decision, Skip | Fail):
+            state = TaskState.SKIPPED if isinstance(decision, Skip) else TaskState.FAILED
+            return decision.reason or f"{type(decision).__name__.lower()} by {by}", state
+        if isinstance(decision, Replace) and isinstance(decision.value, GiveOutput):
+            return decision.value, TaskState.SUCCEEDED
+        if isinstance(decision, Replace) and isinstance(decision.value, Mapping):
+            return (dict(decision.value) if decision.value != tool_input else None), None
+        return None, None
+
+    async def before_agent(
+        self, ctx: SubagentHookContext, tool_input: Mapping[str, Any], *, agent: str, text: str
+    ) -> Mapping[str, Any] | str | None:
+        """A dispatch's ``before_dispatch`` moment, where the engine runs it as a tool call.
+
+        Answers as a ``Before`` does: ``Fail``'s reason (else ``"failed by X"``); a
+        ``Delegate`` to another agent: the input with ``tool_input[agent]`` that agent; a
+        ``Replace`` of the text: the input with ``tool_input[text]`` it; else None.
+
+        Args:
+            ctx: the dispatch's context.
+            tool_input: the call's input.
+            agent: the input's key that names the agent (``"subagent_type"``).
+            text: the input's key that holds the text dispatched (``"prompt"``).
+        """
+        decision, by = await self.call(self.agents, "before_dispatch", ctx.subagent_name, ctx)
+        if isinstance(decision, Fail):
+            return decision.reason or f"failed by {by}"
+        if isinstance(decision, Delegate) and decision.agent != tool_input.get(agent):
+            return {**tool_input, agent: decision.agent}
+        if isinstance(decision, Replace) and decision.value != tool_input.get(text):
+            return {**tool_input, text: str(decision.value)}
+        return None
+
+    async def after(
+        self, chain: HookChain, subject: str, ctx: Any, result: Any, output: Any
+    ) -> Any:
+        """A call's ``after_execute`` (or ``after_dispatch``) moment: the output it ends with.
+
+        Args:
+            chain: ``tasks`` (``after_execute``) or ``agents`` (``after_dispatch``).
+            subject: the call's name in hook errors (the tool's).
+            ctx: the call's ``TaskHookContext`` (or ``SubagentHookContext``).
+            result: what the hooks see (the output, or the dispatch's ``SubagentResult``).
+            output: what the call ends with unless a hook's ``Replace`` says otherwise.
+        """
+        moment = "after_execute" if chain is self.tasks else "after_dispatch"
+        if not chain.has(moment):
+            return output
+        decision, _ = await self.call(chain, moment, subject, ctx, result)
+        return decision.value if isinstance(decision, Replace) else output
+
+    async def end_task(self, ctx: TaskHookContext, state: TaskState) -> None:
+        """A tool call's ``on_end`` moment (once per call: the bridge sees to it)."""
+        if self.tasks.has("on_end"):
+            await self.call(self.tasks, "on_end", ctx.task.id, ctx, state)
 
     def task_context(
         self,

@@ -29,17 +29,22 @@ import attrs
 
 import orchestra
 from orchestra import (
-    Delegate,
     ExecutionMode,
-    Fail,
-    HookChain,
-    Replace,
-    Skip,
     SubagentHookContext,
     SubagentResult,
     TaskState,
 )
-from orchestra.bridge import Ask, GiveOutput, Mock, Refuse, ToolCall, ToolChains, judge
+from orchestra.bridge import (
+    DISPATCH_AS_TOOL,
+    TOOL_AS_TASK,
+    Ask,
+    GiveOutput,
+    Mock,
+    Refuse,
+    ToolCall,
+    ToolChains,
+    judge,
+)
 
 if TYPE_CHECKING:
     from orchestra.skills import HookOutcome
@@ -48,16 +53,6 @@ __all__ = ["AGENT_TOOLS", "Policy", "Verdict", "hear"]
 
 AGENT_TOOLS: Final = frozenset({"Agent", "Task"})
 """The tools that start a subagent (``Task`` is their name before Claude Code 2.1)."""
-_TASK_ANSWERS: Final = {
-    "before_execute": (Skip, Fail, Replace),
-    "after_execute": (Replace,),
-    "on_failure": (),  # the CLI ran the tool: nothing here can run it again
-}
-_AGENT_ANSWERS: Final = {
-    "before_dispatch": (Fail, Delegate, Replace),
-    "after_dispatch": (Replace,),
-    "on_failure": (),
-}
 
 
 @final
@@ -88,8 +83,8 @@ class Policy(ToolChains):
 
     __slots__ = ()
 
-    task_answers = _TASK_ANSWERS
-    agent_answers = _AGENT_ANSWERS
+    task_answers = TOOL_AS_TASK  # the CLI ran the tool: nothing here can run it again
+    agent_answers = DISPATCH_AS_TOOL
 
     def has(self, event: str) -> bool:
         """Whether anything listens to ``event`` (else the SDK is not asked to call us)."""
@@ -117,7 +112,7 @@ class Policy(ToolChains):
         """``PreToolUse`` (``ToolHooks.pre``) and the ``before_*`` moments of one call."""
         with _Heard() as heard, self.budgets.charging():
 
-            async def before(call: ToolCall) -> str | Mapping[str, Any] | None:
+            async def before(call: ToolCall) -> str | GiveOutput | Mapping[str, Any] | None:
                 return await self._before(payload, call.tool_input)
 
             answer = await judge(self.tools, _call(payload), before, can_pause=True)
@@ -127,35 +122,25 @@ class Policy(ToolChains):
                 return heard.verdict(ask=answer.reason)
             if isinstance(answer, Mock):  # Claude Code has no tool answer here
                 return heard.verdict(refusal=f"answered by a PreToolUse hook: {answer.output}")
-            if isinstance(answer, GiveOutput):  # pragma: no cover - _before gives none
-                raise TypeError(answer)
+            if isinstance(answer, GiveOutput):  # a before_execute hook's: the same
+                return heard.verdict(refusal=f"answered by a before_execute hook: {answer.value}")
             return heard.verdict(tool_input=answer.tool_input if answer.modified else None)
 
     async def _before(
         self, payload: Mapping[str, Any], tool_input: Mapping[str, Any]
-    ) -> str | Mapping[str, Any] | None:
+    ) -> str | GiveOutput | Mapping[str, Any] | None:
         """The ``before_*`` moment: a refusal, a new input, or None (go on)."""
         name = str(payload.get("tool_name", ""))
         if name in AGENT_TOOLS and self.agents.has("before_dispatch"):
             ctx = _dispatch_context(payload, tool_input)
-            decision, by = await self._call(self.agents, "before_dispatch", name, ctx)
-            if isinstance(decision, Fail):
-                return decision.reason or f"failed by {by}"
-            if isinstance(decision, Delegate):
-                return {**tool_input, "subagent_type": decision.agent}
-            if isinstance(decision, Replace) and tool_input.get("prompt") != decision.value:
-                return {**tool_input, "prompt": str(decision.value)}
-            return None
+            return await self.before_agent(ctx, tool_input, agent="subagent_type", text="prompt")
         if not self.tasks.has("before_execute"):
             return None
         tctx = self._task_context(payload, tool_input)
-        decision, by = await self._call(self.tasks, "before_execute", name, tctx)
-        if isinstance(decision, Skip | Fail):
-            await self._end(payload, tool_input, _ended(decision))
-            return decision.reason or f"{type(decision).__name__.lower()} by {by}"
-        if isinstance(decision, Replace) and isinstance(decision.value, Mapping):
-            return dict(decision.value) if decision.value != tool_input else None
-        return None
+        answer, ended = await self.before_task(tctx, tool_input)
+        if ended is not None:
+            await self.end_task(tctx, ended)
+        return answer
 
     async def post(self, payload: Mapping[str, Any]) -> tuple[HookOutcome | None, Any]:
         """``PostToolUse`` and the ``after_*`` moments: (the outcome, a new output or None)."""
@@ -171,15 +156,12 @@ class Policy(ToolChains):
             ctx = _dispatch_context(payload, tool_input)
             agent = str(tool_input.get("subagent_type") or name)
             result = SubagentResult(agent=agent, output=response, attempts=1)
-            decision, _ = await self._call(self.agents, "after_dispatch", name, ctx, result)
-            if isinstance(decision, Replace):
-                output = decision.value
-        elif self.tasks.has("after_execute"):
+            return outcome, await self.after(self.agents, name, ctx, result, output)
+        if self.tasks.has("after_execute") or self._ends(name):
             tctx = self._task_context(payload, tool_input)
-            decision, _ = await self._call(self.tasks, "after_execute", name, tctx, response)
-            if isinstance(decision, Replace):
-                output = decision.value
-        await self._end(payload, tool_input, TaskState.SUCCEEDED)
+            output = await self.after(self.tasks, name, tctx, response, output)
+            if self._ends(name):
+                await self.end_task(tctx, TaskState.SUCCEEDED)
         return outcome, output
 
     async def failed(self, payload: Mapping[str, Any]) -> HookOutcome | None:
@@ -193,22 +175,18 @@ class Policy(ToolChains):
         outcome = heard.last("PostToolUseFailure")
         if name in AGENT_TOOLS and self.agents.has("on_failure"):
             ctx = _dispatch_context(payload, tool_input)
-            await self._call(self.agents, "on_failure", name, ctx, error)
-        elif self.tasks.has("on_failure"):
+            await self.call(self.agents, "on_failure", name, ctx, error)
+        elif self.tasks.has("on_failure") or self._ends(name):
             tctx = self._task_context(payload, tool_input)
-            await self._call(self.tasks, "on_failure", name, tctx, error)
-        await self._end(payload, tool_input, TaskState.FAILED)
+            if self.tasks.has("on_failure"):
+                await self.call(self.tasks, "on_failure", name, tctx, error)
+            if self._ends(name):
+                await self.end_task(tctx, TaskState.FAILED)
         return outcome
 
-    async def _end(
-        self, payload: Mapping[str, Any], tool_input: Mapping[str, Any], state: TaskState
-    ) -> None:
-        if self.tasks.has("on_end") and payload.get("tool_name") not in AGENT_TOOLS:
-            ctx = self._task_context(payload, tool_input)
-            await self._call(self.tasks, "on_end", str(payload.get("tool_name")), ctx, state)
-
-    async def _call(self, chain: HookChain, moment: str, name: str, *args: Any) -> Any:
-        return await self.call(chain, moment, name, *args)
+    def _ends(self, name: str) -> bool:
+        """Whether a call of tool ``name`` has ``on_end`` hooks (a subagent's has none)."""
+        return name not in AGENT_TOOLS and self.tasks.has("on_end")
 
     def _task_context(
         self, payload: Mapping[str, Any], tool_input: Mapping[str, Any]
@@ -292,10 +270,6 @@ def _dispatch_context(
         task=str(tool_input.get("prompt") or ""),
         attempt=1,
     )
-
-
-def _ended(decision: Skip | Fail) -> TaskState:
-    return TaskState.SKIPPED if isinstance(decision, Skip) else TaskState.FAILED
 
 
 hear: Final = _Heard.hear

@@ -22,42 +22,37 @@ hears in CrewAI's hooks. The tool events go through the public tool-call protoco
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import Any, Final, final
 
 import attrs
 
 import orchestra
 from orchestra import (
-    Delegate,
     ExecutionMode,
-    Fail,
-    HookChain,
-    Replace,
     Retry,
     Skip,
     SubagentHookContext,
     SubagentResult,
     TaskState,
 )
-from orchestra.bridge import Ask, GiveOutput, Mock, Refuse, ToolCall, ToolChains, judge
-
-if TYPE_CHECKING:
-    pass
+from orchestra.bridge import (
+    DISPATCH_AS_TOOL,
+    TOOL_AS_TASK,
+    Ask,
+    GiveOutput,
+    Mock,
+    Refuse,
+    ToolCall,
+    ToolChains,
+    judge,
+)
 
 __all__ = ["DELEGATIONS", "Policy", "Verdict"]
 
 DELEGATIONS: Final = frozenset({"delegate_work_to_coworker", "ask_question_to_coworker"})
 """CrewAI's delegation tools (as its hooks name them): each call is a subagent dispatch."""
-_TASK_ANSWERS: Final = {
-    "before_execute": (Skip, Fail, Replace),
-    "after_execute": (Replace,),
-    "on_failure": (Retry, Skip),
-}
-_AGENT_ANSWERS: Final = {
-    "before_dispatch": (Fail, Delegate, Replace),
-    "after_dispatch": (Replace,),
-    "on_failure": (),
-}
+_TASK_ANSWERS: Final = {**TOOL_AS_TASK, "on_failure": (Retry, Skip)}
+"""A failed call runs again (``Retry``) or is given up (``Skip``): CrewAI runs it."""
 
 
 @final
@@ -78,7 +73,7 @@ class Policy(ToolChains):
     __slots__ = ("_watching",)
 
     task_answers = _TASK_ANSWERS
-    agent_answers = _AGENT_ANSWERS
+    agent_answers = DISPATCH_AS_TOOL
 
     @property
     def watching(self) -> bool:
@@ -127,19 +122,10 @@ class Policy(ToolChains):
             return await self._dispatching(payload)
         if not self.tasks.has("before_execute"):
             return None
-        ctx = self._task_context(payload, 1)
-        decision, by = await self._call(self.tasks, "before_execute", name, ctx)
-        if isinstance(decision, Skip | Fail):
-            await self.end(
-                payload, TaskState.SKIPPED if isinstance(decision, Skip) else TaskState.FAILED, 1
-            )
-            return decision.reason or f"{type(decision).__name__.lower()} by {by}"
-        if isinstance(decision, Replace) and isinstance(decision.value, GiveOutput):
-            await self.end(payload, TaskState.SUCCEEDED, 1)
-            return decision.value
-        if isinstance(decision, Replace) and isinstance(decision.value, Mapping):
-            return dict(decision.value) if decision.value != tool_input else None
-        return None
+        answer, ended = await self.before_task(self._task_context(payload, 1), tool_input)
+        if ended is not None:
+            await self.end(payload, ended, 1)
+        return answer
 
     async def _dispatching(self, payload: Mapping[str, Any]) -> str | Mapping[str, Any] | None:
         """A delegation as a dispatch: ``SubagentStart``, then ``before_dispatch``."""
@@ -156,14 +142,7 @@ class Policy(ToolChains):
             return outcome.reason or f"denied by a SubagentStart hook ({outcome.decided_by})"
         if not self.agents.has("before_dispatch"):
             return None
-        decision, by = await self._call(self.agents, "before_dispatch", ctx.subagent_name, ctx)
-        if isinstance(decision, Fail):
-            return decision.reason or f"failed by {by}"
-        if isinstance(decision, Delegate) and decision.agent != tool_input.get("coworker"):
-            return {**tool_input, "coworker": decision.agent}
-        if isinstance(decision, Replace) and decision.value != tool_input.get("task"):
-            return {**tool_input, "task": str(decision.value)}
-        return None
+        return await self.before_agent(ctx, tool_input, agent="coworker", text="task")
 
     # -- after the tool --------------------------------------------------------------------
 
@@ -176,16 +155,11 @@ class Policy(ToolChains):
             ctx = _dispatch_context(payload)
             stop = {"agent_name": ctx.subagent_name, "agent_type": ctx.subagent_name}
             await self.fire("SubagentStop", {**stop, "last_assistant_message": seen})
-            if self.agents.has("after_dispatch"):
-                done = SubagentResult(agent=ctx.subagent_name, output=seen, attempts=attempt)
-                decision, _ = await self._call(self.agents, "after_dispatch", name, ctx, done)
-                if isinstance(decision, Replace):
-                    output = decision.value
+            done = SubagentResult(agent=ctx.subagent_name, output=seen, attempts=attempt)
+            output = await self.after(self.agents, name, ctx, done, output)
         elif self.tasks.has("after_execute"):
             tctx = self._task_context(payload, attempt)
-            decision, _ = await self._call(self.tasks, "after_execute", name, tctx, seen)
-            if isinstance(decision, Replace):
-                output = decision.value
+            output = await self.after(self.tasks, name, tctx, seen, output)
         await self.end(payload, TaskState.SUCCEEDED, attempt)
         return output
 
@@ -199,19 +173,13 @@ class Policy(ToolChains):
             return None
         ctx = self._task_context(payload, attempt)
         exc = RuntimeError(error)
-        decision, _ = await self._call(
-            self.tasks, "on_failure", str(payload["tool_name"]), ctx, exc
-        )
+        decision, _ = await self.call(self.tasks, "on_failure", str(payload["tool_name"]), ctx, exc)
         return decision if isinstance(decision, Retry | Skip) else None
 
     async def end(self, payload: Mapping[str, Any], state: TaskState, attempt: int) -> None:
         """``on_end``, once per tool call."""
         if self.tasks.has("on_end") and payload["tool_name"] not in DELEGATIONS:
-            ctx = self._task_context(payload, attempt)
-            await self._call(self.tasks, "on_end", str(payload["tool_name"]), ctx, state)
-
-    async def _call(self, chain: HookChain, moment: str, name: str, *args: Any) -> Any:
-        return await self.call(chain, moment, name, *args)
+            await self.end_task(self._task_context(payload, attempt), state)
 
     def _task_context(self, payload: Mapping[str, Any], attempt: int) -> orchestra.TaskHookContext:
         """The hook context of one attempt of a tool call (the task id: the tool's name)."""

@@ -28,19 +28,17 @@ from hamilton.lifecycle.base import (
 )
 
 import orchestra
-import orchestra.tracing as ot
 from orchestra import (
     Fail,
     HookChain,
     HookError,
-    RunContext,
     TaskFailed,
     TaskHooks,
 )
 from orchestra.bridge import no_agents
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra_hamilton._node import Nodes, reason
-from orchestra_hamilton._run import Run, Trace
+from orchestra_hamilton._run import Run
 
 __all__ = ["HookAdapter"]
 
@@ -189,38 +187,30 @@ class HookAdapter(
         run.record = self._recorder(run)
         if graph is not None and self._track:
             run.request = (graph, final_vars, inputs or {}, overrides or {})
-        tracer = ot.get_tracer()
-        if tracer is not None:
-            run.trace = Trace(tracer, self.name, run_id, len(final_vars))
-            run.tracer = tracer
+        run.open_span(len(final_vars))
         self._runs[run_id] = run
-        self._passthrough = self._passthrough and run.trace is None
+        self._passthrough = self._passthrough and run.span is None
         return run
 
     def _forget(self, run_id: str) -> None:
         """A run is over (or never began): the adapter keeps no record of it."""
         self._runs.pop(run_id, None)
         self._passthrough = not self._nodes.hooked and all(
-            r.trace is None for r in self._runs.values()
+            r.span is None for r in self._runs.values()
         )
 
     async def _begin_async(self, run: Run) -> None:
         if not self._has["before_run"]:
             return
-        ctx = RunContext(
-            dag=run.dag,
-            run_id=run.run_id,
-            task_ids=tuple(n.name for n in self._planned(run)),
-            started_at=run.started_at,
-        )
+        ctx = run.run_context(tuple(n.name for n in self._planned(run)))
         decision, by = await self.chain.call(
-            "before_run", ctx, subject=run.dag, on_error=run.record
+            "before_run", ctx, subject=run.name, on_error=run.record
         )
         if isinstance(decision, Fail):
             # The run ends before any node, as orchestra's scheduler ends it: every
             # planned node CANCELLED through on_end, then after_run, once (Hamilton does
             # not call post_graph_execute when pre_graph_execute raised).
-            error = TaskFailed(run.dag, f"run refused by {by}" + reason(decision))
+            error = TaskFailed(run.name, f"run refused by {by}" + reason(decision))
             self._forget(run.run_id)
             run.plan.update((n.name, n) for n in self._planned(run))
             for name in run.plan:
@@ -236,23 +226,17 @@ class HookAdapter(
         for name, state in run.unfinished():
             if nodes.has_end:
                 await nodes.ended(run, nodes.task(run.plan[name]), state)
-        if run.trace is not None:
-            run.trace.finish(not run.failed(), run.failed(), error)
+        run.finish(error)
         if self._track:
             self.last_result = run.result()
         if self._has["after_run"]:
             assert self.last_result is not None
-            run_ctx = RunContext(
-                dag=run.dag,
-                run_id=run.run_id,
-                task_ids=tuple(n.name for n in self._planned(run)),
-                started_at=run.started_at,
-            )
+            run_ctx = run.run_context(tuple(n.name for n in self._planned(run)))
             await self.chain.call(
                 "after_run",
                 run_ctx,
                 self.last_result,
-                subject=run.dag,
+                subject=run.name,
                 on_error=run.record,
             )
 
@@ -276,7 +260,7 @@ class HookAdapter(
                 return execute_lifecycle_for_node(**kwargs)
             run = self._start(str(keywords.get("__run_id")), None, [], None, None, is_async=False)
             self._forget(run.run_id)
-        elif run.trace is None and not nodes.hooked:
+        elif run.span is None and not nodes.hooked:
             return execute_lifecycle_for_node(**kwargs)
         if run.async_driver:
             return asyncio.ensure_future(

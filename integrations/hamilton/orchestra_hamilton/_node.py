@@ -13,13 +13,10 @@ A moment no hook implements costs one boolean; spans exist only when tracing is 
 
 from __future__ import annotations
 
-import functools
 import weakref
 from collections.abc import Awaitable, Callable
 from types import MappingProxyType
 from typing import Any, final
-
-from opentelemetry.trace import Span
 
 import orchestra
 from orchestra import HookChain, TaskState
@@ -67,11 +64,7 @@ class Nodes:
     def run_sync(self, run: Run, node: Any, body: Callable[..., Any], kwargs: Any) -> Any:
         """Every attempt of one node under the synchronous driver."""
         attempts = self.begin(run, self.task(node), kwargs)
-        return carry(
-            attempts.run_sync(
-                lambda k: body(**k), spans=functools.partial(_attempt_span, run, attempts.task.id)
-            )
-        )
+        return carry(attempts.run_sync(lambda k: body(**k), spans=run.spans(attempts.task.id)))
 
     async def run_async(self, run: Run, node: Any, body: Callable[..., Any], kwargs: Any) -> Any:
         """Every attempt of one node under the async driver."""
@@ -83,11 +76,7 @@ class Nodes:
             result = body(**k)
             return (await result) if isinstance(result, Awaitable) else result
 
-        return carry(
-            await attempts.run_async(
-                attempt, spans=functools.partial(_attempt_span, run, attempts.task.id)
-            )
-        )
+        return carry(await attempts.run_async(attempt, spans=run.spans(attempts.task.id)))
 
     def begin(self, run: Run, task: orchestra.Task, kwargs: Any) -> TaskAttempts:
         """The attempts of one node, settled into ``run``."""
@@ -103,12 +92,6 @@ class Nodes:
     async def ended(self, run: Run, task: orchestra.Task, state: TaskState) -> None:
         """Call the ``on_end`` hooks of a node the run never reached (attempt 0)."""
         await self.begin(run, task, {}).anever_ran(state)
-
-
-def _attempt_span(run: Run, name: str, attempt: int, previous: Span | None) -> Span | None:
-    """An attempt of a node starts: counted in the run; its span (None: tracing off)."""
-    run.attempts[name] = attempt
-    return run.trace.attempt(name, attempt, previous) if run.trace is not None else None
 
 
 def reason(decision: object) -> str:

@@ -44,6 +44,18 @@ __all__ = ["HookedEntrypoint", "HookedGraph", "HookedStateGraph", "with_hooks"]
 
 _MOMENTS = ("before_run", "before_execute", "after_execute", "on_failure", "on_end", "after_run")
 
+_COMPILED_WITH = {
+    "checkpointer": "checkpointer",
+    "store": "store",
+    "cache": "cache",
+    "interrupt_before": "interrupt_before_nodes",
+    "interrupt_after": "interrupt_after_nodes",
+    "debug": "debug",
+    "name": "name",
+}
+"""How a compiled subgraph was compiled: each ``compile()`` option, and the compiled graph's
+attribute that keeps it (its hooked copy is compiled the same way)."""
+
 
 @final
 class _Bridge:
@@ -136,15 +148,8 @@ class _Bridge:
         return dataclasses.replace(spec, runnable=runnable)
 
     def _subgraph(self, name: str, graph: CompiledStateGraph[Any, Any, Any, Any]) -> Any:
-        return self.hook(graph.builder, name + "/").compile(
-            checkpointer=graph.checkpointer,
-            store=graph.store,
-            cache=graph.cache,
-            interrupt_before=graph.interrupt_before_nodes,
-            interrupt_after=graph.interrupt_after_nodes,
-            debug=graph.debug,
-            name=graph.name,
-        )
+        options = {option: getattr(graph, attr) for option, attr in _COMPILED_WITH.items()}
+        return self.hook(graph.builder, name + "/").compile(**options)
 
 
 class HookedStateGraph(StateGraph):  # type: ignore[type-arg]  # generic like StateGraph

@@ -14,13 +14,11 @@ a graph executor's ``block``: ``{}``), ``DoRun`` runs the runnable on the state 
 
 from __future__ import annotations
 
-import functools
 from types import MappingProxyType
 from typing import Any, Final, final
 
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.errors import GraphBubbleUp
-from opentelemetry.trace import Span
 
 import orchestra
 from orchestra.bridge import AttemptDriver, TaskAttempts, carry
@@ -54,7 +52,7 @@ class HookedNode:
         attempts = self.begin(run, state)
         end = attempts.run_sync(
             lambda s: self.inner.invoke(s, config),
-            spans=functools.partial(_attempt_span, run, self.task.id),
+            spans=run.spans(self.task.id, nest=True),
             passthrough=_PASS,
         )
         return carry(end)
@@ -67,7 +65,7 @@ class HookedNode:
         attempts = self.begin(run, state)
         end = await attempts.run_async(
             lambda s: self.inner.ainvoke(s, config),
-            spans=functools.partial(_attempt_span, run, self.task.id),
+            spans=run.spans(self.task.id, nest=True),
             passthrough=_PASS,
         )
         return carry(end)
@@ -82,12 +80,6 @@ class HookedNode:
             tracer=run.tracer,
             settle=run.settled,
         )
-
-
-def _attempt_span(run: Run, name: str, attempt: int, previous: Span | None) -> Span | None:
-    """An attempt of a node run starts: counted in the run; its span (None: tracing off)."""
-    run.attempts[name] = run.attempts.get(name, 0) + 1
-    return run.attempt_span(name, attempt, previous)
 
 
 def node_runnable(node: HookedNode, name: str) -> Runnable[Any, Any]:

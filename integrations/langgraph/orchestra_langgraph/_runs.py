@@ -41,18 +41,11 @@ class HookedRuns(Pregel):  # type: ignore[type-arg]  # generic like its base
         if current.get() is not None or not self._bridge().active:  # part of a run / idle
             yield from super().stream(*args, **kwargs)
             return
-        run, context = self._start()
-        args, kwargs = self._configured(run, args, kwargs)
+        run, context, args, kwargs = self._start(args, kwargs)
         error: BaseException | None = None
         try:
             self._before_run_sync(run, context)
-            chunks = context.run(super().stream, *args, **kwargs)
-            while True:
-                try:
-                    chunk = context.run(next, chunks)
-                except StopIteration:
-                    break
-                yield chunk
+            yield from _each(context, context.run(super().stream, *args, **kwargs))
         except BaseException as exc:
             error = exc
             raise
@@ -65,8 +58,7 @@ class HookedRuns(Pregel):  # type: ignore[type-arg]  # generic like its base
             async for chunk in super().astream(*args, **kwargs):
                 yield chunk
             return
-        run, context = self._start()
-        args, kwargs = self._configured(run, args, kwargs)
+        run, context, args, kwargs = self._start(args, kwargs)
         error: BaseException | None = None
         try:
             await asyncio.create_task(self._before_run(run), context=context)
@@ -105,8 +97,16 @@ class HookedRuns(Pregel):  # type: ignore[type-arg]  # generic like its base
             return args, kwargs
         return configured(steps, run, args, kwargs, bridge.tree)
 
-    def _start(self) -> tuple[Run, contextvars.Context]:
+    def _start(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Run, contextvars.Context, tuple[Any, ...], dict[str, Any]]:
+        """A run starts: its record, the context it runs in, the stream's arguments.
+
+        The context holds the run, its policy and budgets, its span as the current one;
+        the arguments are the caller's, with the run's own handlers in their config.
+        """
         run = Run(self.name, self._node_names())
+        args, kwargs = self._configured(run, args, kwargs)
         context = contextvars.copy_context()
         context.run(current.set, run)
         policy = self._bridge().policy
@@ -114,7 +114,7 @@ class HookedRuns(Pregel):  # type: ignore[type-arg]  # generic like its base
         run.budgets = context.run(enter_budgets, self._bridge().budgets)  # its model, tool calls
         if run.span is not None:
             context.run(otel_context.attach, trace.set_span_in_context(run.span))
-        return run, context
+        return run, context, args, kwargs
 
     def _before_run_sync(self, run: Run, context: contextvars.Context) -> None:
         if self._bridge().has_before_run:
@@ -133,10 +133,10 @@ class HookedRuns(Pregel):  # type: ignore[type-arg]  # generic like its base
         if not bridge.has_before_run:
             return
         decision, by = await bridge.chain.call(
-            "before_run", run.run_context(), subject=run.graph, on_error=run.record
+            "before_run", run.run_context(run.nodes), subject=run.name, on_error=run.record
         )
         if isinstance(decision, Fail):
-            raise TaskFailed(run.graph, f"run refused by {by}" + reason(decision))
+            raise TaskFailed(run.name, f"run refused by {by}" + reason(decision))
 
     async def _after_run(self, run: Run, error: BaseException | None) -> None:
         bridge = self._bridge()
@@ -144,13 +144,23 @@ class HookedRuns(Pregel):  # type: ignore[type-arg]  # generic like its base
             if bridge.has_after_run:
                 await bridge.chain.call(
                     "after_run",
-                    run.run_context(),
+                    run.run_context(run.nodes),
                     run.result(error),
-                    subject=run.graph,
+                    subject=run.name,
                     on_error=run.record,
                 )
         finally:
             run.finish(error)
+
+
+def _each(context: contextvars.Context, chunks: Iterator[Any]) -> Iterator[Any]:
+    """A run's chunks, each taken in the run's context (where its nodes find the run)."""
+    while True:
+        try:
+            chunk = context.run(next, chunks)
+        except StopIteration:
+            return
+        yield chunk
 
 
 async def _next(chunks: AsyncIterator[Any]) -> Any:

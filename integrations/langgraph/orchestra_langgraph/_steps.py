@@ -51,7 +51,7 @@ def configured(
     if steps is not None:
         handlers.append(_BudgetHandler())
     if steps is not None and steps.hooked:
-        handlers.append(_StepHandler(steps, run.graph, run.record))
+        handlers.append(_StepHandler(steps, run.name, run.record))
     if len(args) > 1:
         config = merge_configs(args[1], {"callbacks": handlers})
         return (args[0], config, *args[2:]), kwargs
