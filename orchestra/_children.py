@@ -1,11 +1,11 @@
 """What every process orchestra starts gets: a minimal environment, and no dump (Linux).
 
 A hook is given a minimal environment (``skills`` adds what its config opens); so is
-every helper process orchestra starts beside it (the trace file's writer, the hooks'
-reaper): none of them is handed the agent's secrets, so none can leak them through
-its ``/proc/PID/environ``. A helper that holds data of the run (spans, a hook's
-environment) also marks itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``), so a
-process of the same user cannot read its memory either (root still can).
+every helper process orchestra starts beside it (the hooks' reaper): none of them is
+handed the agent's secrets, so none can leak them through its ``/proc/PID/environ``. A
+helper that holds data of the run (a hook's environment) also marks itself
+non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``), so a process of the same user cannot read
+its memory either (root still can).
 """
 
 from __future__ import annotations

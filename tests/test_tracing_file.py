@@ -164,3 +164,25 @@ def test_nothing_is_said_when_every_queued_span_was_exported(
         provider.shutdown()  # once is enough
     assert len(memory.get_finished_spans()) == 20
     assert [r.getMessage() for r in caplog.records if r.name == "orchestra"] == []
+
+
+def test_configure_s_resource_is_the_sdk_s_own_hashed_once(tmp_path: Path) -> None:
+    # configure's provider resource caches its hash (issue 46: the SDK's JSON-encodes the
+    # attributes at each call, once per span encoded): it must still equal and hash as
+    # the SDK's Resource of the same attributes, so spans group by it as before.
+    from opentelemetry.sdk.resources import Resource
+
+    provider = ot.configure(jsonl=tmp_path / "r.jsonl", service_name="svc", set_global=False)
+    assert provider is not None
+    try:
+        mine = provider.resource
+        sdk = Resource(mine.attributes, mine.schema_url)  # the SDK's own, same attributes
+        assert type(mine) is not Resource
+        assert mine.attributes["service.name"] == "svc"
+        assert (hash(mine), hash(mine)) == (hash(sdk), hash(sdk))
+        assert mine == sdk
+        assert {sdk: "found"}[mine] == "found"
+        assert mine != Resource.create({"service.name": "other"})
+    finally:
+        ot.set_tracer_provider(None)
+        provider.shutdown()

@@ -2,11 +2,9 @@
 
 One line is one ``ExportTraceServiceRequest`` (``resourceSpans`` -> ``scopeSpans`` ->
 ``spans``), as the OpenTelemetry Collector's file exporter writes and its
-``otlpjsonfile`` receiver reads. The spans are encoded by the OTLP exporter's own encoder
-(``opentelemetry-exporter-otlp-proto-common``) into the official ``opentelemetry-proto``
-messages, then by protobuf's JSON mapping. OTLP/JSON differs from that mapping in two
-ways, both applied here: trace and span ids are hex strings (not base64), and enums are
-integers.
+``otlpjsonfile`` receiver reads. The spans are encoded by OpenTelemetry's own OTLP/JSON
+encoder (``opentelemetry-exporter-otlp-json-common``, the one its JSON exporters use:
+ids in hex, enums as integers, 64-bit integers as strings), never by a copy of it here.
 """
 
 from __future__ import annotations
@@ -18,9 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-        ExportTraceServiceRequest,
-    )
     from opentelemetry.sdk.trace import ReadableSpan
 
 __all__ = [
@@ -28,20 +23,8 @@ __all__ = [
     "encode_request",
     "read_jsonl",
     "read_requests",
-    "request_json",
     "spans_of",
 ]
-
-# The fields that hold ids (bytes in the proto messages, hex in OTLP/JSON).
-_SPAN_IDS = ("traceId", "spanId", "parentSpanId")
-_LINK_IDS = ("traceId", "spanId")
-
-
-def _hex(ids: dict[str, Any], keys: Sequence[str]) -> None:
-    for key in keys:
-        value = ids.get(key)
-        if value:
-            ids[key] = base64.b64decode(value).hex()
 
 
 def encode_request(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
@@ -50,23 +33,9 @@ def encode_request(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     Spans are grouped by resource and instrumentation scope, as an OTLP exporter sends
     them.
     """
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 
-    return request_json(encode_spans(spans))
-
-
-def request_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
-    """An ``ExportTraceServiceRequest`` message as its OTLP/JSON object (ids in hex)."""
-    from google.protobuf.json_format import MessageToDict
-
-    body: dict[str, Any] = MessageToDict(request, use_integers_for_enums=True)
-    for resource_spans in body.get("resourceSpans", ()):
-        for scope_spans in resource_spans.get("scopeSpans", ()):
-            for span in scope_spans.get("spans", ()):
-                _hex(span, _SPAN_IDS)
-                for link in span.get("links", ()):
-                    _hex(link, _LINK_IDS)
-    return body
+    return encode_spans(spans).to_dict()
 
 
 def _decode_value(value: Mapping[str, Any]) -> Any:

@@ -1,8 +1,9 @@
-"""The trace file's writer process holds none of the agent's secrets, and is closed to hooks.
+"""A traced agent hands none of its secrets to a hook, whatever process a hook reads.
 
-The audit of issue 49: the JSONL writer started with the agent's whole environment and
-was dumpable, so a hook running as the agent's user read every secret from its
-``/proc/PID/environ``. Here a real agent (as an ordinary user, see
+The audit of issue 49: the JSONL writer process started with the agent's whole
+environment and was dumpable, so a hook running as the agent's user read every secret
+from its ``/proc/PID/environ``. The file is now written by the agent's own thread (issue
+46): no helper process holds the spans. Here a real agent (as an ordinary user, see
 ``test_skills_environ.as_a_user``) with a secret in its environment writes a trace, then
 fires a hook that reads the environment of every process it can see.
 """
@@ -18,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from orchestra.tracing._writer import WriterProcess
 from tests.test_skills_environ import as_a_user
 
 ATTACK = """\
@@ -57,9 +57,9 @@ tracing.configure(jsonl=trace)
 dag = orchestra.DAG("traced")
 for i in range(600):  # more than a line of spans (configure.JSONL_BATCH)
     dag.add(orchestra.Task(id=f"t{i}", fn=lambda: 1))
-orchestra.run_sync(dag)  # its spans start the writer process (a full line)
+orchestra.run_sync(dag)  # full lines of spans written
 registry = HookRegistry([CommandHook(event="Stop", args=(sys.executable, attack))])
-said = anyio.run(registry.fire, "Stop", {}).messages  # the provider's writer still runs
+said = anyio.run(registry.fire, "Stop", {}).messages  # the provider still holds spans
 print(said[0])
 """
 
@@ -85,29 +85,5 @@ def test_no_hook_reads_a_secret_from_the_trace_writer(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     said = json.loads(proc.stdout.splitlines()[-1])
-    assert said["writers_readable"] == [False]  # the writer runs, non-dumpable
+    assert said["writers_readable"] == []  # no writer process (issue 46)
     assert said["leaked"] == []  # and no process of the run hands the secret over
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
-def test_the_writer_gets_the_minimal_environment(tmp_path: Path) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("a non-dumpable process's environ is readable by root only")
-    os.environ["SECRET_TOKEN"] = "s3cret"
-    try:
-        writer = WriterProcess(tmp_path / "trace.jsonl")
-    finally:
-        del os.environ["SECRET_TOKEN"]
-    try:
-        names = {
-            entry.split(b"=", 1)[0].decode()
-            for entry in Path(f"/proc/{writer.pid}/environ").read_bytes().split(b"\0")
-            if entry
-        }  # as root: readable here whatever its flag
-        assert "SECRET_TOKEN" not in names
-        assert names <= {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TERM"} | {
-            "TMPDIR",
-            "PYTHONPATH",
-        } | {name for name in names if name.startswith("LC_")}
-    finally:
-        writer.close()
