@@ -13,17 +13,19 @@ before the tool                   the policy's ``pre``: a refusal raises CrewAI'
                                   into ``tool_input``, in place, as CrewAI asks
 after a refused call              the agent reads ``Tool call denied: {reason}``
 after an answered call            (``Replace(GiveOutput(v))``) the agent reads ``v``
-after a call that failed          (CrewAI's ``Error executing tool: ...``) ``failed``: a
-                                  ``Retry`` runs the tool again, here, with the same input;
-                                  a ``Skip`` is ``Tool call skipped: {reason}``
-after the tool                    ``post``: its rewrite is what the agent reads
+after a call that failed          (CrewAI's ``Error executing tool: ...``) the policy's
+                                  ``attempts`` (``orchestra.bridge.AttemptDriver``): a
+                                  ``Retry`` runs the tool again, with the same input; a
+                                  ``Skip`` is ``Tool call skipped: {reason}``
+after the tool                    ``PostToolUse`` and ``after_execute``: a rewrite is what
+                                  the agent reads
 ================================  ===========================================================
 """
 
 from __future__ import annotations
 
+import functools
 import threading
-import time
 import uuid
 import weakref
 from collections.abc import Mapping
@@ -38,9 +40,9 @@ from crewai.hooks import (
 from opentelemetry import trace
 
 import orchestra.tracing as ot
-from orchestra import Skip, TaskState
+from orchestra.bridge import DoFail, DoSkip
 from orchestra_crewai._blocking import call_blocking
-from orchestra_crewai._policy import Policy
+from orchestra_crewai._policy import DELEGATIONS, Policy
 
 __all__ = ["DENIED", "guard"]
 
@@ -50,8 +52,6 @@ _FAILED: Final = "Error executing tool: "
 """How CrewAI tells the agent its tool raised (native tool calls)."""
 _GAVE_UP: Final = "I encountered an error while trying to use the tool. This was the error: "
 """How CrewAI's text tool calls (ReAct) tell it, once CrewAI's own retries ran out."""
-_MAX_ATTEMPTS: Final = 3
-"""A tool call's attempts, however often the hooks say ``Retry``."""
 
 _lock = threading.Lock()
 _installed = False
@@ -149,30 +149,28 @@ def _after(ctx: ToolCallHookContext) -> str | None:
 
 
 def _settle(ctx: ToolCallHookContext, call: _Call) -> str | None:
-    """Retries of a failed call, then ``post``: what the agent reads instead, or None."""
+    """The call's outcome (its retries run by the driver): what the agent reads instead, or None."""
     policy, payload, span = call.policy, call.payload, call.span
-    result, attempt = ctx.tool_result, 1
+    result = ctx.tool_result
+    error = _failure(result)
     try:
-        while (error := _failure(result)) is not None:
-            decision = call_blocking(policy.timeout, span, policy.failed, payload, error, attempt)
-            if isinstance(decision, Skip):
-                ended = TaskState.SKIPPED
-                call_blocking(policy.timeout, span, policy.end, payload, ended, attempt)
-                return f"Tool call skipped: {decision.reason or 'skipped by a hook'}"
-            if decision is None or attempt >= _MAX_ATTEMPTS:
-                ended = TaskState.FAILED
-                call_blocking(policy.timeout, span, policy.end, payload, ended, attempt)
-                return None if attempt == 1 else result
-            time.sleep(decision.delay)
-            attempt += 1
-            result = _run_again(ctx)
-        output = call_blocking(policy.timeout, span, policy.post, payload, result, attempt)
-    except Exception as error:  # the result stands: a PostToolUse hook cannot run the tool
-        _record(span, error)
+        if payload["tool_name"] in DELEGATIONS:  # a dispatch: no tool-call TaskHooks
+            if error is not None:
+                call_blocking(policy.timeout, span, policy.failed, payload, error)
+                return None
+            output = call_blocking(policy.timeout, span, policy.post, payload, result)
+            return None if output is None else str(output)
+        rerun = functools.partial(_run_again, ctx)
+        end, attempts = call_blocking(None, span, policy.attempts, payload, result, error, rerun)
+    except Exception as failure:  # the result stands: a PostToolUse hook cannot run the tool
+        _record(span, failure)
         return None
-    if output is not None:
-        return output if isinstance(output, str) else str(output)
-    return None if attempt == 1 else str(result)
+    if isinstance(end, DoSkip):
+        why = getattr(end.decision, "reason", None) or "skipped by a hook"
+        return f"Tool call skipped: {why}"
+    if isinstance(end, DoFail):  # CrewAI's report stands, or the last failure's
+        return None if attempts == 1 else f"{_FAILED}{end.error}"
+    return None if end.output is result else str(end.output)
 
 
 def _failure(result: object) -> str | None:
@@ -185,12 +183,9 @@ def _failure(result: object) -> str | None:
     return error.split(".\n", 1)[0] if found else None
 
 
-def _run_again(ctx: ToolCallHookContext) -> str:
-    """The tool once more, with the input it had, as CrewAI would report it."""
-    try:
-        raw = ctx.tool.invoke(dict(ctx.tool_input))
-    except Exception as error:
-        return f"{_FAILED}{error}"
+def _run_again(ctx: ToolCallHookContext, tool_input: Mapping[str, Any]) -> str:
+    """The tool once more, with ``tool_input`` (as the hooks left it); raises its failure."""
+    raw = ctx.tool.invoke(dict(tool_input))
     return raw if isinstance(raw, str) else str(raw)
 
 

@@ -11,19 +11,26 @@ hears in CrewAI's hooks. The tool events go through the public tool-call protoco
                             coworker``, ``Ask question to coworker``) ``SubagentStart`` and
                             ``before_dispatch`` too. A hook's new input is judged by the
                             guards again. Answers a ``Verdict``.
-``post(payload, result)``   ``PostToolUse``, then ``after_execute`` (or ``after_dispatch``
-                            and ``SubagentStop``): the result the agent reads instead.
-``failed(payload, error)``  ``PostToolUseFailure`` and ``on_failure``: its ``Retry`` or
-                            ``Skip``, or None.
-``end(payload, state)``     ``on_end``, once per call.
+``attempts(payload, ...)``  the call's attempts from CrewAI's first on
+                            (``orchestra.bridge.AttemptDriver``): ``PostToolUseFailure``
+                            and ``on_failure`` after each failure (a ``Retry`` runs the
+                            tool again), ``PostToolUse`` and ``after_execute`` after its
+                            result, ``on_end`` once.
+``post(payload, result)``   a delegation's ``PostToolUse``, ``SubagentStop`` and
+                            ``after_dispatch``: the result the agent reads instead.
+``failed(payload, error)``  a delegation's ``PostToolUseFailure``.
+``end(payload, state)``     ``on_end`` of a call refused before it ran.
 ==========================  =============================================================
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any, Final, final
 
+import anyio
+import anyio.to_thread
 import attrs
 
 import orchestra
@@ -39,18 +46,25 @@ from orchestra.bridge import (
     DISPATCH_AS_TOOL,
     TOOL_AS_TASK,
     Ask,
+    AttemptDriver,
+    DoSleep,
+    Ended,
     GiveOutput,
     Mock,
     Refuse,
+    TaskAttempts,
     ToolCall,
     ToolChains,
     judge,
 )
+from orchestra.tracing import get_tracer
 
-__all__ = ["DELEGATIONS", "Policy", "Verdict"]
+__all__ = ["DELEGATIONS", "MAX_ATTEMPTS", "Policy", "Verdict"]
 
 DELEGATIONS: Final = frozenset({"delegate_work_to_coworker", "ask_question_to_coworker"})
 """CrewAI's delegation tools (as its hooks name them): each call is a subagent dispatch."""
+MAX_ATTEMPTS: Final = 3
+"""A tool call's attempts (CrewAI's own retries count as one), however often hooks ``Retry``."""
 _TASK_ANSWERS: Final = {**TOOL_AS_TASK, "on_failure": (Retry, Skip)}
 """A failed call runs again (``Retry``) or is given up (``Skip``): CrewAI runs it."""
 
@@ -70,7 +84,7 @@ class Verdict:
 class Policy(ToolChains):
     """The registry and the Python hooks of one ``with_hooks`` call."""
 
-    __slots__ = ("_watching",)
+    __slots__ = ("_driver", "_watching")
 
     task_answers = _TASK_ANSWERS
     agent_answers = DISPATCH_AS_TOOL
@@ -146,35 +160,81 @@ class Policy(ToolChains):
 
     # -- after the tool --------------------------------------------------------------------
 
-    async def post(self, payload: Mapping[str, Any], result: Any, attempt: int) -> Any:
-        """``PostToolUse`` and the ``after_*`` moments: what the agent reads instead, or None."""
+    async def post(self, payload: Mapping[str, Any], result: Any) -> Any:
+        """A delegation's result: ``PostToolUse``, ``SubagentStop`` and ``after_dispatch``.
+
+        What the agent reads instead, or None.
+        """
         seen = await self.tools.post(_call(payload), result)
         output = None if seen is result else seen
-        name = str(payload["tool_name"])
-        if name in DELEGATIONS:
-            ctx = _dispatch_context(payload)
-            stop = {"agent_name": ctx.subagent_name, "agent_type": ctx.subagent_name}
-            await self.fire("SubagentStop", {**stop, "last_assistant_message": seen})
-            done = SubagentResult(agent=ctx.subagent_name, output=seen, attempts=attempt)
-            output = await self.after(self.agents, name, ctx, done, output)
-        elif self.tasks.has("after_execute"):
-            tctx = self._task_context(payload, attempt)
-            output = await self.after(self.tasks, name, tctx, seen, output)
-        await self.end(payload, TaskState.SUCCEEDED, attempt)
-        return output
+        ctx = _dispatch_context(payload)
+        stop = {"agent_name": ctx.subagent_name, "agent_type": ctx.subagent_name}
+        await self.fire("SubagentStop", {**stop, "last_assistant_message": seen})
+        done = SubagentResult(agent=ctx.subagent_name, output=seen, attempts=1)
+        return await self.after(self.agents, str(payload["tool_name"]), ctx, done, output)
 
-    async def failed(
-        self, payload: Mapping[str, Any], error: str, attempt: int
-    ) -> Retry | Skip | None:
-        """``PostToolUseFailure`` and ``on_failure``: its ``Retry`` or ``Skip``, or None."""
-        detail = {"error": error, "error_type": "ToolError"}  # CrewAI reports a message
-        await self.tools.failed(_call(payload), RuntimeError(error), detail=detail)
-        if not self.tasks.has("on_failure") or payload["tool_name"] in DELEGATIONS:
-            return None
-        ctx = self._task_context(payload, attempt)
-        exc = RuntimeError(error)
-        decision, _ = await self.call(self.tasks, "on_failure", str(payload["tool_name"]), ctx, exc)
-        return decision if isinstance(decision, Retry | Skip) else None
+    async def attempts(
+        self,
+        payload: Mapping[str, Any],
+        result: Any,
+        error: str | None,
+        rerun: Callable[[Mapping[str, Any]], Any],
+    ) -> tuple[Ended, int]:
+        """A tool call's outcome from CrewAI's first attempt on, driven by ``AttemptDriver``.
+
+        ``result`` is what CrewAI's attempt gave (its own retries included), ``error``
+        the failure it reported, or None; ``rerun(tool_input)`` runs the tool again (in a
+        worker thread), raising on a failure. Each failure fires ``PostToolUseFailure``
+        before ``on_failure`` decides; a result goes through ``PostToolUse``, then
+        ``after_execute``. Returns how the call ended and its attempts.
+        """
+        call = _call(payload)
+        attempts = self.driver.begin(
+            orchestra.Task(id=call.tool_name, fn=rerun),
+            call.tool_input,
+            context=functools.partial(self._attempt_context, payload),
+            on_error=self.errors.append,
+            tracer=get_tracer(),
+            attempt=1,  # CrewAI made the first
+        )
+        if error is None:
+            return await attempts.asucceeded(await self.tools.post(call, result)), 1
+
+        async def body(tool_input: Mapping[str, Any]) -> Any:
+            try:
+                again = await anyio.to_thread.run_sync(rerun, tool_input)
+            except Exception as exc:
+                raise await self._failed(call, str(exc)) from exc
+            return await self.tools.post(call.with_input(tool_input), again)
+
+        answer = await attempts.afailed(await self._failed(call, error))
+        if isinstance(answer, DoSleep):
+            await anyio.sleep(answer.delay)
+            answer = await attempts.run_async(body)
+        return answer, attempts.attempt
+
+    async def failed(self, payload: Mapping[str, Any], error: str) -> None:
+        """``PostToolUseFailure`` of a delegation that failed (no ``on_failure``: no task)."""
+        await self._failed(_call(payload), error)
+
+    async def _failed(self, call: ToolCall, error: str) -> RuntimeError:
+        """``PostToolUseFailure`` for a failure CrewAI reported (a message): the error."""
+        detail = {"error": error, "error_type": "ToolError"}
+        await self.tools.failed(call, RuntimeError(error), detail=detail)
+        return RuntimeError(error)
+
+    @property
+    def driver(self) -> AttemptDriver:
+        """The attempt driver of the tool-call ``TaskHooks`` (made once)."""
+        driver: AttemptDriver | None = getattr(self, "_driver", None)
+        if driver is None:
+            driver = self._driver = AttemptDriver(self.tasks, max_attempts=MAX_ATTEMPTS)
+        return driver
+
+    def _attempt_context(
+        self, payload: Mapping[str, Any], attempts: TaskAttempts
+    ) -> orchestra.TaskHookContext:
+        return self._task_context({**payload, "tool_input": attempts.inputs}, attempts.attempt)
 
     async def end(self, payload: Mapping[str, Any], state: TaskState, attempt: int) -> None:
         """``on_end``, once per tool call."""
