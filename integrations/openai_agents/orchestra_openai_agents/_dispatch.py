@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from orchestra import ExecutionMode, Fail, SubagentHookContext
+from orchestra import Fail, SubagentHookContext
 from orchestra.skills import RegistrySubagentHooks
 from orchestra.tracing import get_tracer
 from orchestra_openai_agents._spans import current
-from orchestra_openai_agents._state import RunState, input_text, state_for
+from orchestra_openai_agents._state import RunState, state_for
 
 if TYPE_CHECKING:
     from orchestra_openai_agents._hooks import OrchestraRunHooks
@@ -32,16 +32,7 @@ async def handoff_gate(
     state = state_for(context)
     if state is None:
         return None
-    ctx = SubagentHookContext(
-        parent_agent=source,
-        subagent_name=target,
-        execution_mode=ExecutionMode.SYNC,
-        task=input_text(getattr(context, "turn_input", None)),
-        attempt=state.attempt,
-        delegated_from=(*state.handoffs, source),
-        errors=state.errors,
-        started_at=state.started_at,
-    )
+    ctx = state.dispatch_context(source, target, context, (*state.handoffs, source))
     reason = await refusal(bridge, state, ctx)
     state.cleared = target if reason is None else None
     return reason

@@ -23,7 +23,6 @@ from agents import Agent, RunContextWrapper, RunHooks
 
 from orchestra import (
     DispatchError,
-    ExecutionMode,
     SubagentHookContext,
     SubagentHooks,
     SubagentResult,
@@ -46,7 +45,7 @@ from orchestra_openai_agents._guard import (
 )
 from orchestra_openai_agents._invoker import is_guarded
 from orchestra_openai_agents._spans import current
-from orchestra_openai_agents._state import RunState, end_span, input_text, state_for
+from orchestra_openai_agents._state import RunState, end_span, state_for
 from orchestra_openai_agents._steps import begin, finish
 
 if TYPE_CHECKING:
@@ -233,16 +232,7 @@ class OrchestraRunHooks(RunHooks[Any]):
         else:
             parent = self.parent
         name = str(agent.name)
-        ctx = SubagentHookContext(
-            parent_agent=parent,
-            subagent_name=name,
-            execution_mode=ExecutionMode.SYNC,
-            task=input_text(getattr(context, "turn_input", None)),
-            attempt=state.attempt,
-            delegated_from=tuple(state.handoffs),
-            errors=state.errors,
-            started_at=state.started_at,
-        )
+        ctx = state.dispatch_context(parent, name, context, tuple(state.handoffs))
         if state.run_span is None:  # a plain Runner.run: the first agent opens the run's span
             state.run_span = _spans.run_span(name, state.run_id)
             state.owns_run_span = state.run_span is not None

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import warnings
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 from agents import Runner
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from agents import Agent
     from agents.result import RunResult, RunResultStreaming
 
+    from orchestra import Retry
     from orchestra_openai_agents._hooks import OrchestraRunHooks
 
 __all__ = ["run", "run_streamed", "run_sync"]
@@ -57,10 +58,7 @@ async def _run(
     kwargs: dict[str, Any],
     budgets: RunBudgets,
 ) -> RunResult:
-    guarded, kwargs, workflow = prepare(bridge, agent, input, kwargs)
-    life = Lifecycle(bridge, guarded, kwargs, workflow)
-    life.budgets = budgets
-    input = await life.start(input)
+    guarded, kwargs, life, input = await _start(bridge, agent, input, kwargs, budgets)
     session = kwargs.get("session")
     rollback = session is not None and bridge._agents.has("on_failure")
     attempt = 1
@@ -76,10 +74,8 @@ async def _run(
             with current(life.span):
                 result = await Runner.run(current_agent, input, **kwargs)
         except Exception as exc:
-            error = unwrap(exc)
             state = claim.state
-            ctx = _failures.failure_context(bridge, state, current_agent, input, error)
-            decision, _ = await _failures.on_run_failure(bridge, state, ctx, error)
+            error, decision, agent_name = await _failure(life, state, current_agent, input, exc)
             if decision is not None:
                 why = why_not_rerun(state, input, kwargs, attempt, bridge.max_attempts)
                 if why is None:
@@ -88,20 +84,14 @@ async def _run(
                         await anyio.sleep(decision.delay)
                     attempt, errors = attempt + 1, (*errors, error)
                     continue
-                _failures.refuse_retry(state, why, ctx.subagent_name)
-            await life.stop_failure(ctx.subagent_name, error)
-            await life.end("failed", error)
-            if error is exc:
-                raise
-            raise error from None
+                _failures.refuse_retry(state, why, agent_name)
+            await _give_up(life, agent_name, error, exc)
         except BaseException:
             life.abandon(claim.state)
             raise
         finally:
             claim_var.reset(token)
-        if result.interruptions:
-            await bridge_pause(bridge, claim.state, result)
-            await life.end("interrupted")
+        if await _paused(life, claim.state, result):
             return result
         reason = await life.stop(result, stop_active)
         if reason is None:
@@ -116,12 +106,53 @@ async def _run(
         attempt, errors, segments = 1, (), segments + 1
 
 
-async def bridge_pause(bridge: OrchestraRunHooks, state: BridgeState | None, result: Any) -> None:
-    """End the paused agent's dispatch (``SubagentStop`` state ``interrupted``)."""
-    if state is None:
-        return
-    pending = [str(item.tool_name) for item in result.interruptions]
-    await bridge.end_dispatch(state, None, "interrupted", {"pending_tools": pending})
+async def _start(
+    bridge: OrchestraRunHooks,
+    agent: Agent[Any],
+    input: Any,
+    kwargs: dict[str, Any],
+    budgets: RunBudgets | None = None,
+) -> tuple[Agent[Any], dict[str, Any], Lifecycle, Any]:
+    """A run about to start: its guarded agent, arguments, lifecycle and input.
+
+    The input is as ``SessionStart`` and ``UserPromptSubmit`` left it; ``budgets`` are
+    the run's own, when its entry point opened them already.
+    """
+    guarded, kwargs, workflow = prepare(bridge, agent, input, kwargs)
+    life = Lifecycle(bridge, guarded, kwargs, workflow)
+    if budgets is not None:
+        life.budgets = budgets
+    return guarded, kwargs, life, await life.start(input)
+
+
+async def _failure(
+    life: Lifecycle, state: BridgeState | None, agent: Agent[Any], input: Any, exc: Exception
+) -> tuple[BaseException, Retry | None, str]:
+    """A failed run: its error, ``on_failure``'s ``Retry`` (or None), the failed agent."""
+    error = unwrap(exc)
+    ctx = _failures.failure_context(life.bridge, state, agent, input, error)
+    decision, _ = await _failures.on_run_failure(life.bridge, state, ctx, error)
+    return error, decision, ctx.subagent_name
+
+
+async def _give_up(life: Lifecycle, agent: str, error: BaseException, exc: Exception) -> NoReturn:
+    """A run that failed for good: ``StopFailure``, ``SessionEnd``, then its error."""
+    await life.stop_failure(agent, error)
+    await life.end("failed", error)
+    if error is exc:
+        raise exc
+    raise error from None
+
+
+async def _paused(life: Lifecycle, state: BridgeState | None, result: Any) -> bool:
+    """Whether the run paused (an approval): its dispatch and the run end ``interrupted``."""
+    if not result.interruptions:
+        return False
+    if state is not None:  # the paused agent's dispatch: SubagentStop ``interrupted``
+        pending = [str(item.tool_name) for item in result.interruptions]
+        await life.bridge.end_dispatch(state, None, "interrupted", {"pending_tools": pending})
+    await life.end("interrupted")
+    return True
 
 
 def run_sync(
@@ -163,9 +194,7 @@ def run_sync(
 async def run_streamed(
     bridge: OrchestraRunHooks, agent: Agent[Any], input: Any, kwargs: dict[str, Any]
 ) -> RunResultStreaming:
-    guarded, kwargs, workflow = prepare(bridge, agent, input, kwargs)
-    life = Lifecycle(bridge, guarded, kwargs, workflow)
-    input = await life.start(input)
+    guarded, kwargs, life, input = await _start(bridge, agent, input, kwargs)
     claim = life.claim(1, ())
     token = claim_var.set(claim)  # the SDK's background task copies the context now
     try:
@@ -183,23 +212,15 @@ async def run_streamed(
             async for event in inner():
                 yield event
         except Exception as exc:
-            error = unwrap(exc)
             state = claim.state
-            ctx = _failures.failure_context(bridge, state, guarded, input, error)
-            decision, _ = await _failures.on_run_failure(bridge, state, ctx, error)
+            error, decision, agent_name = await _failure(life, state, guarded, input, exc)
             if decision is not None:
-                _failures.refuse_retry(state, "its events were streamed already", ctx.subagent_name)
-            await life.stop_failure(ctx.subagent_name, error)
-            await life.end("failed", error)
-            if error is exc:
-                raise
-            raise error from None
+                _failures.refuse_retry(state, "its events were streamed already", agent_name)
+            await _give_up(life, agent_name, error, exc)
         except BaseException:
             life.abandon(claim.state)
             raise
-        if result.interruptions:
-            await bridge_pause(bridge, claim.state, result)
-            await life.end("interrupted")
+        if await _paused(life, claim.state, result):
             return
         reason = await life.stop(result, False)
         if reason is not None:

@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 from opentelemetry import trace
 
+from orchestra import ExecutionMode, SubagentHookContext
+
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
-    from orchestra import HookError, SubagentHookContext
+    from orchestra import HookError
     from orchestra.skills import Step
 
 __all__ = [
@@ -88,6 +90,24 @@ class RunState:
         if self.owns_run_span:
             spans.append(self.run_span)
         return [span for span in spans if span is not None]
+
+    def dispatch_context(
+        self, parent: str | None, name: str, context: Any, delegated_from: tuple[str, ...]
+    ) -> SubagentHookContext:
+        """The hook context of the dispatch of ``name`` (by ``parent``) in this run's attempt.
+
+        ``context`` is the SDK's run context (its ``turn_input`` is the dispatch's task).
+        """
+        return SubagentHookContext(
+            parent_agent=parent,
+            subagent_name=name,
+            execution_mode=ExecutionMode.SYNC,
+            task=input_text(getattr(context, "turn_input", None)),
+            attempt=self.attempt,
+            delegated_from=delegated_from,
+            errors=self.errors,
+            started_at=self.started_at,
+        )
 
 
 @attrs.define(eq=False)
