@@ -48,6 +48,9 @@ PINNED: dict[str, set[str]] = {
         "TOOL_CELLS", "ToolBody", "ToolEngine", "ToolRun", "check_tool_cell",
         "tool_matrix_header", "tool_matrix_row", "PENDING_FIELDS", "check_pending_request",
         "check_budget_trace",
+        "WAY_CELLS", "WayEngine", "check_way_cell", "way_matrix_header", "way_matrix_rows",
+        "ASK_CELLS", "AskEngine", "Paused", "check_ask_cell", "ask_matrix_header",
+        "ask_matrix_row",
     },
     "orchestra.executors": {
         "AgentDispatcher", "AppliesTimeouts", "ChainsSubmissions", "ChoosesKeptOutputs",

@@ -16,6 +16,11 @@ for work its hooks gave up. See the how-to "Adding an engine".
 every engine's approval tests hold their engine's request to the one shape with it.
 ``check_budget_trace`` checks that a run's span carries its budget use as ``orchestra
 trace show`` and ``orchestra trace report`` read it.
+
+The ways around the guard (``WAY_CELLS``, ``WayEngine``, ``check_way_cell``): each other
+path an engine's tools can be called by, judged on its real input. The ask round trip
+(``ASK_CELLS``, ``AskEngine``, ``check_ask_cell``): approve once, deny, an edit judged
+again, an answer naming another call's digest, in every engine that can pause.
 """
 
 from orchestra._exports import export as _export
@@ -34,23 +39,45 @@ from orchestra.bridge.testing._tool_matrix import ToolRun as ToolRun
 from orchestra.bridge.testing._tool_matrix import check_tool_cell as check_tool_cell
 from orchestra.bridge.testing._tool_matrix import tool_matrix_header as tool_matrix_header
 from orchestra.bridge.testing._tool_matrix import tool_matrix_row as tool_matrix_row
+from orchestra.bridge.testing._ways import ASK_CELLS as ASK_CELLS
+from orchestra.bridge.testing._ways import WAY_CELLS as WAY_CELLS
+from orchestra.bridge.testing._ways import AskEngine as AskEngine
+from orchestra.bridge.testing._ways import Paused as Paused
+from orchestra.bridge.testing._ways import WayEngine as WayEngine
+from orchestra.bridge.testing._ways import ask_matrix_header as ask_matrix_header
+from orchestra.bridge.testing._ways import ask_matrix_row as ask_matrix_row
+from orchestra.bridge.testing._ways import check_ask_cell as check_ask_cell
+from orchestra.bridge.testing._ways import check_way_cell as check_way_cell
+from orchestra.bridge.testing._ways import way_matrix_header as way_matrix_header
+from orchestra.bridge.testing._ways import way_matrix_rows as way_matrix_rows
 
 __all__ = [
+    "ASK_CELLS",
     "PENDING_FIELDS",
     "TASK_CELLS",
     "TOOL_CELLS",
+    "WAY_CELLS",
+    "AskEngine",
     "EndRecorder",
+    "Paused",
     "TaskEngine",
     "TaskRun",
     "ToolBody",
     "ToolEngine",
     "ToolRun",
+    "WayEngine",
+    "ask_matrix_header",
+    "ask_matrix_row",
+    "check_ask_cell",
     "check_budget_trace",
     "check_pending_request",
     "check_task_cell",
     "check_tool_cell",
+    "check_way_cell",
     "tool_matrix_header",
     "tool_matrix_row",
+    "way_matrix_header",
+    "way_matrix_rows",
 ]
 
 _export(globals())

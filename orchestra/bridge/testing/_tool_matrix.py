@@ -109,7 +109,7 @@ class ToolEngine(Protocol):
         ...
 
 
-def _registry(hooks: Mapping[str, Any], budget: Mapping[str, Any] | None = None) -> HookRegistry:
+def registry_of(hooks: Mapping[str, Any], budget: Mapping[str, Any] | None = None) -> HookRegistry:
     from orchestra.skills import load  # here: the matrix module stays light
 
     folder = Path(tempfile.mkdtemp(prefix="orchestra-tool-matrix-"))
@@ -134,14 +134,14 @@ def _expect(engine: ToolEngine, cell: str, ok: bool, what: str) -> None:
 
 def _refused(engine: ToolEngine, cell: str, hooks: Mapping[str, Any], why: str) -> None:
     body = ToolBody()
-    run = engine.call(_registry(hooks), body)
+    run = engine.call(registry_of(hooks), body)
     _expect(engine, cell, body.paths == [], f"the tool ran with {body.paths}")
     _expect(engine, cell, why in run.read, f"the caller read {run.read!r}, not {why!r}")
 
 
 def _ran(engine: ToolEngine, cell: str, hooks: Mapping[str, Any]) -> ToolRun:
     body = ToolBody()
-    run = engine.call(_registry(hooks), body)
+    run = engine.call(registry_of(hooks), body)
     _expect(engine, cell, body.paths == ["/data"], f"the tool got {body.paths}")
     _expect(engine, cell, "fetched /data" in run.read, f"the caller read {run.read!r}")
     return run
@@ -155,7 +155,7 @@ def _deny(engine: ToolEngine) -> None:
 def _rewrite(engine: ToolEngine) -> None:
     body = ToolBody()
     rewrite = {"type": "command", "command": _echo({"modified_input": {"path": "/sandbox"}})}
-    run = engine.call(_registry(_pre(rewrite)), body)
+    run = engine.call(registry_of(_pre(rewrite)), body)
     _expect(engine, "rewrite", body.paths == ["/sandbox"], f"the tool got {body.paths}")
     _expect(engine, "rewrite", "fetched /sandbox" in run.read, f"read {run.read!r}")
 
@@ -169,7 +169,7 @@ def _post_rewrite(engine: ToolEngine) -> None:
     body = ToolBody()
     rewrite = {"type": "command", "command": _echo({"output": "redacted"})}
     hooks = {"PostToolUse": [{"matcher": "fetch", "hooks": [rewrite]}]}
-    run = engine.call(_registry(hooks), body)
+    run = engine.call(registry_of(hooks), body)
     _expect(engine, "post_rewrite", body.paths == ["/data"], f"the tool got {body.paths}")
     _expect(engine, "post_rewrite", "redacted" in run.read, f"the caller read {run.read!r}")
 
@@ -182,7 +182,7 @@ def _audit(engine: ToolEngine) -> None:
 def _ask(engine: ToolEngine) -> None:
     body = ToolBody()
     ask = {"type": "permission", "decision": "ask", "reason": "a person decides"}
-    run = engine.call(_registry(_pre(ask)), body)
+    run = engine.call(registry_of(_pre(ask)), body)
     _expect(engine, "ask", run.paused, f"the call was not paused (read {run.read!r})")
     _expect(engine, "ask", body.paths == [], f"the tool ran with {body.paths}")
     if run.request is not None:
@@ -213,7 +213,7 @@ def _one_trace(engine: ToolEngine) -> None:
 
     deny = {"type": "permission", "decision": "deny", "reason": _REASON}
     with recording() as exporter:
-        engine.call(_registry(_pre(deny)), ToolBody())
+        engine.call(registry_of(_pre(deny)), ToolBody())
     spans = exporter.get_finished_spans()
     traces = {s.context.trace_id for s in spans if s.context is not None}
     names = [s.name for s in spans]
@@ -223,7 +223,7 @@ def _one_trace(engine: ToolEngine) -> None:
 
 def _budget(engine: ToolEngine) -> None:
     body = ToolBody()
-    run = engine.call(_registry({}, {"max_tool_calls": 0}), body)
+    run = engine.call(registry_of({}, {"max_tool_calls": 0}), body)
     _expect(engine, "budget", body.paths == [], f"the tool ran with {body.paths}")
     why = "budget: tool calls 0/0"
     _expect(engine, "budget", why in run.read, f"the caller read {run.read!r}, not {why!r}")
@@ -231,7 +231,7 @@ def _budget(engine: ToolEngine) -> None:
 
 def _budget_audit(engine: ToolEngine) -> None:
     body = ToolBody()
-    run = engine.call(_registry({}, {"max_tool_calls": 0, "enforce": False}), body)
+    run = engine.call(registry_of({}, {"max_tool_calls": 0, "enforce": False}), body)
     _expect(engine, "budget_audit", body.paths == ["/data"], f"the tool got {body.paths}")
     _expect(engine, "budget_audit", "fetched /data" in run.read, f"the caller read {run.read!r}")
 
