@@ -19,13 +19,15 @@ from orchestra._errors import ToolDenied as ToolDenied
 from orchestra._exports import export as _export
 from orchestra._tool_flow import post_tool_use_payload as post_tool_use_payload
 from orchestra.skills._config.yaml import MAX_FILE_BYTES as MAX_FILE_BYTES
-from orchestra.skills._engines.adapters import RegistrySubagentHooks as RegistrySubagentHooks
 from orchestra.skills._engines.adapters import RegistryTaskHooks as RegistryTaskHooks
 from orchestra.skills._engines.guard import AskCallback as AskCallback
 from orchestra.skills._engines.guard import Guard as Guard
 from orchestra.skills._engines.guard import OutcomeCallback as OutcomeCallback
 from orchestra.skills._engines.steps import Step as Step
 from orchestra.skills._engines.steps import StepEvents as StepEvents
+from orchestra.skills._engines.subagent_adapter import (
+    RegistrySubagentHooks as RegistrySubagentHooks,
+)
 from orchestra.skills._firing.critical import CriticalHookError as CriticalHookError
 from orchestra.skills._firing.outcome import AuditedDecision as AuditedDecision
 from orchestra.skills._firing.outcome import HookDecision as HookDecision

@@ -5,8 +5,7 @@
   and error; and the DAG's own events (``RunStart``, ``AttemptStart``, ``AttemptEnd``,
   ``AttemptRetry``, ``EdgeSelected``, ``RunEnd``), which the graph-executor and Arc
   files' hooks fire at too.
-- ``registry.as_subagent_hooks()``: a ``SubagentHooks`` firing ``SubagentStart`` before
-  each attempt of a dispatch (a deny fails the dispatch) and ``SubagentStop`` after it.
+- ``registry.as_subagent_hooks()`` is in ``subagent_adapter``.
 
 An adapter only overrides the moments whose events have hooks, so the engines skip the
 others at no cost. The tool events (``@registry.guard("Tool")``) are in ``_guard``.
@@ -22,8 +21,6 @@ from orchestra._decisions import Fail, GiveOutput, Replace, Skip
 from orchestra._errors import HookBlocked, HookError
 from orchestra._hooks import (
     RunContext,
-    SubagentHookContext,
-    SubagentHooks,
     TaskHookContext,
     TaskHooks,
 )
@@ -36,6 +33,8 @@ from orchestra.skills._engines.dag_payloads import (
     safe_serialize,
     task_payload,
 )
+from orchestra.skills._engines.run_gate import RunGates, is_run_gate, not_run_gate
+from orchestra.skills._firing.chain import Only
 from orchestra.skills._firing.critical import CriticalHookError
 from orchestra.skills._sources.arc.hooks import ArcHook, GateBlocked, StageSkipped
 
@@ -55,16 +54,15 @@ DAG_EVENTS: Final = (
 
 __all__ = [
     "DAG_EVENTS",
-    "RegistrySubagentHooks",
     "RegistryTaskHooks",
     "fire_reported",
-    "subagent_hooks",
     "task_hooks",
+    "trim_moments",
     "yaml_hook_error",
 ]
 
 
-def _trim(cls: type, base: type, keep: Mapping[str, bool]) -> type:
+def trim_moments(cls: type, base: type, keep: Mapping[str, bool]) -> type:
     """A subclass of ``cls`` with the moments not in ``keep`` reset to ``base``'s."""
     reset = {moment: getattr(base, moment) for moment, wanted in keep.items() if not wanted}
     return type(cls.__name__, (cls,), reset) if reset else cls
@@ -97,8 +95,10 @@ class RegistryTaskHooks(TaskHooks):
     - ``EdgeSelected`` after a branch task (``@dag.task(branch=True)``) chose, with the
       ids it chose (``selected``): an ``output`` (one id or a list) redirects the choice,
       a block follows no edge.
-    - ``RunEnd`` when the run ended, ``state`` ``succeeded`` or ``failed``; an Arc
-      gate's block is a hook error on the result (``after_run`` cannot fail a run).
+    - ``RunEnd`` when the run ended, ``state`` ``succeeded`` or ``failed``. An Arc
+      ``run_complete`` gate runs in the last task's ``after_execute`` instead, where its
+      block fails that task (``run_gate``); only when that task never ran its body is
+      it fired here, its block a hook error (``after_run`` cannot fail a run).
 
     Every hook error (a command that exits 1, a timeout, bad output) is logged once at
     WARNING with the hook's ``file:line`` and listed on ``RunResult.hook_errors``.
@@ -114,6 +114,14 @@ class RegistryTaskHooks(TaskHooks):
         # TaskCompleted event
         self._denied: dict[tuple[str, str], str] = {}
         self._dags: dict[str, str] = {}  # run id -> the DAG's name, for the task events
+        gates = any(is_run_gate(hook) for hook in registry.hooks)
+        self._gates = RunGates(self._fire_gate) if gates else None  # Arc's run_complete gate
+
+    def _fire_gate(self, payload: dict[str, Any], task_id: str) -> Awaitable[HookOutcome]:
+        """``RunEnd`` for the run gate's hooks only, in a task's ``after_execute``."""
+        return fire_reported(
+            self.registry, "RunEnd", payload, "after_execute", task_id, is_run_gate
+        )
 
     @staticmethod
     def payload(ctx: TaskHookContext) -> dict[str, Any]:
@@ -140,6 +148,8 @@ class RegistryTaskHooks(TaskHooks):
     async def before_run(self, ctx: RunContext) -> Fail | None:
         """Fire ``RunStart``; a block answers ``Fail``: no task starts."""
         self._dags[ctx.run_id] = ctx.dag
+        if self._gates is not None:
+            self._gates.start(ctx)
         if not self.registry.has_hooks("RunStart"):
             return None
         outcome = await self._fire("RunStart", run_payload(ctx), "before_run", ctx.dag)
@@ -197,9 +207,11 @@ class RegistryTaskHooks(TaskHooks):
             }
             outcome = await self._fire("EdgeSelected", payload, "after_execute", tid)
             if outcome.blocked:  # follow no edge: every direct downstream task is SKIPPED
-                return Replace([])
-            if outcome.output is not None:
-                return Replace(outcome.output)
+                replaced = Replace([])
+            elif outcome.output is not None:
+                replaced = Replace(outcome.output)
+        if self._gates is not None:  # the run's last task: Arc's run_complete gate
+            await self._gates.settle(ctx)
         return replaced
 
     async def on_failure(self, ctx: TaskHookContext, error: BaseException) -> None:
@@ -211,6 +223,10 @@ class RegistryTaskHooks(TaskHooks):
 
     async def on_end(self, ctx: TaskHookContext, state: enum.Enum) -> None:
         """Fire ``TaskCompleted`` with the task's terminal ``state`` and its last error."""
+        if self._gates is not None:
+            self._gates.ended(ctx, state)
+            if not self.registry.has_hooks("TaskCompleted"):
+                return
         denied = self._denied.pop((ctx.run_id, ctx.task.id), None)
         if denied is not None:
             fields = {"error": denied, "error_type": "TaskFailed"}
@@ -224,10 +240,14 @@ class RegistryTaskHooks(TaskHooks):
     async def after_run(self, ctx: RunContext, result: Any) -> None:
         """Fire ``RunEnd`` with the run's state (``succeeded`` or ``failed``)."""
         self._dags.pop(ctx.run_id, None)
+        judged = self._gates is not None and self._gates.finish(ctx.run_id)
         if self.registry.has_hooks("RunEnd"):
             payload = run_end_payload(ctx, result.states, result.ok)
-            outcome = await self._fire("RunEnd", payload, "after_run", ctx.dag)
-            if type(outcome.output) is GateBlocked:  # after_run cannot fail the run
+            only = not_run_gate if judged else None  # the gate ran in the last task's hooks
+            outcome = await fire_reported(
+                self.registry, "RunEnd", payload, "after_run", ctx.dag, only
+            )
+            if type(outcome.output) is GateBlocked:  # after_run cannot fail the run: see _run_gate
                 blocked = outcome.output.message
                 by = outcome.decided_by or ""
                 report_hook_error(HookError(blocked, hook=by, moment="after_run", subject=ctx.dag))
@@ -259,6 +279,7 @@ async def fire_reported(
     payload: Mapping[str, Any],
     moment: str,
     subject: str | None,
+    only: Only = None,
 ) -> HookOutcome:
     """Fire ``event``; report each hook error of it (logged once, on the run's result).
 
@@ -269,7 +290,7 @@ async def fire_reported(
     because another hook failed.
     """
     try:
-        outcome = await registry.fire(event, payload)
+        outcome = await registry.fire_only(event, payload, only)
     except CriticalHookError as exc:
         for record in exc.outcome.errors:
             if record.hook.on_error != "raise":
@@ -292,69 +313,6 @@ def yaml_hook_error(record: HookRecord, moment: str, subject: str | None) -> Hoo
     return HookError(message, hook=hook.source, moment=moment, subject=subject)
 
 
-class RegistrySubagentHooks(SubagentHooks):
-    """``SubagentHooks`` that fire ``SubagentStart`` and ``SubagentStop`` hooks.
-
-    ``SubagentStart`` fires before each attempt of a dispatch (the matcher sees the
-    agent's name); a deny or block fails the dispatch with the hook's reason, and its
-    messages (``additionalContext``) follow the text the agent gets. ``SubagentStop``
-    fires after each attempt, with ``state`` ``"succeeded"`` and the ``output``, or
-    ``"failed"`` with ``error`` and ``error_type``; its messages reach the result
-    (``SubagentResult.messages``).
-
-    Args:
-        registry: the hooks to fire.
-    """
-
-    def __init__(self, registry: HookRegistry) -> None:
-        self.registry = registry
-        self.budgets = registry.budgets  # the files' budget: keys, opened by each dispatch
-
-    @staticmethod
-    def payload(ctx: SubagentHookContext) -> dict[str, Any]:
-        """The event fields for a dispatch: ``agent_name``, ``task``, ``attempt``, ..."""
-        return {
-            "agent_name": ctx.subagent_name,
-            "agent_type": ctx.subagent_name,  # the field Claude Code's scripts read
-            "parent_agent": ctx.parent_agent,
-            "execution_mode": ctx.execution_mode.value,
-            "task": ctx.task,
-            "attempt": ctx.attempt,
-            "delegated_from": list(ctx.delegated_from),
-        }
-
-    async def before_dispatch(self, ctx: SubagentHookContext) -> Fail | None:
-        """Fire ``SubagentStart``; a deny answers ``Fail`` with the hook's reason."""
-        outcome = await fire_reported(
-            self.registry, "SubagentStart", self.payload(ctx), "before_dispatch", ctx.subagent_name
-        )
-        for message in outcome.messages:
-            ctx.add_message(message)
-        return Fail(blocked_reason("SubagentStart", outcome)) if outcome.blocked else None
-
-    async def after_dispatch(self, ctx: SubagentHookContext, result: Any) -> None:
-        """Fire ``SubagentStop`` with ``state: "succeeded"`` and the output."""
-        output = getattr(result, "output", result)
-        payload = {**self.payload(ctx), "state": "succeeded", "output": output}
-        payload.update(error_fields(None))
-        outcome = await fire_reported(
-            self.registry, "SubagentStop", payload, "after_dispatch", ctx.subagent_name
-        )
-        for message in outcome.messages:
-            ctx.add_message(message)
-
-    async def on_failure(self, ctx: SubagentHookContext, error: BaseException) -> None:
-        """Fire ``SubagentStop`` with ``state: "failed"`` and the error."""
-        payload = {**self.payload(ctx), "state": "failed", "output": None}
-        payload.update(error_fields(error))
-        outcome = await fire_reported(
-            self.registry, "SubagentStop", payload, "on_failure", ctx.subagent_name
-        )
-        for message in outcome.messages:
-            ctx.add_message(message)
-        return None
-
-
 def task_hooks(registry: HookRegistry) -> TaskHooks:
     """The ``TaskHooks`` of a registry, overriding only the moments with hooks.
 
@@ -363,28 +321,17 @@ def task_hooks(registry: HookRegistry) -> TaskHooks:
     """
     has = registry.has_hooks
     dag_events = any(has(event) for event in DAG_EVENTS)
+    gates = any(is_run_gate(hook) for hook in registry.hooks)
     keep = {
         "before_run": dag_events,
         "before_execute": has("TaskCreated") or has("AttemptStart") or has("AttemptRetry"),
-        "after_execute": has("AttemptEnd") or has("EdgeSelected"),
+        "after_execute": has("AttemptEnd") or has("EdgeSelected") or gates,
         "on_failure": has("AttemptEnd"),
-        "on_end": has("TaskCompleted"),
+        "on_end": has("TaskCompleted") or gates,
         "after_run": dag_events,
     }
-    cls: type[RegistryTaskHooks] = _trim(RegistryTaskHooks, TaskHooks, keep)
+    cls: type[RegistryTaskHooks] = trim_moments(RegistryTaskHooks, TaskHooks, keep)
     if any(isinstance(hook, ArcHook) and hook.gate for hook in registry.hooks):
         # an Arc verify gate (blocking stage_complete) raises HookBlocked to fail the task
         cls = type(cls.__name__, (cls,), {"fail_closed": True})
-    return cls(registry)
-
-
-def subagent_hooks(registry: HookRegistry) -> SubagentHooks:
-    """The ``SubagentHooks`` of a registry, overriding only the moments with hooks."""
-    stop = registry.has_hooks("SubagentStop")
-    keep = {
-        "before_dispatch": registry.has_hooks("SubagentStart"),
-        "after_dispatch": stop,
-        "on_failure": stop,
-    }
-    cls: type[RegistrySubagentHooks] = _trim(RegistrySubagentHooks, SubagentHooks, keep)
     return cls(registry)

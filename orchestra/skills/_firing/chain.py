@@ -41,6 +41,7 @@ from orchestra.skills._protocol.catalog import EVENTS, EventSpec
 
 __all__ = [
     "FiringTable",
+    "Only",
     "RunHook",
     "claude_subject_of",
     "combiner_for",
@@ -255,6 +256,10 @@ def matching_hooks(
         if hook.matches(claude_subject_of(EVENTS[hook.event], fields)) and hook.admits(fields):
             found.append(hook)
     return tuple(found)
+
+
+Only: TypeAlias = Callable[[HookSpec], bool] | None
+"""Which of an event's matching hooks run (``HookRegistry.fire_only``); None: all."""
 
 
 def selected(hooks: tuple[HookSpec, ...], payload: Mapping[str, Any]) -> tuple[HookSpec, ...]:

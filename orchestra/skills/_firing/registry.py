@@ -21,8 +21,8 @@ messages; on events that cannot modify, a ``modified_input`` is ignored (both no
 
 from __future__ import annotations
 
+import functools
 import os
-import threading
 import uuid
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
@@ -34,11 +34,13 @@ from opentelemetry.trace import Tracer
 
 from orchestra._budget import Budget
 from orchestra._hooks import SubagentHooks, TaskHooks
-from orchestra.skills._engines.adapters import subagent_hooks, task_hooks
+from orchestra.skills._engines.adapters import task_hooks
 from orchestra.skills._engines.guard import AskCallback, Guard, OutcomeCallback
+from orchestra.skills._engines.subagent_adapter import subagent_hooks
 from orchestra.skills._firing.background import BackgroundHooks
 from orchestra.skills._firing.call import attempt, traced_attempt
 from orchestra.skills._firing.chain import (
+    Only,
     combiner_for,
     firing_table,
     in_phase_order,
@@ -55,7 +57,7 @@ from orchestra.skills._hooks.fixed import refuse_agent_hooks
 from orchestra.skills._hooks.judge import Judge
 from orchestra.skills._hooks.spec import HookCall, HookSpec, event_data
 from orchestra.skills._persistent.pool import HookProcesses
-from orchestra.skills._persistent.waiters import Gate
+from orchestra.skills._persistent.waiters import ThreadGates
 from orchestra.skills._processes.claude_env import env_file
 from orchestra.skills._protocol.catalog import EVENTS, unknown_event
 from orchestra.tracing._engine import last_tracer
@@ -149,7 +151,7 @@ class HookRegistry:
             for name in EVENTS
         }
         self._firing = firing_table(self._by_event)
-        self._slots = threading.local()  # a Gate per thread: see _slot()
+        self._slots = ThreadGates(max_parallel_hooks)
         self._processes = HookProcesses()
         self._background = BackgroundHooks(max_parallel_hooks)
 
@@ -299,10 +301,7 @@ class HookRegistry:
             CriticalHookError: a hook with ``on_error: raise`` failed; raised once every
                 other hook of the event ran, with their outcome on it.
         """
-        if self._background.waiting or self._recorder is not None:
-            bg = self._background if self._background.waiting else None  # words to deliver
-            return await recorded(self._fire, event, payload, bg, self._recorder, self.session_id)
-        return await self._fire(event, payload)
+        return await self.fire_only(event, payload, None)
 
     async def replay(
         self,
@@ -324,7 +323,19 @@ class HookRegistry:
         """
         return await replay(self, path, on_change)
 
-    async def _fire(self, event: str, payload: Mapping[str, Any] | None) -> HookOutcome:
+    async def fire_only(
+        self, event: str, payload: Mapping[str, Any] | None, only: Only
+    ) -> HookOutcome:
+        """``fire``, running only the matching hooks ``only`` keeps (all: None)."""
+        fire = self._fire if only is None else functools.partial(self._fire, only=only)
+        if self._background.waiting or self._recorder is not None:
+            bg = self._background if self._background.waiting else None  # words to deliver
+            return await recorded(fire, event, payload, bg, self._recorder, self.session_id)
+        return await fire(event, payload)
+
+    async def _fire(
+        self, event: str, payload: Mapping[str, Any] | None, only: Only = None
+    ) -> HookOutcome:
         try:
             spec, hooks, special, unmatched, filters = self._firing[event]
         except KeyError:
@@ -340,6 +351,8 @@ class HookRegistry:
             matching = matching_hooks(hooks, subject, payload)
             if filters:
                 matching = selected(matching, payload)
+        if only is not None:  # Arc's run gate: some hooks only
+            matching = tuple(hook for hook in matching if only(hook))
         if special:
             matching = self._special(event, payload, matching)
         if not matching:
@@ -378,23 +391,10 @@ class HookRegistry:
         body: bytes | None = None,
     ) -> Coroutine[Any, Any, HookRecord]:
         """Run one hook (see ``RunHook``): in a slot if it is a process or a request."""
-        slots = self._slot() if hook.external else None
+        slots = self._slots.gate if hook.external else None
         if tracer is None:  # the attempt's own coroutine, not one more around it
             call = HookCall(hook.event, data, self.project_dir, body, self.judge, self._processes)
             return attempt(hook, call, slots)
         return traced_attempt(
             hook, data, self.project_dir, tracer, subject, body, self.judge, self._processes, slots
         )
-
-    def _slot(self) -> Gate:
-        """This registry's ``max_parallel_hooks`` slots in this thread.
-
-        A ``Gate`` keeps no event-loop state between waits, so one serves each event
-        loop the thread runs in turn (a guarded sync tool runs one per call); event
-        loops in other threads have their own.
-        """
-        try:
-            gate: Gate = self._slots.gate
-        except AttributeError:
-            gate = self._slots.gate = Gate(self.max_parallel_hooks)
-        return gate

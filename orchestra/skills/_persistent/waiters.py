@@ -8,13 +8,24 @@ from __future__ import annotations
 
 import collections
 import enum
+import threading
 import time
 
 import anyio
 
 from orchestra.skills._protocol.result import HookResult, HookRunError
 
-__all__ = ["DONE", "SENT", "WAITING", "WRITING", "Gate", "Stage", "Waiter", "left"]
+__all__ = [
+    "DONE",
+    "SENT",
+    "WAITING",
+    "WRITING",
+    "Gate",
+    "Stage",
+    "ThreadGates",
+    "Waiter",
+    "left",
+]
 
 
 class Stage(enum.Enum):
@@ -110,3 +121,18 @@ class Gate:
 def left(waiter: Waiter) -> float:
     """Seconds left until the event's deadline (0 when past it)."""
     return max(waiter.deadline - time.monotonic(), 0.0)
+
+
+class ThreadGates(threading.local):
+    """A ``Gate`` of ``limit`` slots per thread (``gate``): a registry's hook slots.
+
+    A ``Gate`` keeps no event-loop state between waits, so one serves each event loop
+    the thread runs in turn (a guarded sync tool runs one per call); event loops in
+    other threads have their own.
+
+    Args:
+        limit: the slots of each thread's gate.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.gate = Gate(limit)

@@ -29,7 +29,7 @@ its handler type (``metadata["type"]``); on ``edge_selected`` in the edge's ends
 A later file's hook of the same ``name`` replaces an earlier one (``override_by_name``).
 A ``blocking`` ``stage_complete`` hook is a verify gate: its block (exit 2, another exit,
 or ``decision: block``) is a ``GateBlocked`` output that fails the stage; at
-``run_complete`` it is a hook error of the run (``RegistryTaskHooks.after_run``).
+``run_complete`` it fails the run's last task (``_engines.run_gate``).
 """
 
 from __future__ import annotations
@@ -327,8 +327,8 @@ class GateBlocked:
     """A ``blocking`` ``stage_complete`` (or ``run_complete``) Arc hook blocked.
 
     ``stage_complete``: the stage ends FAILED with ``message`` as its error (a verify
-    gate); ``run_complete``: ``message`` is on the run's ``hook_errors`` (``after_run``
-    has no answer that fails a run, see docs/migrate/arc.md).
+    gate); ``run_complete``: the run's last task does (see ``_engines.run_gate``), or, when
+    that task never ran its body, ``message`` is on the run's ``hook_errors``.
 
     Attributes:
         message: ``"stage_complete hook NAME blocked: REASON"``.
