@@ -247,7 +247,7 @@ class RegistryTaskHooks(TaskHooks):
             outcome = await fire_reported(
                 self.registry, "RunEnd", payload, "after_run", ctx.dag, only
             )
-            if type(outcome.output) is GateBlocked:  # after_run cannot fail the run: see _run_gate
+            if type(outcome.output) is GateBlocked:  # after_run cannot fail the run: see run_gate
                 blocked = outcome.output.message
                 by = outcome.decided_by or ""
                 report_hook_error(HookError(blocked, hook=by, moment="after_run", subject=ctx.dag))
