@@ -40,6 +40,7 @@ __all__ = [
     "Refuse",
     "ToolCall",
     "args_sha256",
+    "qualified_tool_name",
 ]
 
 DENIED_PREFIX: Final = "Tool call denied: "
@@ -62,6 +63,23 @@ def args_sha256(tool_input: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def qualified_tool_name(identifier: str, tool_name: str) -> str:
+    """A tool's name as lobehub writes it: ``identifier/apiName``.
+
+    ``identifier`` is the toolset's or MCP server's name; a name in Claude Code's MCP
+    spelling (``mcp__<server>__<tool>``) of that server gives its bare tool name.
+
+    Examples:
+        >>> qualified_tool_name("web-browsing", "search")
+        'web-browsing/search'
+        >>> qualified_tool_name("github", "mcp__github__create_issue")
+        'github/create_issue'
+    """
+    prefix = f"mcp__{identifier}__"
+    api_name = tool_name.removeprefix(prefix) if tool_name.startswith(prefix) else tool_name
+    return f"{identifier}/{api_name}"
+
+
 def _as_dict(given: Mapping[str, Any]) -> dict[str, Any]:
     return dict(given)
 
@@ -82,6 +100,9 @@ class ToolCall:
         fields: the engine's extra payload fields (``agent_name``, ``handoff_to``, ...).
         approved: a person already approved this very call (a resumed run): a hook's
             ``ask`` then lets it go on.
+        identifier: the name of the toolset or MCP server the tool comes from, where the
+            engine has one (lobehub's ``identifier``): the payload's ``tool_identifier``,
+            and matchers also match ``identifier/tool_name`` (see ``qualified_tool_name``).
     """
 
     tool_name: str
@@ -89,13 +110,19 @@ class ToolCall:
     tool_use_id: str = attrs.field(factory=_new_id)
     fields: Mapping[str, Any] = attrs.field(factory=dict, converter=_as_dict)
     approved: bool = False
+    identifier: str | None = None
 
     def payload(self, tool_input: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The event fields of the call: ``tool_name``, ``tool_use_id``, extras, ``tool_input``."""
+        """The event fields of the call: ``tool_name``, ``tool_use_id``, extras, ``tool_input``.
+
+        With an ``identifier``, also ``tool_identifier``.
+        """
         given = self.tool_input if tool_input is None else tool_input
+        named = {"tool_identifier": self.identifier} if self.identifier is not None else {}
         return {
             "tool_name": self.tool_name,
             "tool_use_id": self.tool_use_id,
+            **named,
             **self.fields,
             "tool_input": dict(given),
         }

@@ -207,12 +207,22 @@ def _call(payload: Mapping[str, Any]) -> ToolCall:
     """The CLI's payload as ``orchestra.bridge`` describes a call (the rest as fields)."""
     own = ("tool_name", "tool_input", "tool_use_id", "tool_response", "error")
     extra = {k: v for k, v in payload.items() if k not in own}
+    name = str(payload.get("tool_name", ""))
     return ToolCall(
-        str(payload.get("tool_name", "")),
+        name,
         payload.get("tool_input") or {},
         tool_use_id=str(payload.get("tool_use_id") or uuid.uuid4().hex),
         fields=extra,
+        identifier=_server_of(name),
     )
+
+
+def _server_of(tool_name: str) -> str | None:
+    """The MCP server of a tool named ``mcp__<server>__<tool>``, as the CLI names them."""
+    server, sep, api_name = tool_name.removeprefix("mcp__").partition("__")
+    if not tool_name.startswith("mcp__") or not (sep and server and api_name):
+        return None
+    return server
 
 
 _heard: ContextVar[list[tuple[str, HookOutcome]] | None] = ContextVar(

@@ -444,3 +444,27 @@ async def test_options_built_inside_guarded_work_follow_its_policy(tmp_path: Pat
     await run(options, cli)
     [(_, answer)] = cli.answers
     assert specific(answer)["permissionDecision"] == "deny"
+
+
+async def test_an_mcp_tool_matches_lobehubs_identifier_api_name(tmp_path: Path) -> None:
+    # lobehub (seed 004) names a tool identifier/apiName: the CLI's mcp__github__create_issue
+    # is github/create_issue; gitlab's tool of the same name is not
+    no_issues = "echo 'no new issues today' >&2; exit 2"
+    registry = load(tmp_path, {"PreToolUse": [command(no_issues, matcher="github/create_issue")]})
+    calls = [
+        (
+            "PreToolUse",
+            {
+                "tool_name": f"mcp__{server}__create_issue",
+                "tool_input": {},
+                "tool_use_id": f"toolu_{server}",
+            },
+        )
+        for server in ("github", "gitlab")
+    ]
+    cli = FakeCLI(calls)
+    await run(with_hooks(ClaudeAgentOptions(), registry=registry), cli)
+    (_, denied), (_, allowed) = cli.answers
+    assert specific(denied)["permissionDecision"] == "deny"
+    assert specific(denied)["permissionDecisionReason"] == "no new issues today"
+    assert allowed == {}

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, final
 
+import attrs
 from agents import (
     Agent,
     CodeInterpreterTool,
@@ -27,6 +28,7 @@ from agents import (
     ToolSearchTool,
     WebSearchTool,
 )
+from agents.tool import FunctionTool, ToolOriginType, get_function_tool_origin
 from opentelemetry import trace
 
 from orchestra import HookChain, ToolDenied
@@ -55,6 +57,7 @@ __all__ = [
     "HostedTools",
     "OnDeny",
     "ToolGuard",
+    "server_name",
     "tool_call",
     "tool_payload_input",
 ]
@@ -100,6 +103,14 @@ def tool_payload_input(raw: str | None) -> dict[str, Any]:
     except ValueError:  # the tool reports bad JSON itself
         return {"raw": raw}
     return parsed if isinstance(parsed, dict) else {"raw": raw}
+
+
+def server_name(tool: FunctionTool | None) -> str | None:
+    """The MCP server a tool comes from (lobehub's ``identifier``), else None."""
+    origin = get_function_tool_origin(tool) if tool is not None else None
+    if origin is None or origin.type is not ToolOriginType.MCP:
+        return None
+    return origin.mcp_server_name
 
 
 def tool_call(
@@ -247,12 +258,15 @@ class ApprovalPolicy:
     other call is kept for the invoker, which then does not fire the hooks again.
     """
 
-    __slots__ = ("guard", "name", "original")
+    __slots__ = ("guard", "identifier", "name", "original")
 
-    def __init__(self, original: Any, guard: ToolGuard, name: str) -> None:
+    def __init__(
+        self, original: Any, guard: ToolGuard, name: str, identifier: str | None = None
+    ) -> None:
         self.original = original
         self.guard = guard
         self.name = name
+        self.identifier = identifier
 
     async def __call__(
         self, context: RunContextWrapper[Any], params: dict[str, Any], call_id: str
@@ -269,6 +283,7 @@ class ApprovalPolicy:
         state = state_for(context)
         agent = state.agent.name if state is not None and state.agent is not None else None
         call = tool_call(self.name, params, call_id, agent_name=agent)
+        call = attrs.evolve(call, identifier=self.identifier)
         parent = (state.span or state.run_span) if state is not None else None
         with trace.use_span(parent, end_on_exit=False) if parent else contextlib.nullcontext():
             # before the call's span exists: the invoker marks it with the answer

@@ -45,7 +45,7 @@ from orchestra.tracing.names import (
     SPAN_EXECUTE_TOOL,
 )
 from orchestra_openai_agents._computer import is_guarded_computer
-from orchestra_openai_agents._guard import ApprovalPolicy, ToolGuard, tool_call
+from orchestra_openai_agents._guard import ApprovalPolicy, ToolGuard, server_name, tool_call
 from orchestra_openai_agents._local import is_guarded_local
 from orchestra_openai_agents._state import RunState, end_span, state_for, tool_parent_var
 
@@ -153,6 +153,7 @@ class _GuardedInvoker:
         agent = getattr(ctx, "agent", None)
         call_id = getattr(ctx, "tool_call_id", "") or f"call_{uuid.uuid4().hex}"
         call = tool_call(name, input, call_id, agent_name=getattr(agent, "name", None))
+        call = attrs.evolve(call, identifier=server_name(self.tool))
         mocked = False
         if guard.tools.watching:  # PreToolUse hooks, or a budget to charge the call to
             answer = state.verdicts.pop(call.tool_use_id, None) if state is not None else None
@@ -298,5 +299,7 @@ def guarded_function_tool(
         original = original.original
     # Only with PreToolUse hooks: the SDK asks a person about any call whose arguments a
     # needs_approval callable cannot read, so the tool's own setting stays otherwise.
-    guarded.needs_approval = ApprovalPolicy(original, guard, tool.name) if guard.pre() else original
+    guarded.needs_approval = (
+        ApprovalPolicy(original, guard, tool.name, server_name(tool)) if guard.pre() else original
+    )
     return guarded

@@ -291,11 +291,13 @@ class OrchestraCapability(AbstractCapability[Any]):
         if not tools.watching:
             return await handler(args)
         state = self._state or RunState(getattr(ctx.agent, "name", None), ctx.run_id)
-        name, meta = call.tool_name, tool_def.metadata
+        name, meta, toolset = call.tool_name, tool_def.metadata, tool_def.toolset_id
         approved = ctx.tool_call_approved and (approval_of(ctx.tool_call_metadata) or True)
         tracer = ot.get_tracer()
         if tracer is None:
-            return await tools.call(state, approved, name, call.tool_call_id, args, handler, meta)
+            return await tools.call(
+                state, approved, name, call.tool_call_id, args, handler, meta, toolset
+            )
         attributes = {
             ot.names.GEN_AI_OPERATION_NAME: ot.names.OP_EXECUTE_TOOL,
             ot.names.GEN_AI_TOOL_NAME: name,
@@ -304,7 +306,9 @@ class OrchestraCapability(AbstractCapability[Any]):
         with tracer.start_as_current_span(
             ot.names.SPAN_EXECUTE_TOOL.format(tool=name), attributes=attributes
         ):
-            return await tools.call(state, approved, name, call.tool_call_id, args, handler, meta)
+            return await tools.call(
+                state, approved, name, call.tool_call_id, args, handler, meta, toolset
+            )
 
     # -- output functions --------------------------------------------------------------------
 

@@ -101,14 +101,23 @@ class ToolCalls:
         args: dict[str, Any],
         handler: _Handler,
         metadata: Mapping[str, Any] | None = None,
+        identifier: str | None = None,
     ) -> Any:
         """One tool call, its events and its hooks; what the model reads comes back.
 
         ``metadata`` (the tool's ``Tool(metadata=...)``) joins ``ctx.task.metadata`` of
-        the tool-call ``TaskHooks``, beside the call's own fields.
+        the tool-call ``TaskHooks``, beside the call's own fields; ``identifier`` (its
+        toolset's ``id``, an MCP server's included) names it ``identifier/name`` too.
         """
         fields = {"agent_name": state.agent} if state.agent is not None else {}
-        call = ToolCall(name, args, tool_use_id=call_id, fields=fields, approved=approved is True)
+        call = ToolCall(
+            name,
+            args,
+            tool_use_id=call_id,
+            fields=fields,
+            approved=approved is True,
+            identifier=identifier,
+        )
         tools = self.tools
         if isinstance(approved, Approval):  # a person's checked answer (answer_deferred)
             answer = await tools.resume(call, approved, can_pause=True)

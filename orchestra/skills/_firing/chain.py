@@ -35,6 +35,7 @@ import anyio
 import attrs
 from opentelemetry.trace import Tracer
 
+from orchestra._tool_call import qualified_tool_name
 from orchestra.skills._firing.outcome import Combiner, HookOutcome, HookRecord
 from orchestra.skills._hooks.spec import HookSpec, event_json
 from orchestra.skills._protocol.catalog import EVENTS, EventSpec
@@ -236,6 +237,14 @@ def claude_subject_of(spec: EventSpec, payload: Mapping[str, Any]) -> str | None
     return raw if raw is None or type(raw) is str else str(raw)
 
 
+def _qualified(subject: str | None, payload: Mapping[str, Any] | None) -> str | None:
+    """``identifier/apiName`` of a tool call whose payload has a ``tool_identifier``."""
+    identifier = payload.get("tool_identifier") if payload else None
+    if subject is None or type(identifier) is not str or not identifier:
+        return None
+    return qualified_tool_name(identifier, subject)
+
+
 def matching_hooks(
     hooks: Sequence[HookSpec], subject: str | None, payload: Mapping[str, Any] | None = None
 ) -> tuple[HookSpec, ...]:
@@ -243,13 +252,19 @@ def matching_hooks(
 
     A hook of a Claude Code source matches the field Claude Code reads (FileChanged's
     file name, SubagentStart's ``agent_type``) and its ``if`` rule, read from ``payload``.
+    A tool call whose payload names its toolset or MCP server (``tool_identifier``) also
+    matches the other hooks by lobehub's ``identifier/apiName``.
     """
+    qualified = _qualified(subject, payload)
     if len(hooks) == 1 and not hooks[0].claude_code:  # the most common case
-        return tuple(hooks) if hooks[0].matches(subject) else ()
+        hook = hooks[0]
+        if hook.matches(subject) or (qualified is not None and hook.matches(qualified)):
+            return tuple(hooks)
+        return ()
     found = []
     for hook in hooks:
         if not hook.claude_code:
-            if hook.matches(subject):
+            if hook.matches(subject) or (qualified is not None and hook.matches(qualified)):
                 found.append(hook)
             continue
         fields = payload or {}
