@@ -92,7 +92,12 @@ DIFFERENCES: Final = (
         "`CLAUDE_ENV_FILE`), so a hook is never handed the agent's secrets (a security "
         "default kept on purpose). A hook that needs one: "
         '`load(..., pass_env=("NAME", ...))` names it for every source, or '
-        "`orchestra hooks import` it and add `pass_env:`.",
+        "`orchestra hooks import` it and add `pass_env:`. Claude Code's own session "
+        "variables (`CLAUDE_EFFORT`, `CLAUDE_CODE_REMOTE`, "
+        "`CLAUDE_CODE_BRIDGE_SESSION_ID`) are not set: orchestra has no effort level, "
+        "remote environment or Remote Control session; pass them with `pass_env` if "
+        "your agent sets them. `OTEL_*` variables are not passed either, as Claude Code "
+        "removes them.",
     ),
     (
         "Background hooks speak with the next `fire`.",

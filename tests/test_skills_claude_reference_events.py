@@ -184,3 +184,24 @@ async def test_a_field_of_the_wrong_type_is_dropped_with_a_note(tmp_path: Path) 
         record.note
     )
     assert "hookSpecificOutput.watchPaths dropped: expected an array of strings" in record.note
+
+
+# Decision control: "UserPromptSubmit, UserPromptExpansion, PostToolUse,
+# PostToolUseFailure, PostToolBatch, Stop, SubagentStop, ConfigChange, PreCompact |
+# Top-level `decision` | `decision: "block"`, `reason`"; on PostToolUse `decision: "block"`
+# "adds the `reason` next to the tool result" (the tool already ran: nothing to stop)
+@pytest.mark.parametrize(
+    ("event", "payload"),
+    [
+        ("PostToolUse", {"tool_response": {"stdout": "", "stderr": ""}}),
+        ("PostToolUseFailure", {"error": "Exit code 1\nError: Cannot find module 'express'"}),
+    ],
+)
+async def test_a_top_level_block_after_a_tool_is_its_reason_for_claude(
+    tmp_path: Path, event: str, payload: dict[str, Any]
+) -> None:
+    output = {"decision": "block", "reason": "Run npm install before the tests"}
+    call = {"tool_name": "Bash", "tool_input": {"command": "npm test"}, "tool_use_id": "t1"}
+    outcome = await fire(tmp_path, event, output, {**call, **payload})
+    assert not outcome.blocked  # the tool already ran (or failed)
+    assert outcome.messages == ("Run npm install before the tests",)

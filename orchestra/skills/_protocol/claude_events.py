@@ -101,7 +101,8 @@ CLAUDE_EVENTS: Final[dict[str, ClaudeEvent]] = {
             "classifierContext",
         ),
     ),
-    "PostToolUseFailure": _C("tool_name", "agent", reads=_TOOL_CONTEXT),
+    # the reference lists it with the top-level decision events (decision, reason)
+    "PostToolUseFailure": _C("tool_name", "agent", reads=(*_BLOCK_FIELDS, *_TOOL_CONTEXT)),
     "PermissionRequest": _C(
         "tool_name",
         "ignored",
