@@ -82,7 +82,18 @@ DIFFERENCES: Final = (
         "`registry.as_subagent_hooks()` or a bridge fires `PreToolUse` and the rest, with "
         "the payload fields you have (`transcript_path`, `permission_mode`, ... are what "
         "you pass). Whether you wait for `fire` on events Claude Code does not wait for "
-        "(DirectoryAdded, InstructionsLoaded) is yours to decide.",
+        "(DirectoryAdded, InstructionsLoaded) is yours to decide, and so is a Stop "
+        "hook's block cap: Claude Code stops honouring a Stop block after eight in a "
+        "row (`CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`) and sets `stop_hook_active`; orchestra "
+        "answers each `fire` and your loop keeps the count.",
+    ),
+    (
+        "Several rewrites: the last in config order wins.",
+        "When more than one `PreToolUse` hook returns `updatedInput`, Claude Code takes "
+        "the one that finishes last (its hooks run in parallel, so the order is not "
+        "fixed); orchestra takes the last in config order, whatever finished first, so a "
+        "run is repeatable. As in Claude Code, every matching hook runs to its end: one "
+        "hook's deny does not stop a sibling's side effects.",
     ),
     (
         "Command hooks get a minimal environment.",

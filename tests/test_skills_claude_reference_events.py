@@ -205,3 +205,48 @@ async def test_a_top_level_block_after_a_tool_is_its_reason_for_claude(
     outcome = await fire(tmp_path, event, output, {**call, **payload})
     assert not outcome.blocked  # the tool already ran (or failed)
     assert outcome.messages == ("Run npm install before the tests",)
+
+
+def two_hooks(tmp_path: Path, first: str, second: str) -> Path:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir(exist_ok=True)
+    hooks = [{"type": "command", "command": first}, {"type": "command", "command": second}]
+    path.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": hooks}]}}))
+    return path
+
+
+# The guide, "Combine results from multiple hooks": "every hook's command runs to
+# completion before Claude Code merges the results. One hook returning `deny` doesn't
+# stop sibling hooks from executing ... The log entry is still written because the
+# logging hook already ran."
+async def test_a_deny_does_not_stop_a_sibling_logging_hook(tmp_path: Path) -> None:
+    log = tmp_path / "bash.log"
+    logging = f"sleep 0.5; jq -r .tool_input.command >> {shlex.quote(str(log))}"
+    guard = "grep -q 'rm -rf' && { echo 'rm -rf is not allowed' >&2; exit 2; }; exit 0"
+    registry = load(two_hooks(tmp_path, logging, guard), project_dir=tmp_path)
+    call = {"tool_name": "Bash", "tool_input": {"command": "rm -rf /tmp/build"}}
+    outcome = await registry.fire("PreToolUse", {**call, "tool_use_id": "t1"})
+    assert outcome.blocked
+    assert outcome.reason == "rm -rf is not allowed"
+    assert log.read_text() == "rm -rf /tmp/build\n"
+
+
+# "When multiple PreToolUse hooks return updatedInput ... the last one to finish takes
+# effect. Since hooks run in parallel, the order is non-deterministic": orchestra takes
+# the last in config order (the conformance page says so), whichever finished first
+async def test_of_two_rewrites_the_last_in_config_order_wins(tmp_path: Path) -> None:
+    def rewrite(command: str, delay: float) -> str:
+        answer = {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "updatedInput": {"command": command},
+            }
+        }
+        return f"sleep {delay}; echo {shlex.quote(json.dumps(answer))}"
+
+    registry = load(
+        two_hooks(tmp_path, rewrite("ls -l", 0.5), rewrite("ls -a", 0)), project_dir=tmp_path
+    )
+    call = {"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t1"}
+    outcome = await registry.fire("PreToolUse", call)
+    assert outcome.modified_input == {"command": "ls -a"}
