@@ -168,6 +168,8 @@ def _can_use_tool(
             "tool_input": tool_input,
             "tool_use_id": context.tool_use_id,
         }
+        if context.suggestions:  # the "always allow" options, as the reference shows them
+            payload["permission_suggestions"] = [s.to_dict() for s in context.suggestions]
         with _span("PermissionRequest", payload):
             outcome = await policy.fire("PermissionRequest", payload)
             if outcome is not None and (outcome.blocked or outcome.decision == "deny"):

@@ -468,3 +468,27 @@ async def test_an_mcp_tool_matches_lobehubs_identifier_api_name(tmp_path: Path) 
     assert specific(denied)["permissionDecision"] == "deny"
     assert specific(denied)["permissionDecisionReason"] == "no new issues today"
     assert allowed == {}
+
+
+async def test_a_permission_request_carries_the_permission_suggestions(tmp_path: Path) -> None:
+    # The reference: "An optional `permission_suggestions` array contains the "always
+    # allow" options the user would normally see in the permission dialog"
+    log = tmp_path / "events.jsonl"
+    hooks = {"PermissionRequest": [command(f"cat >> {log}; echo >> {log}")]}
+    options = with_hooks(ClaudeAgentOptions(), registry=load(tmp_path, hooks))
+    suggestion = {
+        "type": "addRules",
+        "rules": [{"toolName": "Bash", "ruleContent": "rm -rf node_modules"}],
+        "behavior": "allow",
+        "destination": "localSettings",
+    }
+    request = {
+        "tool_name": "Bash",
+        "tool_use_id": "p1",
+        "input": {"command": "rm -rf node_modules"},
+        "permission_suggestions": [suggestion],
+    }
+    await _stream(options, FakeCLI([("can_use_tool", request)]))
+    [event] = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert event["permission_suggestions"] == [suggestion]
+    assert event["tool_input"] == {"command": "rm -rf node_modules"}
