@@ -162,7 +162,7 @@ def _can_use_tool(
     async def can_use_tool(
         tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
-        payload = {
+        payload: dict[str, Any] = {
             "hook_event_name": "PermissionRequest",
             "tool_name": tool_name,
             "tool_input": tool_input,
