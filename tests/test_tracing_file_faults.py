@@ -110,6 +110,8 @@ def _ran(out: Path, tasks: int) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's job is
+        # a SIGINT ignored by whatever started the tests (a background job) is not inherited
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stdout is not None
     assert proc.stdout.readline() == "ran\n"
@@ -134,7 +136,11 @@ def test_ctrl_c_does_not_cut_the_trace_file_short(tmp_path: Path) -> None:
     out = tmp_path / "run.jsonl"
     proc = _ran(out, 3000)
     os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    try:
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()  # no orphan left behind if it did not end
+        proc.communicate()
     assert proc.returncode == -signal.SIGINT  # Python exits "by" the signal, after its exit hooks
     assert "KeyboardInterrupt" in err
     names = [span["name"] for span in ot.read_jsonl(out)]

@@ -20,6 +20,7 @@ waits for no thread (the journal is crash-safe: what settled is on disk).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shlex
 import signal
@@ -30,7 +31,6 @@ from types import FrameType
 from typing import Any, Final, NoReturn, TypeVar, final
 
 import anyio
-import anyio.abc
 
 from orchestra import DAG, RunContext, RunResult, TaskHooks
 
@@ -170,39 +170,52 @@ def resume_command(run_id: str) -> str:
 def run_stoppable(stop: Stop, fn: Callable[..., Awaitable[_T]], *args: Any) -> _T | None:
     """``anyio.run(fn, *args)`` (asyncio) that the first SIGINT or SIGTERM cancels.
 
+    The command's own handlers hold from before the event loop starts to the process's
+    exit, so no signal falls between two handlers (a second Ctrl-C pressed as the run
+    winds down was lost when a signal receiver of the loop's was closed): the first signal
+    cancels the work from the loop, where what it waits for is said; a second exits at once.
+
     Returns:
         What ``fn`` returned, or None when a signal cancelled it (``stop.signum``).
     """
     done: list[_T] = []
     failed: list[BaseException] = []
+    wake: list[Callable[[], None]] = []  # the running loop's way in: set while it runs
 
-    async def watch(scope: anyio.CancelScope, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        with anyio.open_signal_receiver(*_SIGNALS) as signals:
-            task_status.started()
-            async for signum in signals:
-                if stop.signum is None:
-                    stop.first(signum)
-                    scope.cancel()
-                else:
-                    stop.abandon(signum)
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if stop.signum is not None:
+            stop.abandon(signum, frame)
+        stop.signum = signum
+        for call in wake:
+            call()
 
     async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            work = anyio.CancelScope()
-            await tg.start(watch, work)
-            with work:
-                try:
-                    done.append(await fn(*args))
-                except anyio.get_cancelled_exc_class():
-                    raise
-                except BaseException as exc:  # kept aside: not wrapped in a group
-                    failed.append(exc)
-            tg.cancel_scope.cancel()  # the watcher: the work ended
+        work = anyio.CancelScope()
 
-    anyio.run(main, backend="asyncio")
-    if stop.signum is not None:  # from here to the exit, a second signal exits at once
-        for signum in _SIGNALS:
-            signal.signal(signum, stop.abandon)
+        def stopping() -> None:
+            if stop.signum is not None:
+                stop.first(stop.signum)
+                work.cancel()
+
+        loop = asyncio.get_running_loop()
+        wake.append(lambda: loop.call_soon_threadsafe(stopping))
+        stopping()  # a signal before the loop ran
+        with work:
+            try:
+                done.append(await fn(*args))
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as exc:  # kept aside, as the runner would format it
+                failed.append(exc)
+        wake.clear()
+
+    previous = {signum: signal.signal(signum, on_signal) for signum in _SIGNALS}
+    try:
+        anyio.run(main, backend="asyncio")
+    finally:
+        if stop.signum is None:  # nothing stopped: the program's own handlers again
+            for signum, handler in previous.items():
+                signal.signal(signum, signal.SIG_DFL if handler is None else handler)
     if failed:
         raise failed[0]
     return done[0] if done else None
