@@ -73,6 +73,16 @@ def _start(tmp_path: Path) -> subprocess.Popen[str]:
     return proc
 
 
+def _finish(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
+    """What the command printed once it exited; killed if it did not (no orphan process)."""
+    try:
+        return proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
 def _read_line(proc: subprocess.Popen[str]) -> str:
     assert proc.stderr is not None
     return proc.stderr.readline().rstrip("\n")
@@ -90,7 +100,7 @@ def test_a_first_ctrl_c_says_what_it_waits_for_and_the_run_ends_cancelled(
     )
     assert proc.poll() is None
     (tmp_path / "release").touch()
-    out, err = proc.communicate(timeout=120)
+    out, err = _finish(proc, 120)
     assert proc.returncode == 130  # 128 + SIGINT, as a shell reports a Ctrl-C
     assert "Traceback" not in err
     assert "Aborted!" not in err
@@ -127,7 +137,7 @@ def test_a_second_signal_exits_at_once_cleanly(
     proc.send_signal(signum)
     assert "stopping the run; waiting for crunch" in _read_line(proc)
     proc.send_signal(signum)
-    _, err = proc.communicate(timeout=60)  # crunch, never released, would take two minutes
+    _, err = _finish(proc, 60)  # crunch, never released, would take two minutes
     assert proc.returncode == code
     assert "Traceback" not in err
     assert "Exception ignored" not in err

@@ -222,7 +222,14 @@ async def _cpu_50us() -> None:
         pass
 
 
-async def test_a_heartbeat_beside_cpu_bound_bodies_keeps_beating() -> None:
+TRIES = 3
+"""Tries of each fairness test: a neighbour's burst can stall any one of them past the
+bound; a scheduler that does not slice its work misses it on every try (a 64 x 64 batch
+of these bodies holds the loop for 0.2 s)."""
+
+
+async def _heartbeat_gap() -> tuple[float, float]:
+    """The largest gap of a 10 ms heartbeat beside 6,000 CPU-bound bodies, and its bound."""
     dag = _dag_of(6_000, _cpu_50us)  # 0.3 s of bodies: one 64 x 64 batch would be 0.2 s
     gaps: list[float] = []
     running = True
@@ -243,10 +250,18 @@ async def test_a_heartbeat_beside_cpu_bound_bodies_keeps_beating() -> None:
         running = False
     assert result.ok
     assert len(gaps) >= 3
-    assert max(gaps) < bound, f"largest heartbeat gap {max(gaps) * 1e3:.0f} ms"
+    return max(gaps), bound
 
 
-async def test_a_task_timeout_fires_on_time_among_cpu_bound_bodies() -> None:
+async def test_a_heartbeat_beside_cpu_bound_bodies_keeps_beating() -> None:
+    tries = [await _heartbeat_gap() for _ in range(TRIES)]
+    assert any(gap < bound for gap, bound in tries), "largest heartbeat gaps " + ", ".join(
+        f"{gap * 1e3:.0f} ms (bound {bound * 1e3:.0f})" for gap, bound in tries
+    )
+
+
+async def _timeout_lateness() -> tuple[float, float]:
+    """How late a 50 ms task timeout fires among 6,000 CPU-bound bodies, and its bound."""
     fired: list[float] = []
 
     async def waits() -> None:
@@ -263,7 +278,14 @@ async def test_a_task_timeout_fires_on_time_among_cpu_bound_bodies() -> None:
     bound = BOUND + 2 * await _machine_stall()
     result = await orchestra.run(dag, max_concurrency=64)
     assert result.states["timeout"] is S.FAILED
-    assert fired[0] - 0.05 < bound, f"fired {(fired[0] - 0.05) * 1e3:.0f} ms late"
+    return fired[0] - 0.05, bound
+
+
+async def test_a_task_timeout_fires_on_time_among_cpu_bound_bodies() -> None:
+    tries = [await _timeout_lateness() for _ in range(TRIES)]
+    assert any(late < bound for late, bound in tries), "fired late by " + ", ".join(
+        f"{late * 1e3:.0f} ms (bound {bound * 1e3:.0f})" for late, bound in tries
+    )
 
 
 # -- fail_fast keeps every real failure ------------------------------------------------

@@ -212,7 +212,8 @@ async def test_pipelining_matches_answers_by_id(
 async def test_one_in_flight_by_default(worker: Path, tmp_path: Path, leaks: LeakCheck) -> None:
     # Two events at once, one at a time: the second waits for the first's answer. A
     # worker holding 2 before answering never gets the second: the first times out.
-    async with registry(worker, tmp_path, timeout=0.5) as reg:
+    # (2.5 s: the process must start within the first event's timeout on a loaded machine)
+    async with registry(worker, tmp_path, timeout=2.5) as reg:
         results: list[HookOutcome] = []
 
         async def one(n: int) -> None:
@@ -223,8 +224,8 @@ async def test_one_in_flight_by_default(worker: Path, tmp_path: Path, leaks: Lea
             group.start_soon(one, 1)
     errors = sorted(error_of(outcome) for outcome in results)
     assert errors == [
-        "timed out after 0.5 s",
-        "timed out after 0.5 s waiting for the process",
+        "timed out after 2.5 s",
+        "timed out after 2.5 s waiting for the process",
     ]
     await leaks.check()
 
