@@ -14,13 +14,7 @@ from orchestra._exports import lazy as _lazy
 if _typing.TYPE_CHECKING:
     from orchestra._budget import Budget as Budget
     from orchestra._chain import HookChain as HookChain
-    from orchestra._decisions import Decision as Decision
-    from orchestra._decisions import Delegate as Delegate
-    from orchestra._decisions import Fail as Fail
-    from orchestra._decisions import Replace as Replace
-    from orchestra._decisions import Retry as Retry
-    from orchestra._decisions import Skip as Skip
-    from orchestra._decisions import merge as merge
+    from orchestra._decisions import *  # noqa: F403  # the names of _DECISIONS
     from orchestra._errors import BudgetExceeded as BudgetExceeded
     from orchestra._errors import ConfigError as ConfigError
     from orchestra._errors import DAGError as DAGError
@@ -55,32 +49,31 @@ if _typing.TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
+_DECISIONS: _typing.Final = ("Decision", "Delegate", "Fail", "Replace", "Retry", "Skip", "merge")
+"""The decisions' names, as ``orchestra._decisions.__all__`` says them (a test keeps the two
+the same; listed here too so that ``import orchestra`` loads nothing)."""
+
 __all__ = [
+    *_DECISIONS,
     "DAG",
     "Budget",
     "BudgetExceeded",
     "BudgetUse",
     "ConfigError",
     "DAGError",
-    "Decision",
-    "Delegate",
     "DispatchError",
     "Dispatcher",
     "ExecutionMode",
     "Executor",
-    "Fail",
     "HookChain",
     "HookError",
     "Journal",
     "JournalError",
     "LocalExecutor",
     "OrchestraError",
-    "Replace",
-    "Retry",
     "RetryPolicy",
     "RunContext",
     "RunResult",
-    "Skip",
     "Subagent",
     "SubagentHookContext",
     "SubagentHooks",
@@ -93,7 +86,6 @@ __all__ = [
     "TaskState",
     "ToolDenied",
     "TriggerRule",
-    "merge",
     "run",
     "run_sync",
 ]
@@ -104,15 +96,9 @@ __all__ = [
 # the subagent dispatcher and the journal package each when used, as some programs only
 # need them.
 _CORE: _typing.Final = {
+    **dict.fromkeys(_DECISIONS, "orchestra._decisions"),
     "Budget": "orchestra._budget",
     "HookChain": "orchestra._chain",
-    "Decision": "orchestra._decisions",
-    "Delegate": "orchestra._decisions",
-    "Fail": "orchestra._decisions",
-    "Replace": "orchestra._decisions",
-    "Retry": "orchestra._decisions",
-    "Skip": "orchestra._decisions",
-    "merge": "orchestra._decisions",
     "BudgetExceeded": "orchestra._errors",
     "ConfigError": "orchestra._errors",
     "DAGError": "orchestra._errors",

@@ -11,7 +11,7 @@ from typing import Final, final
 
 import attrs
 
-from orchestra._decisions import Decision, Fail, Retry
+from orchestra._decisions import Again, Decision, Fail, Retry
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "RetryBudget", "Verdict", "after_failure"]
 
@@ -57,16 +57,16 @@ class Verdict:
     """What follows a failed attempt (internal).
 
     Attributes:
-        decision: what holds: ``Retry`` (run it again), ``Skip``, ``Fail``, ``Delegate``,
-            or None for a plain failure (nobody had an opinion).
+        decision: what holds: ``Retry`` (any ``Again``: run it again), ``Skip``, ``Fail``,
+            ``Delegate``, or None for a plain failure (nobody had an opinion).
         hook: the label of the hook whose answer it is, or None (the engine's own policy).
-        overruled: a ``Retry`` that a cap refused, if ``decision`` is the ``Fail`` that
-            replaced it.
+        overruled: a ``Retry`` (an ``Again``) that a cap refused, if ``decision`` is the
+            ``Fail`` that replaced it.
     """
 
     decision: Decision | None
     hook: str | None = None
-    overruled: Retry | None = None
+    overruled: Again | None = None
 
 
 def after_failure(
@@ -84,13 +84,13 @@ def after_failure(
         decision: the merged answer of the ``on_failure`` hooks (None: no opinion).
         hook: the label of the hook that gave it.
         attempt: the attempt that failed, 1-based.
-        max_attempts: the attempt cap; a ``Retry`` at it becomes ``Fail``.
+        max_attempts: the attempt cap; a ``Retry`` (an ``Again``) at it becomes ``Fail``.
         fallback: the engine's own answer when no hook has an opinion.
         budget: the run's retry budget, spent by each ``Retry`` that goes ahead.
     """
     if decision is None:
         decision = fallback
-    if type(decision) is not Retry:
+    if not isinstance(decision, Again):
         return Verdict(decision=decision, hook=hook)
     refusal = f"attempt cap of {max_attempts} reached" if attempt >= max_attempts else None
     if refusal is None and budget is not None:

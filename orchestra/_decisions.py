@@ -1,14 +1,20 @@
-"""Decisions: the answers hooks give, as frozen values, and how several answers merge."""
+"""Decisions: the answers hooks give, as frozen values, and how several answers merge.
+
+Each decision type is declared once, here, by three things: its class, whose base says how
+every engine carries it out (``Again``: run the work again after ``delay``; the others by
+their own type); its place in ``Decision``, whose order is the merge's precedence; and
+the moments that may give it, which say so in their return annotations
+(``TaskHooks.on_failure(...) -> Retry | Skip | Fail | Replace | ...``: ``orchestra._moments``
+reads them, as mypy does). Exports follow ``__all__``.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Final, TypeAlias, final
+from typing import Any, Final, TypeAlias, final, get_args
 
 import attrs
-
-__all__ = ["Decision", "Delegate", "Fail", "GiveOutput", "Replace", "Retry", "Skip", "merge"]
 
 
 def _non_negative_finite(_inst: object, attribute: attrs.Attribute[float], value: float) -> None:
@@ -17,10 +23,20 @@ def _non_negative_finite(_inst: object, attribute: attrs.Attribute[float], value
 
 
 @attrs.frozen
-class Retry:
-    """Run the failed work again after ``delay`` seconds."""
+class Again:
+    """The base of the decisions every engine carries out by running the work again (internal).
+
+    An engine runs it again after ``delay`` seconds, within its attempt cap and retry
+    budget (``orchestra._attempts.after_failure``); among several of the same rank the
+    longest delay wins.
+    """
 
     delay: float = attrs.field(default=0.0, validator=_non_negative_finite)
+
+
+@attrs.frozen
+class Retry(Again):
+    """Run the failed work again after ``delay`` seconds."""
 
 
 @attrs.frozen
@@ -84,11 +100,20 @@ class GiveOutput:
     value: Any
 
 
-Decision: TypeAlias = Retry | Skip | Fail | Delegate | Replace
-"""Any decision a hook can return."""
+Decision: TypeAlias = Fail | Skip | Delegate | Retry | Replace
+"""Any decision a hook can return (in precedence order: the first wins a merge)."""
 
-# Precedence of decisions when several hooks answer the same moment.
-_RANK: Final[dict[type, int]] = {Fail: 5, Skip: 4, Delegate: 3, Retry: 2, Replace: 1}
+__all__ = ["Decision", "Delegate", "Fail", "Replace", "Retry", "Skip", "merge"]
+"""What ``orchestra`` exports: each decision, the union, ``merge`` (``GiveOutput`` is
+``orchestra.bridge``'s); here, beside the union, as a new decision joins both."""
+
+DECISIONS: Final[dict[str, type]] = {cls.__name__: cls for cls in get_args(Decision)}
+"""Every decision type, by name, in precedence order (internal)."""
+
+# Precedence of decisions when several hooks answer the same moment: Decision's order.
+_RANK: Final[dict[type, int]] = {
+    cls: len(DECISIONS) - i for i, cls in enumerate(DECISIONS.values())
+}
 _REPLACE: Final = _RANK[Replace]
 
 
@@ -109,10 +134,10 @@ def pick(answers: Sequence[Decision | None], *, chained: bool = False) -> int:
         rank = _RANK[type(answer)]
         if rank > best_rank:
             best, best_rank = i, rank
-            if isinstance(answer, Retry):
+            if isinstance(answer, Again):
                 best_delay = answer.delay
         elif rank == best_rank:
-            if isinstance(answer, Retry):
+            if isinstance(answer, Again):
                 if answer.delay > best_delay:
                     best, best_delay = i, answer.delay
             elif chained and rank == _REPLACE:

@@ -1,22 +1,25 @@
 """The moments of each hook trait, and the checks a hook object passes at registration.
 
-For each moment: the arguments it takes, the answers it may give, and, for the moments
-where ``Replace`` chains (``before_*``, ``after_*``), how a ``Replace`` becomes the next
-hook's arguments. ``check`` refuses, as pluggy does at registration, a method whose name
-is close to a moment but is not one, an overridden moment whose signature cannot take the
-moment's arguments, and an object that implements no moment of the trait.
+For each moment: the arguments it takes, the answers it may give (those its method's
+return annotation on the trait names: the one place that says it, which mypy reads too),
+and, for the moments where ``Replace`` chains (``before_*``, ``after_*``), how a
+``Replace`` becomes the next hook's arguments. ``check`` refuses, as pluggy does at
+registration, a method whose name is close to a moment but is not one, an overridden
+moment whose signature cannot take the moment's arguments, and an object that
+implements no moment of the trait.
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Final, TypeAlias, final
+from typing import Any, Final, TypeAlias, final, get_args
 
 import attrs
 
-from orchestra._decisions import Delegate, Fail, GiveOutput, Replace, Retry, Skip
+from orchestra._decisions import DECISIONS, GiveOutput
 from orchestra._errors import did_you_mean
 from orchestra._hooks import SubagentHooks, TaskHooks
 
@@ -54,6 +57,19 @@ def _agent_output(args: _Args, value: Any) -> _Args:
     return (args[0], attrs.evolve(args[1], output=value))
 
 
+def _answers(trait: type, moment: str) -> tuple[type, ...]:
+    """The decisions ``trait.moment`` may give: those its return annotation names, in order."""
+    method = getattr(trait, moment)
+    annotation = eval(  # the trait's own annotation (PEP 563 keeps it a string)
+        inspect.get_annotations(method)["return"], vars(sys.modules[trait.__module__])
+    )
+    return tuple(t for t in get_args(annotation) if t in DECISIONS.values())
+
+
+def _spec(trait: type, name: str, params: tuple[str, ...], chain: Any = None) -> Moment:
+    return Moment(params=params, allowed=_answers(trait, name), chain=chain)
+
+
 @final
 @attrs.frozen(kw_only=True)
 class Moment:
@@ -72,19 +88,20 @@ class Moment:
     chain: Callable[[_Args, Any], _Args] | None = None
 
 
+_T, _S = TaskHooks, SubagentHooks
 MOMENTS: Final[Mapping[type, Mapping[str, Moment]]] = {
     TaskHooks: {
-        "before_run": Moment(params=("ctx",), allowed=(Fail,)),
-        "before_execute": Moment(params=("ctx",), allowed=(Skip, Fail, Replace), chain=_inputs),
-        "after_execute": Moment(params=("ctx", "result"), allowed=(Replace,), chain=_output),
-        "on_failure": Moment(params=("ctx", "error"), allowed=(Retry, Skip, Fail, Replace)),
-        "on_end": Moment(params=("ctx", "state"), allowed=()),
-        "after_run": Moment(params=("ctx", "result"), allowed=()),
+        "before_run": _spec(_T, "before_run", ("ctx",)),
+        "before_execute": _spec(_T, "before_execute", ("ctx",), _inputs),
+        "after_execute": _spec(_T, "after_execute", ("ctx", "result"), _output),
+        "on_failure": _spec(_T, "on_failure", ("ctx", "error")),
+        "on_end": _spec(_T, "on_end", ("ctx", "state")),
+        "after_run": _spec(_T, "after_run", ("ctx", "result")),
     },
     SubagentHooks: {
-        "before_dispatch": Moment(params=("ctx",), allowed=(Fail, Delegate, Replace), chain=_text),
-        "after_dispatch": Moment(params=("ctx", "result"), allowed=(Replace,), chain=_agent_output),
-        "on_failure": Moment(params=("ctx", "error"), allowed=(Retry, Fail, Delegate, Replace)),
+        "before_dispatch": _spec(_S, "before_dispatch", ("ctx",), _text),
+        "after_dispatch": _spec(_S, "after_dispatch", ("ctx", "result"), _agent_output),
+        "on_failure": _spec(_S, "on_failure", ("ctx", "error")),
     },
 }
 """The moments of each trait, in the order they happen."""

@@ -16,7 +16,7 @@ import anyio
 import attrs
 
 from orchestra._attempts import after_failure
-from orchestra._decisions import Decision, Delegate, Replace, Retry
+from orchestra._decisions import Again, Decision, Delegate, Replace
 from orchestra._errors import DispatchError, HookError
 from orchestra._hooks import ExecutionMode, SubagentHookContext, subagent_context
 from orchestra._reporting import report_also, stop_reporting
@@ -210,16 +210,15 @@ class _Dispatch:
                         if self.spent:  # the figures as this attempt ends
                             set_budget_use(self.at.span, [spent.use() for spent in self.spent])
                         self.at = NO_ATTEMPT
-            if type(outcome) is Retry:
+            if isinstance(outcome, Again):
                 if outcome.delay:
                     await anyio.sleep(outcome.delay)
                 continue
-            assert not isinstance(outcome, Retry)
             return outcome
 
     async def attempt_once(
         self, agent: Subagent, session: _Session
-    ) -> SubagentResult | Delegation | Retry:
+    ) -> SubagentResult | Delegation | Again:
         """One attempt: hooks around one run; what comes next, or DispatchError."""
         d = self.d
         text = self.text = self.task
@@ -289,7 +288,7 @@ class _Dispatch:
             return Delegation(decision=decision, hook=by, cause=cause)
         raise self.failed(decision, by) from cause
 
-    async def after_failure(self, exc: Exception) -> SubagentResult | Delegation | Retry:
+    async def after_failure(self, exc: Exception) -> SubagentResult | Delegation | Again:
         """What follows a failed attempt: retry, delegate, recover, or DispatchError."""
         d = self.d
         name = self.name
@@ -313,7 +312,7 @@ class _Dispatch:
                 reason,
             ) from exc
         self.at.decision(decision, by)
-        if type(decision) is Retry:
+        if isinstance(decision, Again):
             return decision
         if type(decision) is Delegate:
             return Delegation(decision=decision, hook=by, cause=exc)

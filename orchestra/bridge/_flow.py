@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 from opentelemetry.trace import Span
 
 from orchestra._attempts import RetryBudget, after_failure
-from orchestra._decisions import Decision, GiveOutput, Replace, Retry, Skip
+from orchestra._decisions import Again, Decision, GiveOutput, Replace, Retry, Skip
 from orchestra._errors import TaskFailed
 from orchestra._hooks import TaskHookContext
 from orchestra.bridge._answers import DoFail, DoGive, DoRun, DoSkip, DoSleep, Ended
@@ -141,7 +141,7 @@ class Flow:
             budget=self._budget,
         )
         decision, by = verdict.decision, verdict.hook or (_TASK_RETRIES if fallback else None)
-        if type(decision) is Retry:
+        if isinstance(decision, Again):
             self._record(decision, by)
             if self.span is not None:
                 self.span.set_attribute(names.ATTR_TASK_STATE, names.STATE_RETRYING)
@@ -185,7 +185,7 @@ class Flow:
             ctx = self._ctx = self._context(self)  # type: ignore[arg-type]  # a Flow is always a TaskAttempts
         return ctx
 
-    def _record(self, decision: Decision, by: str | None) -> None:
+    def _record(self, decision: Decision | Again, by: str | None) -> None:
         if self.span is not None:
             record_decision(self.span, decision, by, attempt=self.attempt)
 

@@ -25,7 +25,7 @@ import anyio
 
 from orchestra._attempts import Verdict
 from orchestra._attempts import after_failure as _after_failure
-from orchestra._decisions import GiveOutput, Replace, Retry
+from orchestra._decisions import Again, GiveOutput, Replace, Retry
 from orchestra._hooks import NO_INPUTS
 from orchestra.dag._contexts import attempt_context
 from orchestra.dag._run_hooks import ends_first
@@ -248,7 +248,7 @@ async def failed(run: _Run, t: _Task, error: Exception) -> bool:
         fallback=Retry(t.task.retry_delay) if run.state.attempts[t.i] <= t.task.retries else None,
         budget=run.budget,
     )
-    if type(verdict.decision) is Retry and verdict.overruled is None:
+    if isinstance(verdict.decision, Again) and verdict.overruled is None:
         t.failure = None  # a retry's wait, cancelled, ends it CANCELLED
         t.at.decision(verdict.decision, verdict.hook or _TASK_RETRIES)
         t.at.end(STATE_RETRYING)
