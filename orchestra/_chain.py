@@ -10,7 +10,7 @@ precedence.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 
 import attrs
 
@@ -22,7 +22,7 @@ from orchestra._calling import (
     call_traced,
     call_traced_now,
 )
-from orchestra._decisions import Decision
+from orchestra._decisions import Again, Decision
 from orchestra._errors import did_you_mean
 from orchestra._hooks import NO_INPUTS, TaskHookContext, TaskHooks, task_context
 from orchestra._moments import MOMENTS, Moment, check, hook_objects
@@ -33,10 +33,14 @@ if TYPE_CHECKING:
 
     from orchestra.dag._model import Task, TaskState
 
-__all__ = ["DEFAULT_HOOK_TIMEOUT", "HookChain"]
+__all__ = ["DEFAULT_HOOK_TIMEOUT", "Carries", "HookChain"]
 
 DEFAULT_HOOK_TIMEOUT: Final = 60.0
 """Seconds a hook call may take unless the hook object or the engine says otherwise."""
+
+Carries: TypeAlias = Mapping[str, Iterable[type[Decision] | type[Again]]]
+"""The answers an engine carries out, by moment (``HookChain``'s ``carries``): decision
+classes, or a base (``Again``) for every decision declared as one."""
 
 
 @final
@@ -66,7 +70,8 @@ class HookChain:
             object with ``blocking = True`` has its ``def`` hooks called in worker
             threads instead, where the timeout abandons them and the engine goes on.
         carries: for an engine that carries out only some of a moment's answers, the
-            decision classes it carries out, by moment (a moment left out keeps every
+            decision classes it carries out, by moment (a base, ``Again``, stands for
+            every class under it the moment allows; a moment left out keeps every
             answer it allows). Any other answer there is a hook error, as an answer the
             moment does not allow is: logged, passed to ``on_error``, and no opinion
             (``Fail`` for a ``fail_closed`` hook). An agent bridge whose model decides
@@ -94,7 +99,7 @@ class HookChain:
         trait: type = TaskHooks,
         timeout: float | None = DEFAULT_HOOK_TIMEOUT,
         *,
-        carries: Mapping[str, Iterable[type[Decision]]] | None = None,
+        carries: Carries | None = None,
     ) -> None:
         moments = MOMENTS.get(trait)
         if moments is None:
@@ -304,9 +309,7 @@ class HookChain:
         return f"<HookChain {self._trait.__name__}: {moments or 'no hooks'}>"
 
 
-def _carried(
-    trait: type, moments: Mapping[str, Moment], carries: Mapping[str, Iterable[type[Decision]]]
-) -> Mapping[str, Moment]:
+def _carried(trait: type, moments: Mapping[str, Moment], carries: Carries) -> Mapping[str, Moment]:
     """The trait's moments, each narrowed to the answers the engine carries out there."""
     if not isinstance(carries, Mapping):
         raise TypeError(f"carries must be a mapping of moment -> decision classes, got {carries!r}")
@@ -318,8 +321,13 @@ def _carried(
                 f"carries names {moment!r}, which is not a moment of {trait.__name__}"
                 + did_you_mean(str(moment), moments)
             )
-        kept = tuple(classes)
-        stray = ", ".join(getattr(c, "__name__", repr(c)) for c in kept if c not in spec.allowed)
+        named = tuple(classes)  # a base (``Again``) stands for every allowed class under it
+        kept = tuple(t for t in spec.allowed if any(_under(t, c) for c in named))
+        stray = ", ".join(
+            getattr(c, "__name__", repr(c))
+            for c in named
+            if not any(_under(t, c) for t in spec.allowed)
+        )
         if stray:
             allowed = ", ".join(t.__name__ for t in spec.allowed) or "nothing"
             raise ValueError(
@@ -328,3 +336,8 @@ def _carried(
             )
         narrowed[moment] = attrs.evolve(spec, allowed=kept)
     return narrowed
+
+
+def _under(cls: type, named: object) -> bool:
+    """Whether the decision class ``cls`` is ``named`` or declared as one (``Retry``: ``Again``)."""
+    return isinstance(named, type) and issubclass(cls, named)

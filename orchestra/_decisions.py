@@ -24,11 +24,13 @@ def _non_negative_finite(_inst: object, attribute: attrs.Attribute[float], value
 
 @attrs.frozen
 class Again:
-    """The base of the decisions every engine carries out by running the work again (internal).
+    """The base of the decisions every engine carries out by running the work again.
 
-    An engine runs it again after ``delay`` seconds, within its attempt cap and retry
-    budget (``orchestra._attempts.after_failure``); among several of the same rank the
-    longest delay wins.
+    An engine runs the work again after ``delay`` seconds, within its attempt cap and
+    retry budget (``orchestra._attempts.after_failure``); among several answers of one
+    type the longest delay wins. Hooks answer a subclass (``Retry``); a bridge tests
+    ``isinstance(decision, Again)`` and names ``Again`` in its ``carries``, so that every
+    such decision is carried out the same way (public as ``orchestra.bridge.Again``).
     """
 
     delay: float = attrs.field(default=0.0, validator=_non_negative_finite)
@@ -104,8 +106,9 @@ Decision: TypeAlias = Fail | Skip | Delegate | Retry | Replace
 """Any decision a hook can return (in precedence order: the first wins a merge)."""
 
 __all__ = ["Decision", "Delegate", "Fail", "Replace", "Retry", "Skip", "merge"]
-"""What ``orchestra`` exports: each decision, the union, ``merge`` (``GiveOutput`` is
-``orchestra.bridge``'s); here, beside the union, as a new decision joins both."""
+"""What ``orchestra`` exports: each decision, the union, ``merge`` (``Again`` and
+``GiveOutput`` are ``orchestra.bridge``'s); here, beside the union, as a new decision joins
+both."""
 
 DECISIONS: Final[dict[str, type]] = {cls.__name__: cls for cls in get_args(Decision)}
 """Every decision type, by name, in precedence order (internal)."""
@@ -120,10 +123,11 @@ _REPLACE: Final = _RANK[Replace]
 def pick(answers: Sequence[Decision | None], *, chained: bool = False) -> int:
     """Return the index of the answer that wins the merge, or -1 if all are None.
 
-    Precedence is ``Fail > Skip > Delegate > Retry > Replace > None``; among several
-    ``Retry`` the longest delay wins, among others of the same kind the first, except
-    ``Replace`` when ``chained`` (each hook saw the value as replaced by those before it,
-    so the last holds every change).
+    Precedence is ``Fail > Skip > Delegate > Retry > Replace > None`` (``Decision``'s
+    order); among several ``Retry`` (several of one ``Again`` type) the longest delay
+    wins, among others of the same kind the first, except ``Replace`` when ``chained``
+    (each hook saw the value as replaced by those before it, so the last holds every
+    change).
     """
     best = -1
     best_rank = 0

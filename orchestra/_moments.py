@@ -12,10 +12,9 @@ implements no moment of the trait.
 from __future__ import annotations
 
 import inspect
-import sys
 from collections.abc import Callable, Iterable, Mapping
-from types import MappingProxyType
-from typing import Any, Final, TypeAlias, final, get_args
+from types import MappingProxyType, SimpleNamespace, UnionType
+from typing import Any, Final, TypeAlias, Union, final, get_args, get_origin, get_type_hints
 
 import attrs
 
@@ -58,12 +57,19 @@ def _agent_output(args: _Args, value: Any) -> _Args:
 
 
 def _answers(trait: type, moment: str) -> tuple[type, ...]:
-    """The decisions ``trait.moment`` may give: those its return annotation names, in order."""
+    """The decisions ``trait.moment`` may give: those its return annotation names, in order.
+
+    Only the return annotation is evaluated (``typing.get_type_hints``, in the trait's
+    module): some parameters name types imported for type checking only (``TaskState``).
+    """
     method = getattr(trait, moment)
-    annotation = eval(  # the trait's own annotation (PEP 563 keeps it a string)
-        inspect.get_annotations(method)["return"], vars(sys.modules[trait.__module__])
+    returns = SimpleNamespace(
+        __annotations__={"return": method.__annotations__["return"]},
+        __globals__=method.__globals__,
     )
-    return tuple(t for t in get_args(annotation) if t in DECISIONS.values())
+    annotation = get_type_hints(returns)["return"]
+    named = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+    return tuple(t for t in named if t in DECISIONS.values())
 
 
 def _spec(trait: type, name: str, params: tuple[str, ...], chain: Any = None) -> Moment:
@@ -88,20 +94,19 @@ class Moment:
     chain: Callable[[_Args, Any], _Args] | None = None
 
 
-_T, _S = TaskHooks, SubagentHooks
 MOMENTS: Final[Mapping[type, Mapping[str, Moment]]] = {
     TaskHooks: {
-        "before_run": _spec(_T, "before_run", ("ctx",)),
-        "before_execute": _spec(_T, "before_execute", ("ctx",), _inputs),
-        "after_execute": _spec(_T, "after_execute", ("ctx", "result"), _output),
-        "on_failure": _spec(_T, "on_failure", ("ctx", "error")),
-        "on_end": _spec(_T, "on_end", ("ctx", "state")),
-        "after_run": _spec(_T, "after_run", ("ctx", "result")),
+        "before_run": _spec(TaskHooks, "before_run", ("ctx",)),
+        "before_execute": _spec(TaskHooks, "before_execute", ("ctx",), _inputs),
+        "after_execute": _spec(TaskHooks, "after_execute", ("ctx", "result"), _output),
+        "on_failure": _spec(TaskHooks, "on_failure", ("ctx", "error")),
+        "on_end": _spec(TaskHooks, "on_end", ("ctx", "state")),
+        "after_run": _spec(TaskHooks, "after_run", ("ctx", "result")),
     },
     SubagentHooks: {
-        "before_dispatch": _spec(_S, "before_dispatch", ("ctx",), _text),
-        "after_dispatch": _spec(_S, "after_dispatch", ("ctx", "result"), _agent_output),
-        "on_failure": _spec(_S, "on_failure", ("ctx", "error")),
+        "before_dispatch": _spec(SubagentHooks, "before_dispatch", ("ctx",), _text),
+        "after_dispatch": _spec(SubagentHooks, "after_dispatch", ("ctx", "result"), _agent_output),
+        "on_failure": _spec(SubagentHooks, "on_failure", ("ctx", "error")),
     },
 }
 """The moments of each trait, in the order they happen."""

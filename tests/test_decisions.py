@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+import typing
+
 import attrs
 import pytest
 
-from orchestra import Delegate, Fail, Retry, Skip, merge
+from orchestra import Delegate, Fail, Replace, Retry, Skip, merge
 
 
 def test_decisions_are_frozen_hashable_values() -> None:
@@ -54,49 +58,82 @@ def test_merge_precedence(answers: list[object], expected: object) -> None:
     assert merge(answers) == expected  # type: ignore[arg-type]
 
 
-def test_each_decision_is_declared_once_and_the_tables_follow() -> None:
-    """The precedence is ``Decision``'s order, the exports ``_decisions.__all__``."""
-    import typing
-
-    import orchestra
-    from orchestra import _decisions
-
-    assert [cls.__name__ for cls in typing.get_args(_decisions.Decision)] == [
-        "Fail", "Skip", "Delegate", "Retry", "Replace",
-    ]  # fmt: skip
-    ranks = [_decisions._RANK[cls] for cls in typing.get_args(_decisions.Decision)]
-    assert ranks == sorted(ranks, reverse=True)
-    assert tuple(_decisions.__all__) == orchestra._DECISIONS
-    assert set(_decisions.__all__) <= set(orchestra.__all__)
+# What DESIGN.md ("Hook traits") says each moment may answer, besides None, in its order.
+DESIGNED_ANSWERS = {
+    ("TaskHooks", "before_run"): ("Fail",),
+    ("TaskHooks", "before_execute"): ("Skip", "Fail", "Replace"),
+    ("TaskHooks", "after_execute"): ("Replace",),
+    ("TaskHooks", "on_failure"): ("Retry", "Skip", "Fail", "Replace"),
+    ("TaskHooks", "on_end"): (),
+    ("TaskHooks", "after_run"): (),
+    ("SubagentHooks", "before_dispatch"): ("Fail", "Delegate", "Replace"),
+    ("SubagentHooks", "after_dispatch"): ("Replace",),
+    ("SubagentHooks", "on_failure"): ("Retry", "Fail", "Delegate", "Replace"),
+}
 
 
-def test_what_a_moment_may_answer_is_its_return_annotation() -> None:
-    from orchestra import Delegate, Fail, Replace, Retry, Skip, SubagentHooks, TaskHooks
+def test_what_each_moment_may_answer_is_what_the_design_says() -> None:
+    """``MOMENTS``' allowed answers are read from the traits' return annotations."""
     from orchestra._moments import MOMENTS
 
     allowed = {
-        (trait.__name__, name): moment.allowed
+        (trait.__name__, name): tuple(cls.__name__ for cls in moment.allowed)
         for trait, moments in MOMENTS.items()
         for name, moment in moments.items()
     }
-    assert allowed == {
-        ("TaskHooks", "before_run"): (Fail,),
-        ("TaskHooks", "before_execute"): (Skip, Fail, Replace),
-        ("TaskHooks", "after_execute"): (Replace,),
-        ("TaskHooks", "on_failure"): (Retry, Skip, Fail, Replace),
-        ("TaskHooks", "on_end"): (),
-        ("TaskHooks", "after_run"): (),
-        ("SubagentHooks", "before_dispatch"): (Fail, Delegate, Replace),
-        ("SubagentHooks", "after_dispatch"): (Replace,),
-        ("SubagentHooks", "on_failure"): (Retry, Fail, Delegate, Replace),
-    }
-    assert TaskHooks in MOMENTS
-    assert SubagentHooks in MOMENTS
+
+    assert allowed == DESIGNED_ANSWERS
+
+
+def test_the_precedence_is_the_order_of_the_decision_union() -> None:
+    """DESIGN.md: ``Fail > Skip > Delegate > Retry > Replace > None``."""
+    from orchestra import _decisions
+
+    order = [cls.__name__ for cls in typing.get_args(_decisions.Decision)]
+    ranks = [_decisions._RANK[cls] for cls in typing.get_args(_decisions.Decision)]
+
+    assert order == ["Fail", "Skip", "Delegate", "Retry", "Replace"]
+    assert ranks == sorted(set(ranks), reverse=True)  # distinct, falling
+    assert list(_decisions.DECISIONS) == order
+    one_of_each = [Replace(1), Retry(1.0), Delegate("b"), Skip("s"), Fail("f")]
+    for i, higher in enumerate(one_of_each):  # every lower answer loses to it, either side
+        for lower in one_of_each[:i]:
+            assert merge([lower, higher]) == merge([higher, lower]) == higher
+
+
+def test_orchestra_exports_the_decisions_as_their_module_declares_them() -> None:
+    import orchestra
+    from orchestra import _decisions
+
+    assert tuple(_decisions.__all__) == orchestra._DECISIONS
+    assert set(_decisions.__all__) <= set(orchestra.__all__)
+    for name in _decisions.__all__:
+        assert orchestra._CORE[name] == "orchestra._decisions"  # the lazy export map
+        assert getattr(orchestra, name) is getattr(_decisions, name)
+    assert "Again" not in orchestra.__all__  # a bridge's name: orchestra.bridge.Again
+    import orchestra.bridge
+
+    assert orchestra.bridge.Again is _decisions.Again
+    assert Retry.__module__ == "orchestra"  # shown under its public path
+
+
+def test_import_orchestra_loads_the_decisions_at_their_first_use() -> None:
+    script = (
+        "import sys, orchestra\n"
+        "before = 'orchestra._decisions' in sys.modules\n"
+        "orchestra.Skip\n"
+        "print(before, 'orchestra._decisions' in sys.modules, orchestra.Skip.__module__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True, timeout=120
+    )
+
+    assert out.stdout.split() == ["False", "True", "orchestra"]
 
 
 def test_a_run_again_decision_is_carried_out_by_its_base() -> None:
     """``Retry`` is an ``Again``: the engines run the work again for any of them."""
-    from orchestra._decisions import Again
+    from orchestra.bridge import Again
 
     assert isinstance(Retry(1.0), Again)
     assert Retry(1.0) != Again(1.0)  # a type of its own all the same

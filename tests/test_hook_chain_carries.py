@@ -21,6 +21,7 @@ from orchestra import (
     TaskHookContext,
     TaskHooks,
 )
+from orchestra.bridge import Again as RunAgain  # the base; ``Again`` here is a hook
 
 pytestmark = pytest.mark.anyio
 
@@ -148,3 +149,16 @@ def test_carries_holding_an_answer_the_moment_cannot_give_is_refused() -> None:
 def test_carries_that_is_no_mapping_is_refused() -> None:
     with pytest.raises(TypeError, match="carries must be a mapping"):
         HookChain([], TaskHooks, carries=[("on_failure", (Fail,))])  # type: ignore[arg-type]
+
+
+def test_carries_naming_a_base_keeps_every_allowed_decision_declared_as_one() -> None:
+    chain = HookChain([Again()], TaskHooks, carries={"on_failure": (RunAgain, Skip)})
+
+    decision, by = chain.call_now("on_failure", tctx(), RuntimeError("x"))
+
+    assert (decision, by) == (Retry(0.5), "Again.on_failure")
+
+
+def test_carries_naming_a_base_no_allowed_decision_is_declared_as_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"holds Again: TaskHooks.before_execute may answer Skip"):
+        HookChain([], TaskHooks, carries={"before_execute": (RunAgain, Skip)})

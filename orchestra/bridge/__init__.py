@@ -5,7 +5,8 @@ A bridge (an integration, or orchestra's own engines) writes no attempt loop: it
 ``failed(error)``) and carries out what it answers:
 
 - ``DoRun(inputs)``: run the body with these inputs;
-- ``DoSleep(delay)``: wait, then start the next attempt;
+- ``DoSleep(delay)``: wait, then start the next attempt (the answer to every ``Again``:
+  ``Retry``, and any decision declared as one);
 - ``DoGive(output)``: the work SUCCEEDED with this output (also when a hook gave it:
   ``Replace(GiveOutput(value))`` in ``before_execute``, a graph executor's ``block``);
 - ``DoSkip(reason)``: the work is given up, the run goes on;
@@ -77,6 +78,7 @@ from orchestra._approval import Approval as Approval
 from orchestra._approval import resume as resume
 from orchestra._attempts import DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS
 from orchestra._attempts import RetryBudget as RetryBudget
+from orchestra._decisions import Again as Again
 from orchestra._decisions import GiveOutput as GiveOutput
 from orchestra._exports import export as _export
 from orchestra._spending import RunBudgets as RunBudgets
@@ -145,6 +147,7 @@ __all__ = [
     "DISPATCH_AS_TOOL",
     "MAX_REJUDGE",
     "TOOL_AS_TASK",
+    "Again",
     "Answer",
     "Approval",
     "Ask",

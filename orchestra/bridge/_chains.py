@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
 
 from orchestra._ambient import resolve_policy
-from orchestra._chain import HookChain
+from orchestra._chain import Carries, HookChain
 from orchestra._decisions import Delegate, Fail, GiveOutput, Replace, Skip
 from orchestra._errors import HookError
 from orchestra._hooks import SubagentHookContext, SubagentHooks, TaskHooks
@@ -30,7 +30,6 @@ from orchestra.dag import Task, TaskState
 from orchestra.tracing import get_tracer
 
 if TYPE_CHECKING:
-    from orchestra._decisions import Decision
     from orchestra._hooks import TaskHookContext
     from orchestra.skills import HookOutcome, HookRegistry
 
@@ -49,8 +48,6 @@ __all__ = [
 MAX_REJUDGE: Final = 3
 """How often a hook's new input goes back to the guards before the call is refused."""
 
-Carries: TypeAlias = Mapping[str, Iterable[type["Decision"]]]
-"""The answers a bridge carries out, by moment (``HookChain``'s ``carries``)."""
 
 DISPATCH_AS_TOOL: Final[Carries] = MappingProxyType(
     {
@@ -75,7 +72,7 @@ TOOL_AS_TASK: Final[Carries] = MappingProxyType(
 """What a bridge carries out of a tool call its engine runs (a task): ``before_execute``
 skips or fails the call, rewrites its input or gives its output, ``after_execute`` rewrites
 the output; a failure is only observed (an engine that can run the tool again carries out
-more: ``{**TOOL_AS_TASK, "on_failure": (Retry, Skip)}``). A ``ToolChains``' ``task_answers``."""
+more: ``{**TOOL_AS_TASK, "on_failure": (Again, Skip)}``). A ``ToolChains``' ``task_answers``."""
 
 Before: TypeAlias = Callable[[ToolCall], Awaitable["Mapping[str, Any] | str | GiveOutput | None"]]
 """A bridge's ``before_*`` moment for the input the guards let through: ``None`` (run it),

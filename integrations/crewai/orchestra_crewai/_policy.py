@@ -36,7 +36,6 @@ import attrs
 import orchestra
 from orchestra import (
     ExecutionMode,
-    Retry,
     Skip,
     SubagentHookContext,
     SubagentResult,
@@ -45,6 +44,7 @@ from orchestra import (
 from orchestra.bridge import (
     DISPATCH_AS_TOOL,
     TOOL_AS_TASK,
+    Again,
     Ask,
     AttemptDriver,
     DoSleep,
@@ -65,8 +65,8 @@ DELEGATIONS: Final = frozenset({"delegate_work_to_coworker", "ask_question_to_co
 """CrewAI's delegation tools (as its hooks name them): each call is a subagent dispatch."""
 MAX_ATTEMPTS: Final = 3
 """A tool call's attempts (CrewAI's own retries count as one), however often hooks ``Retry``."""
-_TASK_ANSWERS: Final = {**TOOL_AS_TASK, "on_failure": (Retry, Skip)}
-"""A failed call runs again (``Retry``) or is given up (``Skip``): CrewAI runs it."""
+_TASK_ANSWERS: Final = {**TOOL_AS_TASK, "on_failure": (Again, Skip)}
+"""A failed call runs again (``Retry``, any ``Again``) or is given up (``Skip``): CrewAI runs it."""
 
 
 @final

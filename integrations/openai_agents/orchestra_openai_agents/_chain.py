@@ -13,19 +13,19 @@ from collections.abc import Iterable
 from typing import Final
 
 import orchestra.bridge as bridge
-from orchestra import Decision, Fail, HookChain, Retry, Skip
+from orchestra import Fail, HookChain, Skip
 
 __all__ = ["split_hooks"]
 
-_TASK_ANSWERS: Final[dict[str, tuple[type[Decision], ...]]] = {
+_TASK_ANSWERS: Final[bridge.Carries] = {
     "before_execute": (Skip, Fail),
     "after_execute": (),
-    "on_failure": (Retry, Skip, Fail),
+    "on_failure": (bridge.Again, Skip, Fail),
 }
-_AGENT_ANSWERS: Final[dict[str, tuple[type[Decision], ...]]] = {
+_AGENT_ANSWERS: Final[bridge.Carries] = {
     "before_dispatch": (Fail,),
     "after_dispatch": (),
-    "on_failure": (Retry, Fail),
+    "on_failure": (bridge.Again, Fail),
 }
 
 

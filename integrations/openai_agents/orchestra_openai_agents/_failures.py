@@ -16,7 +16,8 @@ import attrs
 from agents import Agent
 from agents.retry import RetryDecision, RetryPolicyContext
 
-from orchestra import DispatchError, ExecutionMode, HookError, Retry, SubagentHookContext
+from orchestra import DispatchError, ExecutionMode, HookError, SubagentHookContext
+from orchestra.bridge import Again
 from orchestra.tracing import get_tracer
 from orchestra_openai_agents._spans import current
 from orchestra_openai_agents._state import RunState, claim_var, end_span, input_text
@@ -68,7 +69,7 @@ async def on_run_failure(
     state: RunState | None,
     ctx: SubagentHookContext,
     error: BaseException,
-) -> tuple[Retry | None, str | None]:
+) -> tuple[Again | None, str | None]:
     """``on_failure`` for a failed run, unless it already answered for this error.
 
     Then ``SubagentStop`` (``"failed"``) and the open spans end with the error.
@@ -97,7 +98,7 @@ async def on_run_failure(
         for span in (state.llm_span, state.span):
             end_span(span, error)
         state.llm_span = state.span = None
-    return (decision if isinstance(decision, Retry) else None), by
+    return (decision if isinstance(decision, Again) else None), by
 
 
 async def model_retry(bridge: OrchestraRunHooks, context: RetryPolicyContext) -> RetryDecision:
@@ -120,8 +121,9 @@ async def model_retry(bridge: OrchestraRunHooks, context: RetryPolicyContext) ->
     state.answered[id(context.error)] = decision if decision is not None else False
     if state.llm_span is not None:
         state.llm_span.record_exception(context.error)
-    if isinstance(decision, Retry) and context.attempt < bridge.max_attempts:
-        return RetryDecision(retry=True, delay=decision.delay, reason=f"Retry by {by}")
+    if isinstance(decision, Again) and context.attempt < bridge.max_attempts:
+        reason = f"{type(decision).__name__} by {by}"
+        return RetryDecision(retry=True, delay=decision.delay, reason=reason)
     return RetryDecision(retry=False, reason=None if by is None else f"no retry from {by}")
 
 

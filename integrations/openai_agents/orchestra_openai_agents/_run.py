@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from agents import Agent
     from agents.result import RunResult, RunResultStreaming
 
-    from orchestra import Retry
+    from orchestra.bridge import Again
     from orchestra_openai_agents._hooks import OrchestraRunHooks
 
 __all__ = ["run", "run_streamed", "run_sync"]
@@ -127,8 +127,8 @@ async def _start(
 
 async def _failure(
     life: Lifecycle, state: BridgeState | None, agent: Agent[Any], input: Any, exc: Exception
-) -> tuple[BaseException, Retry | None, str]:
-    """A failed run: its error, ``on_failure``'s ``Retry`` (or None), the failed agent."""
+) -> tuple[BaseException, Again | None, str]:
+    """A failed run: its error, ``on_failure``'s ``Retry`` (any ``Again``) or None, its agent."""
     error = unwrap(exc)
     ctx = _failures.failure_context(life.bridge, state, agent, input, error)
     decision, _ = await _failures.on_run_failure(life.bridge, state, ctx, error)

@@ -36,12 +36,12 @@ from orchestra import (
     DispatchError,
     Fail,
     Replace,
-    Retry,
     SubagentHooks,
     SubagentResult,
     TaskHooks,
 )
 from orchestra.bridge import (
+    Again,
     RunBudgets,
     budgets_of,
     current_policy,
@@ -269,7 +269,7 @@ class OrchestraCapability(AbstractCapability[Any]):
             on_error=state.hook_errors.append,
             tracer=ot.get_tracer(),
         )
-        if isinstance(decision, Retry) and state.attempt < self._max_attempts:
+        if isinstance(decision, Again) and state.attempt < self._max_attempts:
             state.attempt += 1
             await anyio.sleep(decision.delay)
             raise RetryModelRequest() from error

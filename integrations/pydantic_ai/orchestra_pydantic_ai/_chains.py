@@ -13,14 +13,14 @@ from collections.abc import Iterable
 from typing import Final
 
 import orchestra.bridge as bridge
-from orchestra import Decision, Fail, HookChain, Replace, Retry
+from orchestra import Fail, HookChain, Replace
 
 __all__ = ["split_hooks"]
 
-_AGENT_ANSWERS: Final[dict[str, tuple[type[Decision], ...]]] = {
+_AGENT_ANSWERS: Final[bridge.Carries] = {
     "before_dispatch": (Fail,),
     "after_dispatch": (Replace,),
-    "on_failure": (Retry, Fail),
+    "on_failure": (bridge.Again, Fail),
 }
 
 
