@@ -180,7 +180,7 @@ def run_stoppable(stop: Stop, fn: Callable[..., Awaitable[_T]], *args: Any) -> _
     """
     done: list[_T] = []
     failed: list[BaseException] = []
-    wake: list[Callable[[], None]] = []  # the running loop's way in: set while it runs
+    wake: list[Callable[[], object]] = []  # the running loop's way in: set while it runs
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         if stop.signum is not None:
