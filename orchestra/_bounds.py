@@ -3,9 +3,9 @@
 =====================  ==============================================================
 a hook                 how its timeout bounds it
 =====================  ==============================================================
-``def``, inline        ``inline``: called here, watched (``orchestra._watchdog``): past
-                       its timeout it is reported while it runs, and when it returns
-                       it is a ``HookTimeout`` (it cannot be interrupted)
+``def``, inline        ``orchestra._watchdog.watched``: called here, watched: past its
+                       timeout it is reported while it runs, and when it returns it
+                       is ``Late`` (it cannot be interrupted)
 ``def``, ``blocking``  ``offloaded``: in a worker thread (``orchestra._offload``); past
                        its timeout the caller stops waiting and the thread is abandoned
 ``async def``          ``stepped``: stepped once where it can be; one that waits goes on
@@ -18,7 +18,6 @@ a hook                 how its timeout bounds it
 from __future__ import annotations
 
 import functools
-import inspect
 import sys
 import time
 import types
@@ -29,12 +28,11 @@ from typing import TYPE_CHECKING, Any, Final, cast, final
 import anyio
 
 from orchestra._offload import call_in_thread
-from orchestra._watchdog import Late, watched
 
 if TYPE_CHECKING:
     from orchestra._calling import HookImpl
 
-__all__ = ["HookTimeout", "Waiting", "inline", "may_suspend", "offloaded", "on_asyncio", "stepped"]
+__all__ = ["HookTimeout", "Waiting", "may_suspend", "offloaded", "on_asyncio", "stepped"]
 
 # What an await point compiles to (``await``, ``async with``, ``async for``): a coroutine
 # whose code has none of these runs to its end in one step.
@@ -56,21 +54,6 @@ def may_suspend(fn: object) -> bool:
     import dis  # here: when a hook is compiled, never at import
 
     return any(ins.opname in _SUSPENDS for ins in dis.get_instructions(code))
-
-
-def inline(impl: HookImpl, args: tuple[Any, ...], subject: str | None) -> Any:
-    """A ``def`` hook called here; one that returns past its timeout is ``HookTimeout``."""
-    if impl.timeout is None:
-        return impl.fn(*args)
-    try:
-        return watched(impl.fn, args, impl.label, subject, impl.timeout)
-    except Late as late:  # reported while it ran
-        if inspect.iscoroutine(late.answer):
-            late.answer.close()  # dropped: no "never awaited" warning
-        raise HookTimeout(
-            f"returned after {late.took:.2f} s, past its timeout of {impl.timeout:g} s "
-            "(a def hook cannot be interrupted: its answer is dropped)"
-        ) from None
 
 
 class HookTimeout(Exception):

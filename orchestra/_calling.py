@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 from orchestra._bounds import (
     HookTimeout,
     Waiting,
-    inline,
     may_suspend,
     offloaded,
     on_asyncio,
@@ -27,7 +26,7 @@ from orchestra._decisions import Decision, Fail, Replace, pick
 from orchestra._errors import HookBlocked, HookError
 from orchestra._moments import BadReplace, Moment
 from orchestra._offload import call_in_thread_now
-from orchestra._watchdog import watch
+from orchestra._watchdog import Late, watch, watched
 from orchestra.tracing._engine import hook_span, record_decision, record_error, record_hook_error
 
 if TYPE_CHECKING:
@@ -136,8 +135,8 @@ async def call_all(
             elif impl.blocking:
                 answer = await offloaded(impl, args)
             else:
-                answer = inline(impl, args, subject)
-            if impl.is_async or _awaitable(impl, answer):
+                answer = watched(impl, args, subject)
+            if impl.is_async or (answer is not None and _awaitable(impl, answer)):
                 if impl.timeout is None or not impl.suspends:
                     answer = await answer
                 else:
@@ -146,7 +145,7 @@ async def call_all(
                     answer = stepped(impl, answer, steps)
                     if type(answer) is Waiting:
                         answer = await answer
-        except HookTimeout as late:
+        except (HookTimeout, Late) as late:
             answer = _isolate(impl, impl.error(subject, _timed_out(impl, late)), on_error)
         except Exception as exc:
             answer = _raised(impl, exc, subject, on_error)
@@ -160,7 +159,7 @@ async def call_all(
     return (None, None) if answers is None else _merged(impls, answers)
 
 
-def _timed_out(impl: HookImpl, late: HookTimeout) -> str:
+def _timed_out(impl: HookImpl, late: HookTimeout | Late) -> str:
     return str(late) or f"timed out after {impl.timeout:g} s"
 
 
@@ -177,8 +176,8 @@ def call_now(
             if impl.blocking:
                 answer = call_in_thread_now(impl.fn, args, impl.timeout)
             else:
-                answer = inline(impl, args, subject)
-        except HookTimeout as late:
+                answer = watched(impl, args, subject)
+        except (HookTimeout, Late) as late:
             answer = _isolate(impl, impl.error(subject, _timed_out(impl, late)), on_error)
         except TimeoutError:  # the worker thread is abandoned
             answer = _isolate(

@@ -9,7 +9,8 @@ precedence.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable, Mapping
+import functools
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, final
 
 import attrs
@@ -33,7 +34,13 @@ if TYPE_CHECKING:
 
     from orchestra.dag._model import Task, TaskState
 
-__all__ = ["DEFAULT_HOOK_TIMEOUT", "Carries", "HookChain"]
+__all__ = ["DEFAULT_HOOK_TIMEOUT", "Caller", "CallerNow", "Carries", "HookChain"]
+
+_Answer: TypeAlias = "tuple[Decision | None, str | None]"
+Caller: TypeAlias = "Callable[[tuple[Any, ...], str | None, OnError], Awaitable[_Answer]]"
+"""``chain.caller(moment)``: called with the moment's arguments, the subject, on_error."""
+CallerNow: TypeAlias = "Callable[[tuple[Any, ...], str | None, OnError], _Answer]"
+"""``chain.caller_now(moment)``: called with the moment's arguments, the subject, on_error."""
 
 DEFAULT_HOOK_TIMEOUT: Final = 60.0
 """Seconds a hook call may take unless the hook object or the engine says otherwise."""
@@ -230,18 +237,55 @@ class HookChain:
             ValueError: ``moment`` is not a moment of the chain's trait.
             RuntimeError: an ``async def`` hook implements ``moment``: use ``call``.
         """
-        try:
-            impls = self._impls[moment]
-        except KeyError:
-            raise ValueError(self._unknown(moment)) from None
+        impls = self._implementations(moment)
         if moment in self._async:
-            raise RuntimeError(
-                f"{', '.join(i.label for i in impls if i.is_async)} is async: "
-                "await chain.call(...) instead of chain.call_now(...)"
-            )
+            raise RuntimeError(self._is_async(impls))
         if tracer is None:
             return call_now(impls, args, subject, on_error)
         return call_traced_now(impls, args, subject, on_error, tracer)
+
+    def caller(self, moment: str, *, tracer: Tracer | None = None) -> Caller:
+        """``call`` of one moment, bound once for an engine's hot path.
+
+        ``chain.caller(moment, tracer=t)(args, subject, on_error)`` is
+        ``chain.call(moment, *args, subject=subject, on_error=on_error, tracer=t)``
+        without the cost of a call with ``*args`` and keywords (about 0.3 µs a call):
+        what an engine binds once per run for a moment it calls per task.
+
+        Raises:
+            ValueError: ``moment`` is not a moment of the chain's trait.
+        """
+        impls = self._implementations(moment)
+        if tracer is None:
+            return functools.partial(call_all, impls)
+        return functools.partial(call_traced, impls, tracer=tracer)
+
+    def caller_now(self, moment: str, *, tracer: Tracer | None = None) -> CallerNow:
+        """``call_now`` of one moment, bound once for an engine's hot path (see ``caller``).
+
+        Raises:
+            ValueError: ``moment`` is not a moment of the chain's trait.
+            RuntimeError: an ``async def`` hook implements ``moment``: use ``caller``.
+        """
+        impls = self._implementations(moment)
+        if moment in self._async:
+            raise RuntimeError(self._is_async(impls))
+        if tracer is None:
+            return functools.partial(call_now, impls)
+        return functools.partial(call_traced_now, impls, tracer=tracer)
+
+    def _implementations(self, moment: str) -> tuple[HookImpl, ...]:
+        try:
+            return self._impls[moment]
+        except KeyError:
+            raise ValueError(self._unknown(moment)) from None
+
+    @staticmethod
+    def _is_async(impls: tuple[HookImpl, ...]) -> str:
+        return (
+            f"{', '.join(i.label for i in impls if i.is_async)} is async: "
+            "await chain.call(...) instead of chain.call_now(...)"
+        )
 
     run_now = staticmethod(run_now)
     """Run an awaitable (``chain.call(...)``, say) to its end from synchronous code.

@@ -2,27 +2,34 @@
 
 A ``def`` hook is called inline, as pluggy and Prefect call theirs: its cost is a
 function call's. Python cannot interrupt it, so its timeout cannot stop it; instead,
-while it runs, its call is in ``_running`` (by thread), and one watchdog thread looks
-there a few times per smallest timeout and logs a warning naming the hook, the moment
-and what the call is about as soon as a call is past its timeout. A call it reported is
-late: when it returns, ``watched`` raises ``Late`` and the caller makes it a hook error.
-A hook object with ``blocking = True`` is not called here: its ``def`` hooks run in worker
-threads (``orchestra._offload``), where the timeout abandons them.
+while it runs, its call (the hook and what it is about) is in its thread's cell, and
+one watchdog thread looks at every cell a few times per smallest timeout. It times a
+call from the look that first saw it (the call itself reads no clock) and logs a warning
+naming the hook, the moment and what the call is about once the call has run past its
+timeout. A call it reported is late: when it returns, ``watched`` raises ``Late`` and
+the caller makes it a hook error. A hook object with ``blocking = True`` is not called
+here: its ``def`` hooks run in worker threads (``orchestra._offload``), where the timeout
+abandons them.
 
-What a call pays: one ``time.monotonic()`` (a clock read costs as much as a hook call on
-a loaded VM: the end of a call reads none, it asks ``_late``, empty but for a call the
-watchdog reported) and two dict writes; the watchdog never hears of a call (no lock, no
-queue), it only reads ``_running``.
+What a call pays: a thread-local read and two stores in its thread's cell (the call
+before it put back after it, for a hook that calls hooks); the watchdog never hears of
+a call (no lock, no queue, no clock), it only reads the cells. A call is reported
+between its timeout and its timeout plus two looks (a look every fifth of the smallest
+timeout); an outer call, hidden while a hook it called runs, is timed again from when
+it is seen again.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from orchestra._calling import HookImpl
 
 __all__ = ["Late", "watch", "watched"]
 
@@ -31,12 +38,17 @@ logger: Final = logging.getLogger("orchestra")
 _MIN_TICK: Final = 0.01
 _MAX_TICK: Final = 0.5
 
-# thread ident -> (label, subject, timeout, started) of the inline hook call running there
-_Call = tuple[str, str | None, float, float]
-_running: dict[int, _Call] = {}
-# id -> the call, of each call the watchdog reported (the call kept: its id is not reused)
-_late: dict[int, _Call] = {}
+# (the hook, what the call is about) of an inline hook call; a new tuple per call, so
+# the watchdog tells two calls apart by identity
+_Call = tuple["HookImpl", str | None]
+_Cell = list[_Call | None]  # [the call running in one thread, or None]
+_here = threading.local()  # .cell: this thread's cell
+_cells: list[tuple[threading.Thread, _Cell]] = []  # every thread's cell, for the watchdog
+# id -> the call and when the watchdog first saw it, of each call it reported (the call
+# kept: its id is not reused)
+_late: dict[int, tuple[_Call, float]] = {}
 _lock = threading.Lock()
+_sooner = threading.Event()  # set when the tick shrinks: the watchdog looks again at once
 _tick = _MAX_TICK
 _thread: threading.Thread | None = None
 
@@ -48,7 +60,10 @@ def watch(timeout: float) -> None:
     """
     global _tick, _thread
     with _lock:
-        _tick = min(_tick, max(_MIN_TICK, timeout / 5))
+        tick = max(_MIN_TICK, timeout / 5)
+        if tick < _tick:
+            _tick = tick
+            _sooner.set()
         if _thread is None or not _thread.is_alive():
             _thread = threading.Thread(target=_look, name="orchestra hook watchdog", daemon=True)
             _thread.start()
@@ -57,71 +72,93 @@ def watch(timeout: float) -> None:
 class Late(Exception):
     """A watched call returned after the watchdog reported it past its timeout."""
 
-    def __init__(self, answer: Any, took: float) -> None:
-        super().__init__(answer, took)
-        self.answer = answer
-        self.took = took
 
-
-def watched(
-    fn: Callable[..., Any],
-    args: tuple[Any, ...],
-    label: str,
-    subject: str | None,
-    timeout: float,
-) -> Any:
-    """``fn(*args)`` inline, watched under ``timeout``; its answer.
+def watched(impl: HookImpl, args: tuple[Any, ...], subject: str | None) -> Any:
+    """``impl``'s ``def`` hook called here with ``args``, watched under its timeout; its answer.
 
     Raises:
-        Late: the watchdog reported the call past its timeout while it ran.
+        Late: the watchdog reported the call past its timeout while it ran (its answer
+            is dropped).
     """
-    ident = threading.get_ident()
-    outer = _running.get(ident)  # a hook that calls hooks (a nested run, say)
-    call = _running[ident] = (label, subject, timeout, time.monotonic())
+    if impl.timeout is None:
+        return impl.fn(*args)
     try:
-        answer = fn(*args)
+        cell: _Cell = _here.cell
+    except AttributeError:  # this thread's first watched call
+        cell = _new_cell()
+    outer = cell[0]  # a hook that calls hooks (a nested run, say)
+    call = cell[0] = (impl, subject)
+    try:
+        answer = impl.fn(*args)
     finally:
-        if outer is None:
-            del _running[ident]
-        else:
-            _running[ident] = outer
-    if _late and _late.pop(id(call), None) is call:
-        raise Late(answer, time.monotonic() - call[3])
+        cell[0] = outer
+    if _late and (late := _late.pop(id(call), None)) is not None and late[0] is call:
+        if inspect.iscoroutine(answer):
+            answer.close()  # dropped: no "never awaited" warning
+        raise Late(
+            f"returned after {time.monotonic() - late[1]:.2f} s, past its timeout of "
+            f"{impl.timeout:g} s (a def hook cannot be interrupted: its answer is dropped)"
+        )
     return answer
 
 
+def _new_cell() -> _Cell:
+    cell: _Cell = [None]
+    _here.cell = cell
+    with _lock:
+        _cells.append((threading.current_thread(), cell))
+    return cell
+
+
 def _look() -> None:
-    reported: set[_Call] = set()
-    ended: set[_Call] = set()  # reported calls seen returned at the last look
+    seen: dict[int, tuple[_Call, float]] = {}  # id -> each running call, first seen when
+    reported: set[int] = set()
+    ended: set[int] = set()  # reported calls seen returned at the last look
     while True:
-        time.sleep(_tick)
+        if _sooner.wait(_tick):
+            _sooner.clear()
         now = time.monotonic()
-        running = list(_running.values())
-        late = {call for call in running if now - call[3] > call[2]}
-        for call in ended:  # returned a tick ago or more: its caller has asked _late
-            _late.pop(id(call), None)
+        with _lock:
+            _cells[:] = [(thread, cell) for thread, cell in _cells if thread.is_alive()]
+            running = [call for _, cell in _cells if (call := cell[0]) is not None]
+        seen = {id(call): seen.get(id(call)) or (call, now) for call in running}
+        late = {key for key, (call, first) in seen.items() if now - first > _timeout(call)}
+        for key in ended:  # returned a look ago or more: its caller has asked _late
+            _late.pop(key, None)
         ended = reported - late
-        for call in late - reported:
-            _late[id(call)] = call
-            label, subject, timeout, started = call
-            about = f" for {subject!r}" if subject is not None else ""
-            logger.warning(
-                "hook %s%s is still running after %.2f s, past its timeout of %g s: a def "
-                "hook cannot be interrupted (blocking = True on the hook object runs its "
-                "def hooks in worker threads, where the timeout abandons them)",
-                label,
-                about,
-                now - started,
-                timeout,
-            )
+        for key in late - reported:
+            _late[key] = seen[key]
+            _report(*seen[key], now)
         reported = late  # a call no longer late (it returned) is forgotten
 
 
+def _timeout(call: _Call) -> float:
+    timeout = call[0].timeout
+    assert timeout is not None  # a call without one is not watched
+    return timeout
+
+
+def _report(call: _Call, first: float, now: float) -> None:
+    impl, subject = call
+    about = f" for {subject!r}" if subject is not None else ""
+    logger.warning(
+        "hook %s%s is still running after %.2f s, past its timeout of %g s: a def "
+        "hook cannot be interrupted (blocking = True on the hook object runs its "
+        "def hooks in worker threads, where the timeout abandons them)",
+        impl.label,
+        about,
+        now - first,
+        impl.timeout,
+    )
+
+
 def _forked() -> None:  # the child has no watchdog thread: the next compile starts one
-    global _lock, _thread
+    global _lock, _sooner, _thread, _here
     _lock = threading.Lock()
+    _sooner = threading.Event()
     _thread = None
-    _running.clear()
+    _here = threading.local()  # the parent's cells are gone: each thread makes a new one
+    _cells.clear()
     _late.clear()
 
 

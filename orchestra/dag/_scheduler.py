@@ -28,7 +28,7 @@ import anyio
 import anyio.abc
 
 from orchestra._attempts import RetryBudget
-from orchestra._chain import DEFAULT_HOOK_TIMEOUT, HookChain
+from orchestra._chain import DEFAULT_HOOK_TIMEOUT, Caller, CallerNow, HookChain
 from orchestra._errors import DAGError, HookError
 from orchestra._hooks import TaskHooks
 from orchestra._moments import hook_objects
@@ -153,6 +153,9 @@ class _Run:
         self.tg: anyio.abc.TaskGroup | None = None
         self.tel: RunTelemetry = NO_RUN  # decided once per run in execute()
         self.tracer: Tracer | None = None
+        self.calls: dict[str, Caller] = {}  # the attempt's moments, bound by _prepare()
+        self.calls_now: dict[str, CallerNow] = {}  # those called here and now
+        self.before_now = self.after_now = False
         self.started = 0.0
         self.finished = 0.0
 
@@ -246,12 +249,37 @@ class _Run:
             deps=((task.id, task.deps) for task in self.plan.order),
         )
         self.tracer = tel.tracer
+        self._bind_hooks()
         if tel is NO_RUN and self.remote is not None:
             self.executor = chained(self, self.executor)  # dependents submitted ahead
         if tel is NO_RUN and not self.hooked and self.given_executor is None:
             self.kinds = list(self.plan.kinds)  # bodies with nothing around them: in place
             for i in self.reuse:  # except the tasks a resume reuses
                 self.kinds[i] = KIND_FULL
+
+    def _bind_hooks(self) -> None:
+        """The attempt's moments bound once per run (``HookChain.caller``), tracer and all.
+
+        A moment only inline ``def`` hooks implement (and, after the body, no remote
+        output to fetch first) is called here and now, with no coroutine around it.
+        """
+        chain, tracer = self.chain, self.tracer
+        self.calls = {
+            moment: chain.caller(moment, tracer=tracer)
+            for moment in ("before_execute", "after_execute", "on_failure")
+        }
+        self.before_now = self.has_before and not chain.awaits("before_execute")
+        self.after_now = (
+            self.has_after and not chain.awaits("after_execute") and self.remote is None
+        )
+        self.calls_now = {
+            moment: chain.caller_now(moment, tracer=tracer)
+            for moment, now in (
+                ("before_execute", self.before_now),
+                ("after_execute", self.after_now),
+            )
+            if now
+        }
 
     async def _finish(self, escaped: BaseException | None) -> RunResult:
         """However the run ended: unfinished tasks CANCELLED, outputs, hooks, trace, journal."""
