@@ -273,6 +273,39 @@ async def test_call_now_chains_replace_and_isolates_errors_as_call_does() -> Non
     assert now_errors  # the Delegate answered where on_failure does not allow it
 
 
+async def test_a_bound_caller_answers_as_call_and_call_now_do(
+    exporter: InMemorySpanExporter,
+) -> None:
+    class Double(TaskHooks):
+        def after_execute(self, ctx: TaskHookContext, result: Any) -> Replace:
+            return Replace(result * 2)
+
+    chain = HookChain([Double(), Answer(None), Double(), Other(Retry(3))])
+    for tracer in (None, ot.get_tracer()):
+        for moment, args in (("after_execute", (ctx(), 3)), ("on_failure", (ctx(), KeyError()))):
+            errors: list[HookError] = []
+            called = await chain.call(moment, *args, subject="t", tracer=tracer)
+            bound = await chain.caller(moment, tracer=tracer)(args, "t", errors.append)
+            now = chain.caller_now(moment, tracer=tracer)(args, "t", errors.append)
+            assert bound == now == called
+            assert errors == []
+    assert called == (Retry(3), "Other.on_failure")
+    assert len(exporter.get_finished_spans()) == 3 * 4  # one span per hook call, traced
+
+
+def test_a_bound_caller_refuses_what_call_and_call_now_refuse() -> None:
+    class Later(TaskHooks):
+        async def before_execute(self, ctx: TaskHookContext) -> None:
+            return None
+
+    chain = HookChain([Later()])
+    with pytest.raises(RuntimeError, match=r"Later.before_execute is async: await chain.call"):
+        chain.caller_now("before_execute")
+    for bind in (chain.caller, chain.caller_now):
+        with pytest.raises(ValueError, match="did you mean 'on_failure'"):
+            bind("on_fail")
+
+
 def test_call_now_refuses_a_moment_with_an_async_hook() -> None:
     class Later(TaskHooks):
         async def before_execute(self, ctx: TaskHookContext) -> None:
