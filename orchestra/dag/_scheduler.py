@@ -153,9 +153,6 @@ class _Run:
         self.tg: anyio.abc.TaskGroup | None = None
         self.tel: RunTelemetry = NO_RUN  # decided once per run in execute()
         self.tracer: Tracer | None = None
-        self.calls: dict[str, Caller] = {}  # the attempt's moments, bound by _prepare()
-        self.calls_now: dict[str, CallerNow] = {}  # those called here and now
-        self.before_now = self.after_now = False
         self.started = 0.0
         self.finished = 0.0
 
@@ -170,6 +167,9 @@ class _Run:
         self.has_on_end = chain.has("on_end")
         self.hooked = self.has_before or self.has_after or self.has_on_failure or self.has_on_end
         self.run_hooks = chain.has("before_run") or chain.has("after_run") or self.has_on_end
+        self.calls: dict[str, Caller] = {}  # the attempt's moments, bound by _prepare()
+        self.calls_now: dict[str, CallerNow] = {}  # those called here and now
+        self.before_now = self.after_now = False
 
     def _ended(self, i: int) -> None:
         """``RunState`` says task ``i`` ended: its ``on_end`` is due, its upstreams may go."""
