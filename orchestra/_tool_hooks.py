@@ -33,6 +33,7 @@ from orchestra._tool_flow import (
 from orchestra.tracing import get_tracer
 from orchestra.tracing._engine import set_tool_result as _set_tool_result
 from orchestra.tracing._engine import tool_span as _engine_tool_span
+from orchestra.tracing.names import GEN_AI_TOOL_CALL_ID
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -338,5 +339,5 @@ def tool_span(
         _engine_tool_span(tracer, tool_name, arguments=arguments) as span,
     ):
         if call_id:
-            span.set_attribute("gen_ai.tool.call.id", call_id)
+            span.set_attribute(GEN_AI_TOOL_CALL_ID, call_id)
         yield span

@@ -55,19 +55,29 @@ __all__ = [
     "EVENT_HOOK_ERROR",
     "EVENT_TASK_NOT_RUN",
     "GEN_AI_AGENT_NAME",
+    "GEN_AI_CONVERSATION_ID",
     "GEN_AI_INPUT_MESSAGES",
     "GEN_AI_OPERATION_NAME",
     "GEN_AI_OUTPUT_MESSAGES",
+    "GEN_AI_PROVIDER_NAME",
+    "GEN_AI_REQUEST_MODEL",
+    "GEN_AI_RESPONSE_ID",
     "GEN_AI_TOOL_CALL_ARGUMENTS",
+    "GEN_AI_TOOL_CALL_ID",
     "GEN_AI_TOOL_CALL_RESULT",
     "GEN_AI_TOOL_NAME",
+    "GEN_AI_USAGE_INPUT_TOKENS",
+    "GEN_AI_USAGE_OUTPUT_TOKENS",
+    "GEN_AI_WORKFLOW_NAME",
     "LINK_PREVIOUS_ATTEMPT",
     "METRIC_DECISIONS",
     "METRIC_HOOK_DURATION",
     "METRIC_TASK_ATTEMPTS",
     "METRIC_TASK_DURATION",
+    "OP_CHAT",
     "OP_EXECUTE_TOOL",
     "OP_INVOKE_AGENT",
+    "OP_INVOKE_WORKFLOW",
     "SPAN_EXECUTE_TOOL",
     "SPAN_HOOK",
     "SPAN_INVOKE_AGENT",
@@ -109,6 +119,26 @@ OP_INVOKE_AGENT: _Final = "invoke_agent"
 """The value of ``gen_ai.operation.name`` on agent spans."""
 OP_EXECUTE_TOOL: _Final = "execute_tool"
 """The value of ``gen_ai.operation.name`` on tool spans."""
+GEN_AI_TOOL_CALL_ID: _Final = "gen_ai.tool.call.id"
+"""The engine's id of one tool call (a guarded tool span's, when the engine gives one)."""
+GEN_AI_WORKFLOW_NAME: _Final = "gen_ai.workflow.name"
+"""An agent bridge's run span: the workflow (the first agent's name, or the run's own)."""
+GEN_AI_CONVERSATION_ID: _Final = "gen_ai.conversation.id"
+"""An agent bridge's run span: the conversation (session) the run continues."""
+GEN_AI_PROVIDER_NAME: _Final = "gen_ai.provider.name"
+"""A model call's span: who serves the model (``openai``)."""
+GEN_AI_REQUEST_MODEL: _Final = "gen_ai.request.model"
+"""A model call's span: the model asked."""
+GEN_AI_RESPONSE_ID: _Final = "gen_ai.response.id"
+"""A model call's span: the provider's id of the response."""
+GEN_AI_USAGE_INPUT_TOKENS: _Final = "gen_ai.usage.input_tokens"
+"""A model call's span: the input tokens it used."""
+GEN_AI_USAGE_OUTPUT_TOKENS: _Final = "gen_ai.usage.output_tokens"
+"""A model call's span: the output tokens it used."""
+OP_INVOKE_WORKFLOW: _Final = "invoke_workflow"
+"""The value of ``gen_ai.operation.name`` on an agent bridge's run span."""
+OP_CHAT: _Final = "chat"
+"""The value of ``gen_ai.operation.name`` on a model call's span."""
 
 # --- other semantic conventions -----------------------------------------------------------
 

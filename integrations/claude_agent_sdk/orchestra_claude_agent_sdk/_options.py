@@ -200,7 +200,7 @@ def _span(event: str, payload: Mapping[str, Any]) -> AbstractContextManager[obje
         attributes[ot.names.GEN_AI_OPERATION_NAME] = ot.names.OP_EXECUTE_TOOL
         attributes[ot.names.GEN_AI_TOOL_NAME] = tool
         if payload.get("tool_use_id"):
-            attributes["gen_ai.tool.call.id"] = str(payload["tool_use_id"])
+            attributes[ot.names.GEN_AI_TOOL_CALL_ID] = str(payload["tool_use_id"])
     elif tool in AGENT_TOOLS or event in ("SubagentStart", "SubagentStop"):
         tool_input = payload.get("tool_input") or {}
         agent = str(payload.get("agent_type") or tool_input.get("subagent_type") or "agent")

@@ -196,7 +196,7 @@ def _start_span(tool: str, call_id: str) -> trace.Span | None:
     attributes: Mapping[str, Any] = {
         ot.names.GEN_AI_OPERATION_NAME: ot.names.OP_EXECUTE_TOOL,
         ot.names.GEN_AI_TOOL_NAME: tool,
-        "gen_ai.tool.call.id": call_id,
+        ot.names.GEN_AI_TOOL_CALL_ID: call_id,
     }
     return tracer.start_span(ot.names.SPAN_EXECUTE_TOOL.format(tool=tool), attributes=attributes)
 

@@ -40,6 +40,7 @@ from orchestra.bridge import (
 from orchestra.tracing import get_tracer
 from orchestra.tracing.names import (
     GEN_AI_OPERATION_NAME,
+    GEN_AI_TOOL_CALL_ID,
     GEN_AI_TOOL_NAME,
     OP_EXECUTE_TOOL,
     SPAN_EXECUTE_TOOL,
@@ -121,7 +122,7 @@ class _GuardedInvoker:
         }
         call_id = getattr(ctx, "tool_call_id", None)
         if call_id:
-            attributes["gen_ai.tool.call.id"] = str(call_id)
+            attributes[GEN_AI_TOOL_CALL_ID] = str(call_id)
         span = tracer.start_span(
             SPAN_EXECUTE_TOOL.format(tool=name),
             context=trace.set_span_in_context(parent) if parent is not None else None,

@@ -9,9 +9,8 @@
     │   └── hook {event}            hook calls
     └── ...
 
-Names and attributes are OpenTelemetry's GenAI semantic conventions (spelled out below:
-``opentelemetry-semantic-conventions`` keeps the GenAI names in a private ``_incubating``
-module) or orchestra's own (``orchestra.tracing``).
+Names and attributes are OpenTelemetry's GenAI semantic conventions or orchestra's own,
+all in ``orchestra.tracing.names``.
 """
 
 from __future__ import annotations
@@ -31,8 +30,17 @@ from orchestra.tracing.names import (
     ATTR_AGENT_PARENT,
     ATTR_RUN_ID,
     GEN_AI_AGENT_NAME,
+    GEN_AI_CONVERSATION_ID,
     GEN_AI_OPERATION_NAME,
+    GEN_AI_PROVIDER_NAME,
+    GEN_AI_REQUEST_MODEL,
+    GEN_AI_RESPONSE_ID,
+    GEN_AI_USAGE_INPUT_TOKENS,
+    GEN_AI_USAGE_OUTPUT_TOKENS,
+    GEN_AI_WORKFLOW_NAME,
+    OP_CHAT,
     OP_INVOKE_AGENT,
+    OP_INVOKE_WORKFLOW,
     SPAN_INVOKE_AGENT,
 )
 
@@ -51,16 +59,6 @@ __all__ = [
     "run_span",
 ]
 
-# GenAI semantic conventions (gen_ai_attributes in opentelemetry-semantic-conventions).
-_WORKFLOW_NAME: Final = "gen_ai.workflow.name"
-_CONVERSATION_ID: Final = "gen_ai.conversation.id"
-_PROVIDER_NAME: Final = "gen_ai.provider.name"
-_REQUEST_MODEL: Final = "gen_ai.request.model"
-_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
-_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
-_RESPONSE_ID: Final = "gen_ai.response.id"
-_OP_INVOKE_WORKFLOW: Final = "invoke_workflow"
-_OP_CHAT: Final = "chat"
 _PROVIDER_OPENAI: Final = "openai"
 
 SPAN_WORKFLOW: Final = "invoke_workflow {workflow}"
@@ -79,12 +77,12 @@ def run_span(workflow: str, run_id: str, conversation: str | None = None) -> Spa
     if tracer is None:
         return None
     attributes: dict[str, Any] = {
-        GEN_AI_OPERATION_NAME: _OP_INVOKE_WORKFLOW,
-        _WORKFLOW_NAME: workflow,
+        GEN_AI_OPERATION_NAME: OP_INVOKE_WORKFLOW,
+        GEN_AI_WORKFLOW_NAME: workflow,
         ATTR_RUN_ID: run_id,
     }
     if conversation is not None:
-        attributes[_CONVERSATION_ID] = conversation
+        attributes[GEN_AI_CONVERSATION_ID] = conversation
     return tracer.start_span(SPAN_WORKFLOW.format(workflow=workflow), attributes=attributes)
 
 
@@ -126,12 +124,12 @@ def llm_span(agent: Any, parent: Span | None) -> Span | None:
         return None
     model = model_name(agent)
     attributes: dict[str, Any] = {
-        GEN_AI_OPERATION_NAME: _OP_CHAT,
-        _PROVIDER_NAME: _PROVIDER_OPENAI,
+        GEN_AI_OPERATION_NAME: OP_CHAT,
+        GEN_AI_PROVIDER_NAME: _PROVIDER_OPENAI,
         GEN_AI_AGENT_NAME: str(agent.name),
     }
     if model is not None:
-        attributes[_REQUEST_MODEL] = model
+        attributes[GEN_AI_REQUEST_MODEL] = model
     name = SPAN_CHAT.format(model=model) if model else "chat"
     return tracer.start_span(name, context=_under(parent), attributes=attributes)
 
@@ -140,11 +138,11 @@ def llm_span_end(span: Span, response: Any) -> None:
     """End a model call's span with the response's id and token usage."""
     usage = getattr(response, "usage", None)
     if usage is not None:
-        span.set_attribute(_USAGE_INPUT_TOKENS, int(usage.input_tokens))
-        span.set_attribute(_USAGE_OUTPUT_TOKENS, int(usage.output_tokens))
+        span.set_attribute(GEN_AI_USAGE_INPUT_TOKENS, int(usage.input_tokens))
+        span.set_attribute(GEN_AI_USAGE_OUTPUT_TOKENS, int(usage.output_tokens))
     response_id = getattr(response, "response_id", None)
     if response_id:
-        span.set_attribute(_RESPONSE_ID, str(response_id))
+        span.set_attribute(GEN_AI_RESPONSE_ID, str(response_id))
     span.end()
 
 

@@ -301,7 +301,7 @@ class OrchestraCapability(AbstractCapability[Any]):
         attributes = {
             ot.names.GEN_AI_OPERATION_NAME: ot.names.OP_EXECUTE_TOOL,
             ot.names.GEN_AI_TOOL_NAME: name,
-            "gen_ai.tool.call.id": call.tool_call_id,
+            ot.names.GEN_AI_TOOL_CALL_ID: call.tool_call_id,
         }
         with tracer.start_as_current_span(
             ot.names.SPAN_EXECUTE_TOOL.format(tool=name), attributes=attributes
