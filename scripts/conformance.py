@@ -1,9 +1,10 @@
 """Write the Claude Code conformance page from the catalog: ``python scripts/conformance.py``.
 
 ``docs/reference/claude-code-conformance.md`` is generated from ``orchestra.skills``'
-catalog (each event's Claude Code column, ``_claude_events``), the fields a Claude Code
-file's handlers may have (``_claude``), and the differences that remain (``DIFFERENCES``
-below, also written to ``docs/snippets/claude-code-differences.md``, which the how-to
+catalog (each event's Claude Code column, ``_protocol.claude_events``), the fields a
+Claude Code file's handlers may have (``_sources.claude.reader``), and the differences
+that remain (``DIFFERENCES`` below, also written to
+``docs/snippets/claude-code-differences.md``, which the how-to
 ``docs/howto/from-claude-code.md`` includes). ``--check`` exits 1 when a page is stale
 (the docs tests run it).
 """

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from orchestra.skills import CommandHook, HookResult
 from orchestra.skills._firing.chain import combiner_for
+from orchestra.skills._firing.merge import plain_outcome
 from orchestra.skills._firing.outcome import HookRecord
-from orchestra.skills._firing.plain_outcome import plain_outcome
 from orchestra.skills._protocol.catalog import EVENTS
 
 REASONS = st.sampled_from([None, "", "  ", " why ", "because"])

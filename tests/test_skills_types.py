@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import typing
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from orchestra.skills import (
     AgentHook,
     CommandHook,
     HookRegistry,
+    HookRunError,
     HookSpec,
     HookType,
     HttpHook,
@@ -25,6 +27,7 @@ from orchestra.skills import (
     load,
 )
 from orchestra.skills._hooks.table import HOOK_CLASSES
+from orchestra.skills._protocol.call import HookCall
 
 pytestmark = pytest.mark.anyio
 
@@ -210,3 +213,29 @@ def test_describe_says_what_each_type_does() -> None:
         "agent judge-2: are the tests green?",
         "json:dumps",
     ]
+
+
+def _hook_classes(cls: type[HookSpec]) -> list[type[HookSpec]]:
+    return [cls, *(c for sub in cls.__subclasses__() for c in _hook_classes(sub))]
+
+
+def test_every_hook_type_runs_by_one_async_def_contract() -> None:
+    # The seeds' types (Arc's, the graph executor's) are HookSpec subclasses too.
+    from orchestra.skills._sources import read  # noqa: F401  # loads every source format
+
+    classes = _hook_classes(HookSpec)
+    names = {cls.__name__ for cls in classes}
+    assert {c.__name__ for c in HOOK_CLASSES.values()} <= names
+    assert {"ArcHook", "GraphHook"} <= names
+    for cls in classes:
+        assert inspect.iscoroutinefunction(cls.run), cls.__name__
+
+
+async def test_a_command_hook_that_cannot_run_says_so_when_awaited(tmp_path: Path) -> None:
+    # CommandHook.run was a plain def returning a coroutine and raised at the call;
+    # like every type it is an async def now: the error comes when it is awaited.
+    hook = CommandHook(event="PreToolUse", command="true", persistent=True)
+    call = HookCall("PreToolUse", {"hook_event_name": "PreToolUse"}, str(tmp_path))
+    running = hook.run(call)
+    with pytest.raises(HookRunError, match="persistent hook runs in a HookRegistry"):
+        await running

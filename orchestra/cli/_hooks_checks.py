@@ -10,7 +10,7 @@ A config can be valid and still fail each time a hook fires, for what the machin
   directory nor from the config's folder up (wherever the project folder, where hooks
   run, may be);
 - a command hook whose script is there but not executable (``chmod +x`` it:
-  ``orchestra.skills._hooks.scripts``).
+  ``orchestra.skills._hooks.command``).
 
 Warnings, not errors: the file still validates (exit 0), each warning says what to do.
 Nothing is imported or run: a module is looked up with ``importlib.util.find_spec``.
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Final
 
 from orchestra.skills import HookSpec
-from orchestra.skills._hooks.scripts import not_executable
+from orchestra.skills._hooks.command import not_executable
 
 __all__ = ["machine_warnings"]
 

@@ -28,8 +28,8 @@ from orchestra.skills._engines.steps import StepEvents as StepEvents
 from orchestra.skills._engines.subagent_adapter import (
     RegistrySubagentHooks as RegistrySubagentHooks,
 )
-from orchestra.skills._firing.critical import CriticalHookError as CriticalHookError
 from orchestra.skills._firing.outcome import AuditedDecision as AuditedDecision
+from orchestra.skills._firing.outcome import CriticalHookError as CriticalHookError
 from orchestra.skills._firing.outcome import HookDecision as HookDecision
 from orchestra.skills._firing.outcome import HookOutcome as HookOutcome
 from orchestra.skills._firing.outcome import HookRecord as HookRecord

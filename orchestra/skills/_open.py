@@ -1,29 +1,44 @@
-"""``load``: hook files, SKILL.md files and folders of skills into a ``HookRegistry``."""
+"""``load``: hook files, SKILL.md files and folders of skills into a ``HookRegistry``.
+
+And how a registry travels to another process: as its sources and options. A registry
+holds live state (hook processes, background hooks, per-thread gates, a record file's
+handle): none of it may cross a process boundary. What crosses it instead is what made
+the registry: the files and keyword arguments ``load`` was given (then the other process
+loads them again: the same files, validated and trusted there), or, for a registry made
+in code, its hooks (frozen values) and options. A dask task body that calls a
+``@registry.guard`` tool is then guarded on the worker.
+
+The receiving process loads each origin once (``_LOADED``), so a worker running many
+bodies of one run shares one registry, as the driver does. ``HookRegistry`` is
+registered with ``copyreg``, so ``pickle`` and cloudpickle (dask's) both use it.
+"""
 
 from __future__ import annotations
 
+import copyreg
 import logging
 import os
-from collections.abc import Iterable
+import pickle
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 import attrs
 
 from orchestra._budget import Budget
+from orchestra.skills._config.entry import check_glob
 from orchestra.skills._firing.record import DEFAULT_RECORD_BYTES
 from orchestra.skills._firing.registry import DEFAULT_MAX_PARALLEL_HOOKS, HookRegistry
-from orchestra.skills._firing.travel import register, remember
+from orchestra.skills._hooks.command import not_executable
 from orchestra.skills._hooks.judge import Judge
-from orchestra.skills._hooks.scripts import not_executable
 from orchestra.skills._hooks.spec import HookSpec
-from orchestra.skills._processes.environment import check_glob
 from orchestra.skills._sources.read import load_hooks
 
 __all__ = ["load"]
 
 logger: Final = logging.getLogger("orchestra.skills")
-register(HookRegistry)  # a registry pickles as its sources and options (_travel)
 
 
 def load(
@@ -113,7 +128,7 @@ def load(
         "record_payload": record_payload,
         "pass_env": passed,
     }
-    # what travels to another process for it (_travel): these files, these options
+    # what travels to another process for it: these files, these options
     remember(registry, [Path(p).expanduser().resolve() for p in paths], options)
     return registry
 
@@ -137,3 +152,58 @@ def _passing(hook: HookSpec, names: tuple[str, ...]) -> HookSpec:
         return hook  # no process of its own (prompt, http, python, ...)
     passed: dict[str, Any] = {"pass_env": tuple(dict.fromkeys((*current, *names)))}
     return attrs.evolve(hook, **passed)  # a field of some hook types, not of HookSpec
+
+
+_ORIGINS: Final[weakref.WeakKeyDictionary[Any, bytes]] = weakref.WeakKeyDictionary()
+_LOADED: Final[dict[bytes, Any]] = {}  # origin -> the registry made from it here
+_LOCK: Final = threading.Lock()
+
+
+def remember(registry: HookRegistry, paths: Sequence[Any], options: Mapping[str, Any]) -> None:
+    """Note that ``load(*paths, **options)`` made ``registry`` (what travels for it).
+
+    Raises:
+        TypeError: an option (a judge, say) cannot be pickled: the message says which.
+    """
+    try:
+        origin = pickle.dumps(("load", tuple(str(p) for p in paths), dict(options)))
+    except Exception:  # an option that cannot travel: the registry then cannot either
+        return
+    _ORIGINS[registry] = origin
+    _LOADED.setdefault(origin, registry)
+
+
+def _reduce(registry: HookRegistry) -> tuple[Callable[[bytes], Any], tuple[bytes]]:
+    origin = _ORIGINS.get(registry)
+    if origin is None:  # made in code: its hooks and options
+        options = {
+            "project_dir": registry.project_dir,
+            "session_id": registry.session_id,
+            "judge": registry.judge,
+            "notes": registry.notes,
+            "max_parallel_hooks": registry.max_parallel_hooks,
+            "budgets": registry.budgets,
+        }
+        try:
+            origin = pickle.dumps(("made", registry.hooks, options))
+        except Exception as exc:
+            raise TypeError(
+                f"{registry!r} cannot travel to another process: {exc} (a registry "
+                "travels as its sources and options; make its judge picklable)"
+            ) from exc
+    return _rebuilt, (origin,)
+
+
+def _rebuilt(origin: bytes) -> HookRegistry:
+    """The registry ``origin`` makes in this process (made once, then shared)."""
+    with _LOCK:
+        known = _LOADED.get(origin)
+        if known is not None:
+            return known  # type: ignore[no-any-return]  # a HookRegistry, kept above
+        how, what, options = pickle.loads(origin)  # our own bytes, from _reduce
+        made = load(*what, **options) if how == "load" else HookRegistry(what, **options)
+        _LOADED[origin] = made
+        return made
+
+
+copyreg.pickle(HookRegistry, _reduce)  # a registry pickles as its sources and options

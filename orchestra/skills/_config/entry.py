@@ -8,17 +8,36 @@ answers a harmless default so that reading goes on and every problem is found at
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import attrs
 
 from orchestra._errors import did_you_mean
 from orchestra.skills._config.yaml import Map, Problems, kind
-from orchestra.skills._processes.environment import check_glob, check_name
 from orchestra.skills._protocol.catalog import EventSpec
 
-__all__ = ["Entry", "FileDefaults"]
+__all__ = ["Entry", "FileDefaults", "check_glob", "check_name"]
+
+_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_GLOB: Final = re.compile(r"(?:[A-Za-z0-9_*?]|\[!?[A-Za-z0-9_-]+\])+")
+
+
+def check_name(name: str) -> str | None:
+    """What is wrong with a variable name, or None."""
+    return None if _NAME.fullmatch(name) else f"{name!r} is not a variable name"
+
+
+def check_glob(pattern: str) -> str | None:
+    """What is wrong with a ``pass_env`` entry (a name or a glob), or None."""
+    if _GLOB.fullmatch(pattern):
+        return None
+    return (
+        f"{pattern!r} is not a variable name or glob "
+        "(letters, digits, _, and the glob characters * ? [...])"
+    )
+
 
 _C = TypeVar("_C", bound=str)
 _D = TypeVar("_D")

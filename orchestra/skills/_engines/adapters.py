@@ -8,7 +8,7 @@
 - ``registry.as_subagent_hooks()`` is in ``subagent_adapter``.
 
 An adapter only overrides the moments whose events have hooks, so the engines skip the
-others at no cost. The tool events (``@registry.guard("Tool")``) are in ``_guard``.
+others at no cost. The tool events (``@registry.guard("Tool")``) are in ``_engines.guard``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from orchestra.skills._engines.dag_payloads import (
 )
 from orchestra.skills._engines.run_gate import RunGates, is_run_gate, not_run_gate
 from orchestra.skills._firing.chain import Only
-from orchestra.skills._firing.critical import CriticalHookError
+from orchestra.skills._firing.outcome import CriticalHookError
 from orchestra.skills._sources.arc.hooks import ArcHook, GateBlocked, StageSkipped
 
 if TYPE_CHECKING:

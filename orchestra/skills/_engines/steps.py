@@ -16,7 +16,7 @@ import attrs
 
 from orchestra._spending import active, charge_model_end, charge_model_start
 from orchestra.skills._engines.dag_payloads import safe_serialize
-from orchestra.skills._firing.critical import CriticalHookError
+from orchestra.skills._firing.outcome import CriticalHookError
 
 if TYPE_CHECKING:
     from orchestra._errors import HookError

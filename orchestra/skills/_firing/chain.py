@@ -36,7 +36,8 @@ import attrs
 from opentelemetry.trace import Tracer
 
 from orchestra._tool_call import qualified_tool_name
-from orchestra.skills._firing.outcome import Combiner, HookOutcome, HookRecord
+from orchestra.skills._firing.merge import Combiner
+from orchestra.skills._firing.outcome import HookOutcome, HookRecord
 from orchestra.skills._hooks.spec import HookSpec, event_json
 from orchestra.skills._protocol.catalog import EVENTS, EventSpec
 

@@ -28,8 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
-from orchestra.skills._firing.critical import CriticalHookError
-from orchestra.skills._firing.outcome import AuditedDecision, HookOutcome
+from orchestra.skills._firing.outcome import AuditedDecision, CriticalHookError, HookOutcome
 
 if TYPE_CHECKING:
     from orchestra.skills._firing.background import BackgroundHooks

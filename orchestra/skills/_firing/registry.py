@@ -6,7 +6,7 @@ Firing one event:
    returns a shared empty ``HookOutcome`` at once: no subprocess, task or allocation.
 2. The hooks whose matcher matches the payload's matcher field (``tool_name`` for tool
    events, ``source`` for ``SessionStart``, ... as the catalog says) run in stages
-   (``_firing``): hooks that only judge run at once on the same input (guards, the hooks
+   (``_firing.chain``): hooks that only judge run at once on the same input (guards, the hooks
    of an event that cannot modify its input, a Claude Code source's handlers), hooks
    that may rewrite it run in config order, each on the input as modified before it.
 3. The answers are combined in config order whatever finishes first: the first deny or
@@ -49,8 +49,8 @@ from orchestra.skills._firing.chain import (
     selected,
     subject_of,
 )
+from orchestra.skills._firing.merge import plain_outcome
 from orchestra.skills._firing.outcome import EMPTY, HookOutcome, HookRecord
-from orchestra.skills._firing.plain_outcome import plain_outcome
 from orchestra.skills._firing.record import DEFAULT_RECORD_BYTES, EventRecorder, recorded
 from orchestra.skills._firing.replay import ReplayChange, ReplayReport, replay
 from orchestra.skills._hooks.fixed import refuse_agent_hooks

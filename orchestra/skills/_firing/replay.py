@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 import attrs
 
 from orchestra._errors import ConfigError
-from orchestra.skills._firing.critical import CriticalHookError
-from orchestra.skills._firing.outcome import HookOutcome
+from orchestra.skills._firing.outcome import CriticalHookError, HookOutcome
 from orchestra.skills._protocol.catalog import EVENTS
 
 if TYPE_CHECKING:

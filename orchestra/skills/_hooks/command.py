@@ -1,10 +1,26 @@
-"""``CommandHook``: a shell command (or a program without a shell) run at an event."""
+"""``CommandHook``: a shell command (or a program without a shell) run at an event.
+
+And ``not_executable``: a command hook whose program is a script that is there but not
+executable. ``command: "./hooks/guard.sh"`` runs the script itself, which needs its
+execute bit: without it every event ends in "exited 126 (not executable)", a hook error
+(on a guard, a block). ``load`` logs a warning for such a hook (logger
+``orchestra.skills``) and ``orchestra hooks validate`` prints it; neither runs anything
+(the file's mode is read).
+
+Only the program counts (the first word of ``command``, or ``args[0]``), named by a path:
+``sh hooks/guard.sh`` and ``python3 check.py`` need no execute bit, and a bare name is
+looked up on ``PATH`` when the hook runs. A path may start with ``$ORCHESTRA_PROJECT_DIR``,
+``$CLAUDE_PROJECT_DIR`` or ``${SKILL_DIR}``; a relative one starts at the project folder.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 import shutil
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 import attrs
@@ -26,12 +42,10 @@ from orchestra.skills._protocol.result import HookRunError
 from orchestra.tracing.names import ATTR_PROCESS_EXIT_CODE
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
-
     from orchestra.skills._config.entry import Entry
     from orchestra.skills._protocol.result import HookResult
 
-__all__ = ["MAX_COMMAND_BYTES", "CommandHook"]
+__all__ = ["MAX_COMMAND_BYTES", "CommandHook", "not_executable"]
 
 MAX_COMMAND_BYTES: Final = 32 * 1024
 """The longest ``command`` (or all ``args`` together), in UTF-8 bytes (32 KB)."""
@@ -39,6 +53,8 @@ MAX_COMMAND_BYTES: Final = 32 * 1024
 CONTEXT_EVENTS: Final = frozenset({"SessionStart", "UserPromptSubmit", "Setup"})
 _SKILL_DIR_REF: Final = re.compile(r"\$(?:\{SKILL_DIR\}|SKILL_DIR\b)")
 _SHELL_SAFE_PATH: Final = re.compile(r"[A-Za-z0-9_./+@%:,=-]+")
+_VARIABLE: Final = re.compile(r"^\$(?:\{(\w+)\}|(\w+))/")
+_PROJECT: Final = frozenset({"ORCHESTRA_PROJECT_DIR", "CLAUDE_PROJECT_DIR"})
 
 
 def _one_of_command_and_args(
@@ -189,22 +205,22 @@ class CommandHook(HookSpec):
         except FileNotFoundError as exc:
             raise HookRunError(f"could not start: {exc}") from None
 
-    def run(self, call: HookCall) -> Coroutine[Any, Any, HookResult]:
+    async def run(self, call: HookCall) -> HookResult:
         """Run the command with the event JSON on stdin (see ``run_command``).
 
         A persistent hook sends the event to its process instead (see ``HookProcesses``).
-        Returns the run's coroutine itself (one less per event).
 
         Raises:
-            HookRunError: the hook cannot run (no sandbox, no registry of processes).
+            HookRunError: the hook could not give an answer (it cannot start, no sandbox,
+                no registry of processes, a timeout, a bad answer).
         """
         if self.persistent:
-            return run_persistent(self, call)
+            return await run_persistent(self, call)
         env = self.environment(call)
         args = self.args
         if self.claude_code and args is not None:  # exec form: placeholders as plain text
             args = tuple(expand_placeholders(args, env))
-        return run_command(
+        return await run_command(
             command=self.command,
             args=args,
             stdin=call.body(),
@@ -276,3 +292,57 @@ def _expand_in_shell(command: str, skill_dir: str) -> str:
     if not _SHELL_SAFE_PATH.fullmatch(skill_dir):
         return command
     return command.replace("${SKILL_DIR}", skill_dir)
+
+
+def _program(hook: HookSpec) -> str | None:
+    args = getattr(hook, "args", None)
+    if args:
+        return str(args[0])
+    try:
+        words = shlex.split(str(getattr(hook, "command", "") or ""), comments=True)
+    except ValueError:  # unbalanced quotes: the shell will say so
+        return None
+    return words[0] if words else None
+
+
+def _candidates(hook: HookSpec, program: str, project_dir: Path) -> list[Path]:
+    """Where the program may be: from the project folder, else the config's folders up."""
+    variable = _VARIABLE.match(program)
+    if variable is not None:
+        name, rest = variable[1] or variable[2], program[variable.end() :]
+        if name in _PROJECT:
+            return [project_dir / rest]
+        if name == "SKILL_DIR" and hook.skill_dir is not None:
+            return [Path(hook.skill_dir) / rest]
+        return []
+    if "/" not in program or "$" in program:
+        return []
+    path = Path(program).expanduser()
+    if path.is_absolute():
+        return [path]
+    folder = Path(hook.file).resolve().parent
+    return [project_dir / path, folder / path, *(parent / path for parent in folder.parents)]
+
+
+def not_executable(hook: HookSpec, project_dir: str | os.PathLike[str] | None = None) -> str | None:
+    """A warning when ``hook`` runs a script that exists but has no execute bit, or None.
+
+    Args:
+        hook: any hook; only command hooks can warn.
+        project_dir: where the hooks run (default: the current folder).
+    """
+    if hook.type != "command":
+        return None
+    program = _program(hook)
+    if program is None:
+        return None
+    project = Path(project_dir if project_dir is not None else os.getcwd())
+    for path in _candidates(hook, program, project):
+        if path.is_file():
+            if os.access(path, os.X_OK):
+                return None
+            return (
+                f"{program} is not executable: chmod +x {path} (until then this hook "
+                "fails each time it fires: exited 126)"
+            )
+    return None

@@ -2,7 +2,7 @@
 
 A prompt hook adds its text to the outcome's messages, or, with a ``model`` (and always
 when it comes from a Claude Code source), asks the registry's judge, as Claude Code asks
-a model (see ``_judge``). An agent hook (Claude Code's ``type: agent``) always asks, and
+a model (see ``_hooks.judge``). An agent hook (Claude Code's ``type: agent``) always asks, and
 lets the judge take several turns.
 """
 

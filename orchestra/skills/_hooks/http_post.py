@@ -6,7 +6,7 @@ a result JSON object (or empty: no opinion) is the hook's result; anything else 
 status, a body that is not a result, a body over 1 MiB, no answer within ``timeout``,
 a connection that fails. Plain ``http://`` is refused unless ``tls`` is ``"off"``, and so
 is a URL whose host is or resolves to an internal address unless
-``allow_private_network`` (see ``_network``): the request goes to the address checked.
+``allow_private_network`` (see ``_hooks.network``): the request goes to the address checked.
 Proxy variables and ``.netrc`` of the environment are not used (``trust_env=False``).
 """
 
@@ -106,7 +106,7 @@ async def post_http(
             not checked) or ``"off"`` (plain http allowed too).
         strict_output: refuse result fields that are not known (see ``parse_result``).
         allow_private_network: let the URL reach loopback, private, link-local, CGNAT,
-            multicast and reserved addresses (see ``_network``).
+            multicast and reserved addresses (see ``_hooks.network``).
         allow_loopback: let the URL reach loopback addresses only (Claude Code's
             ``localhost`` URLs): the name is resolved and each address checked.
         read: how a 2xx body is read (Arc's decisions); default: a result JSON object

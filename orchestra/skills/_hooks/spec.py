@@ -1,4 +1,4 @@
-"""``HookSpec``: what every hook type shares; ``HookCall`` (from ``_hook_call``) re-exported.
+"""``HookSpec``: what every hook type shares; ``HookCall`` (``_protocol.call``) re-exported.
 
 Each hook type is one frozen attrs class below ``HookSpec`` (``CommandHook``,
 ``HttpHook``, ...) with its own fields, the reading of those fields from a config
@@ -31,9 +31,8 @@ from orchestra.skills._config.matchers import (
 )
 from orchestra.skills._config.permission_rule import PermissionRule, permission_rule
 from orchestra.skills._config.yaml import kind
-from orchestra.skills._protocol.call import HookCall
+from orchestra.skills._protocol.call import HookCall, event_data, event_json, utc_timestamp
 from orchestra.skills._protocol.catalog import EVENTS, EventSpec, OnError, Phase, unknown_event
-from orchestra.skills._protocol.event_json import event_data, event_json, utc_timestamp
 
 if TYPE_CHECKING:
     from orchestra.skills._config.entry import Entry

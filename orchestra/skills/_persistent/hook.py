@@ -1,6 +1,6 @@
 """``PersistentHook``: one persistent hook's process, and the events in flight to it.
 
-What the process may do and what follows is in ``_persistent`` (the table); here is how.
+What the process may do and what follows is in ``_persistent.pool`` (the table); here is how.
 
 No task of its own reads the process: whichever caller waits for an answer while
 nobody reads becomes the reader. It reads lines and hands each answer to its caller by
@@ -38,7 +38,7 @@ from orchestra.skills._protocol.result import HookResult, HookRunError
 
 if TYPE_CHECKING:
     from orchestra.skills._hooks.command import CommandHook
-    from orchestra.skills._hooks.spec import HookCall
+    from orchestra.skills._protocol.call import HookCall
 
 __all__ = ["PersistentHook"]
 
@@ -47,7 +47,7 @@ __all__ = ["PersistentHook"]
 _GRACE: Final = 0.5
 _CLOSED: Final = "stopped: the registry was closed"
 _INF: Final = math.inf
-_ENDED: Final[list[bytes]] = []  # ``_lines``: the process's stdout ended (by identity)
+_ENDED: Final[list[bytes]] = []  # ``_persistent.lines``: the process's stdout ended (by identity)
 
 
 class PersistentHook:

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from orchestra.skills._hooks.spec import event_json
+from orchestra.skills._protocol.call import event_json
 from orchestra.skills._protocol.result import NO_OPINION, HookResult, HookRunError, result_from_json
 
 if TYPE_CHECKING:
-    from orchestra.skills._hooks.spec import HookCall
+    from orchestra.skills._protocol.call import HookCall
 
 __all__ = ["answer_result", "clip", "decode", "event_line", "parse_answer", "why"]
 

@@ -37,17 +37,17 @@ from __future__ import annotations
 
 import atexit
 import weakref
-from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
 
 import anyio
 from opentelemetry import context as otel_context
 
-from orchestra.skills._hooks.spec import HookCall
 from orchestra.skills._persistent.faults import FAULT_WINDOW, MAX_FAULTS
 from orchestra.skills._persistent.hook import PersistentHook
 from orchestra.skills._persistent.process import HookProcess
 from orchestra.skills._processes.command import command_argv
+from orchestra.skills._protocol.call import HookCall
 from orchestra.skills._protocol.result import HookResult, HookRunError
 
 if TYPE_CHECKING:
@@ -135,15 +135,12 @@ def _spawner(hook: CommandHook, call: HookCall) -> Callable[[int], HookProcess]:
     return spawn
 
 
-def run_persistent(hook: CommandHook, call: HookCall) -> Coroutine[Any, Any, HookResult]:
+async def run_persistent(hook: CommandHook, call: HookCall) -> HookResult:
     """Send an event to a persistent hook's process (started if need be), read its answer.
 
-    Returns the coroutine of ``PersistentHook.run`` itself (one less per event).
-
     Raises:
-        HookRunError: the process failed or is broken (when awaited), or no registry
-            holds it (at once).
+        HookRunError: the process failed or is broken, or no registry holds it.
     """
     if call.processes is None:
         raise HookRunError("a persistent hook runs in a HookRegistry, which holds its process")
-    return call.processes.get(hook, call).run(call)
+    return await call.processes.get(hook, call).run(call)

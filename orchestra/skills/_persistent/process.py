@@ -114,7 +114,7 @@ class HookProcess:
     ) -> HookProcess:
         """Start ``argv`` in a process group of its own, with pipes for all three.
 
-        ``reaped``: under the reaper (see ``_reaper``), so that whatever it starts ends
+        ``reaped``: under the reaper (see ``_processes.reaper``), so that whatever it starts ends
         with it, ``setsid`` children included.
 
         Raises:

@@ -59,7 +59,8 @@ PlainText: TypeAlias = Literal["context", "ignore", "error"]
 """What plain text on a command hook's stdout (exit 0) is: context, nothing, or an error."""
 ExitReader: TypeAlias = Callable[[int, bytes, str], HookResult]
 """Reads a hook that exited by itself: (exit code, stdout, stderr) -> its result; raises
-``HookRunError`` for a hook error (Claude Code sources read exits so, see ``_claude_result``)."""
+``HookRunError`` for a hook error (Claude Code sources read exits so: see
+``_hooks.claude_output``)."""
 _SHELLS: Final = {
     None: ("/bin/sh", "-c"),
     "bash": ("bash", "-c"),

@@ -26,7 +26,7 @@ from typing import Final
 from orchestra._children import MINIMAL_ENV, minimal_environment
 from orchestra.tracing import inject_env
 
-__all__ = ["KEPT_MINIMAL", "MINIMAL_ENV", "check_glob", "check_name", "hook_environment"]
+__all__ = ["KEPT_MINIMAL", "MINIMAL_ENV", "hook_environment"]
 
 KEPT_MINIMAL: Final = (
     "get orchestra's minimal environment (PATH, HOME, ...), not the whole one their "
@@ -35,25 +35,8 @@ KEPT_MINIMAL: Final = (
 )
 """The end of the note a source's loader gives once where it keeps this difference."""
 
-_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_GLOB: Final = re.compile(r"(?:[A-Za-z0-9_*?]|\[!?[A-Za-z0-9_-]+\])+")
 _GLOB_CHARS: Final = frozenset("*?[")
 _REFERENCE: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def check_name(name: str) -> str | None:
-    """What is wrong with a variable name, or None."""
-    return None if _NAME.fullmatch(name) else f"{name!r} is not a variable name"
-
-
-def check_glob(pattern: str) -> str | None:
-    """What is wrong with a ``pass_env`` entry (a name or a glob), or None."""
-    if _GLOB.fullmatch(pattern):
-        return None
-    return (
-        f"{pattern!r} is not a variable name or glob "
-        "(letters, digits, _, and the glob characters * ? [...])"
-    )
 
 
 def _passed(environ: Mapping[str, str], pass_env: tuple[str, ...]) -> dict[str, str]:

@@ -21,7 +21,8 @@ The choice against the alternatives: a clean helper process that spawns hooks hi
 toggling the flag only while hooks run leaves it open to a hook's detached child the
 moment the last hook ends. The flag is set once and kept; it is a single system call.
 No maintained library wraps ``prctl`` (``python-prctl`` is a C extension last released
-in 2020), so it is called through ``ctypes`` (``orchestra._children``; ``_reaper`` has its own).
+in 2020), so it is called through ``ctypes`` (``orchestra._children``; the reaper,
+``_processes.reaper``, has its own).
 """
 
 from __future__ import annotations

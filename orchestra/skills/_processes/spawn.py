@@ -157,7 +157,7 @@ def spawn(
         argv: the program and its arguments.
         env: its whole environment.
         cwd: its working folder.
-        reaped: run it under the reaper (Linux; see ``_reaper``): whatever it starts,
+        reaped: run it under the reaper (Linux; see ``_processes.reaper``): whatever it starts,
             ``setsid`` or not, ends with it, and its parent's environment is empty.
 
     Raises:

@@ -13,7 +13,7 @@ guard that cannot run must not silently allow. They have phases: a hook may be a
 Each event also says how Claude Code's current hooks reference treats it, for hooks of
 Claude Code sources (``EventSpec.claude``): the field its matchers read, what exit 2 does
 and where stderr goes, where plain stdout goes, the output fields it reads, its default
-timeout, whether ``CLAUDE_ENV_FILE`` is set: ``_claude_events`` holds that table.
+timeout, whether ``CLAUDE_ENV_FILE`` is set: ``_protocol.claude_events`` holds that table.
 """
 
 from __future__ import annotations

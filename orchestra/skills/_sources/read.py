@@ -113,7 +113,7 @@ def _with_claude_settings(
 ) -> list[HookSpec]:
     """``hooks`` after the settings Claude Code applies across its files.
 
-    See ``_claude_settings``: ``disableAllHooks``, ``allowedHttpHookUrls``, ...
+    See ``_sources.claude.settings``: ``disableAllHooks``, ``allowedHttpHookUrls``, ...
     """
     if not claude:
         return hooks

@@ -3,7 +3,7 @@
 A hook file from a cloned repository or a downloaded skill runs commands on the user's
 machine. ``orchestra hooks trust PATH...`` records each file's SHA-256, a one-line
 summary of each of its hooks, and the SHA-256 of each file those hooks run (its scripts,
-a skill's folder: see ``_covered``) in ``$XDG_CONFIG_HOME/orchestra/trust.json`` (default
+a skill's folder: see ``_sources.covered``) in ``$XDG_CONFIG_HOME/orchestra/trust.json`` (default
 ``~/.config/orchestra/trust.json``); ``load(..., require_trust=True)`` then refuses a file
 that is not in the store, or whose content or scripts changed since (the message says
 which hooks were added or removed, or which script changed, and the command that trusts
@@ -77,8 +77,8 @@ class Trusted:
         hooks: a summary line per hook it had then.
         trusted_at: when, as an ISO 8601 UTC time.
         files: the files its hooks run (its scripts, a skill's folder), each
-            ``(absolute path, SHA-256)``, as they were then (see ``_covered``).
-        grants: the network grants it made then, one line each (see ``_grants``).
+            ``(absolute path, SHA-256)``, as they were then (see ``_sources.covered``).
+        grants: the network grants it made then, one line each (see ``_sources.claude.grants``).
     """
 
     path: str

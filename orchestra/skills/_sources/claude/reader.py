@@ -8,7 +8,7 @@ field for field as Claude Code's current hooks reference documents them:
 - every other top-level key (``permissions``, ``model``, ``env``, ``description``, ...)
   is Claude Code's business: a note, never an error; ``disableAllHooks``,
   ``allowedHttpHookUrls`` and ``httpHookAllowedEnvVars`` apply across the files of a load,
-  after Claude Code's precedence (see ``_claude_settings``);
+  after Claude Code's precedence (see ``_sources.claude.settings``);
 - an event, hook type or field this version does not know is a note (the hook or group
   is skipped, or the field ignored), since Claude Code adds them over time; a hook type
   Claude Code does not run on an event (``http`` on ``SessionStart``) is skipped too;

@@ -13,7 +13,7 @@ project ``.claude/settings.json`` < local ``.claude/settings.local.json``):
   private or link-local (a cloud metadata address included).
 - ``httpHookAllowedEnvVars``: once any file sets it, headers interpolate only the
   variables on the merged list.
-- Both are grants (see ``_grants``): merged from the user's and managed settings and
+- Both are grants (see ``_sources.claude.grants``): merged from the user's and managed settings and
   from files whose trust record names them; any other file's lists only narrow (a URL
   must match them too, a variable be on them too) and never reach an internal address.
 
