@@ -59,6 +59,7 @@ lint: $(STAMP)
 		--min-similarity-lines=8 --ignore-comments=y --ignore-docstrings=y --ignore-imports=y \
 		--ignore-signatures=y --score=n $(GATE_PATHS)
 	$(VENV)/bin/flake8 --isolated --select=CFQ001 --max-function-length=60 orchestra/dag
+	$(VENV)/bin/lint-imports --no-cache  # orchestra.skills' layers ([tool.importlinter])
 	$(VENV)/bin/deptry orchestra
 	$(foreach p,$(INTEGRATIONS),cd $(dir $(p)) && $(abspath $(VENV))/bin/deptry orchestra_* && cd $(CURDIR) &&) true
 
