@@ -19,7 +19,7 @@ import contextlib
 import contextvars
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Final, final
+from typing import TYPE_CHECKING, Final, TypeAlias, final
 
 import attrs
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
 __all__ = [
+    "Audits",
     "BudgetUse",
     "RunBudgets",
     "Spending",
@@ -132,25 +133,28 @@ class Spending:
         self._would.append(f"would exceed: {reason}")
         return False
 
-    def tool(self, name: str) -> str | None:
-        """Charge one call of tool ``name``: the refusal's reason, or None (charged)."""
+    def tool(self, name: str) -> tuple[str | None, tuple[str, ...]]:
+        """Charge a call of ``name``: the refusal (None: charged), the refusals audited."""
         limits = self.budget.limits
+        would: tuple[str, ...] = ()
         with self._lock:
             used = self._used["tool_calls"]
             limit = limits.get("tool_calls")
             if limit is not None and used >= limit:
                 reason = f"budget: tool calls {_shown(used)}/{_shown(limit)}"
                 if self._over(reason):
-                    return reason
+                    return reason, ()
+                would += (reason,)
             own = self.budget.per_tool.get(name)
             if own is not None and self._per_tool[name] >= own:
                 reason = f"budget: calls of tool {name!r} {self._per_tool[name]}/{own}"
                 if self._over(reason):
-                    return reason
+                    return reason, ()
+                would += (reason,)
             self._used["tool_calls"] = used + 1
             if own is not None:
                 self._per_tool[name] += 1
-        return None
+        return None, would
 
     def model_start(self, model: str | None) -> BudgetExceeded | None:
         """Charge one model call about to be made: the error that ends the run, or None."""
@@ -263,23 +267,31 @@ def charged_by_caller(name: str | None) -> None:
         _CHARGED.set(name)
 
 
-def charge_tool(name: str, *, inner: bool = False) -> str | None:
-    """Charge one call of the tool ``name``: a refusal's reason, or None.
+Audits: TypeAlias = tuple[tuple[Budget, str], ...]  # (budget, why) refused in audit mode
+
+
+def charge_tool(name: str, *, inner: bool = False) -> tuple[str | None, Audits]:
+    """Charge one call of the tool ``name``.
 
     Args:
         name: the tool.
         inner: the call is a guarded function's, which may be the body of a call its
             engine charged already (``charged_by_caller``): then it is not charged again.
+
+    Returns:
+        A refusal's reason (None: it goes on), and what audit-mode budgets refused.
     """
     if inner and _CHARGED.get() == name:
         _CHARGED.set(None)
-        return None
+        return None, ()
     refusal: str | None = None
+    audits: Audits = ()
     for owner in _OPEN.get():
-        reason = owner.tool(name)
+        reason, would = owner.tool(name)
         if reason is not None and refusal is None:
             refusal = reason
-    return refusal
+        audits += tuple((owner.budget, why) for why in would)
+    return refusal, audits
 
 
 def charge_model_start(model: str | None) -> None:

@@ -18,8 +18,8 @@ import attrs
 from opentelemetry import trace
 
 from orchestra._approval import Approval
+from orchestra._spending import Audits, charge_tool, charged_by_caller
 from orchestra._spending import active as active_budgets
-from orchestra._spending import charge_tool, charged_by_caller
 from orchestra._tool_call import FailedAnswer, PreAnswer, Proceed, Refuse, ToolCall
 from orchestra._tool_flow import (
     Effect,
@@ -54,6 +54,8 @@ OutcomeCallback: TypeAlias = Callable[[str, "HookOutcome"], "Awaitable[None] | N
 """Gets the outcome of each tool event fired that had hooks: ``(event, outcome)``."""
 
 TOOL_EVENTS: Final = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+_PRE: Final = "PreToolUse"
+_Held: TypeAlias = "list[tuple[str, Mapping[str, Any], HookOutcome]]"  # until it is charged
 
 
 @final
@@ -127,8 +129,11 @@ class ToolHooks:
         is put on the current span (``mark_decision``): the call's ``tool_span``.
         """
         flow = self._pre(call, can_pause)
-        answer = Proceed(call.tool_input) if flow is None else await self._drive(flow)
-        answer = _charged(call, answer, self.inner)
+        held = self._held()
+        answer = Proceed(call.tool_input) if flow is None else await self._drive(flow, held)
+        answer, audits = _charged(call, answer, self.inner)
+        if held is not None:
+            await self._deliver(call, held, audits)
         if mark and (flow is not None or type(answer) is Refuse):
             mark_decision(answer)
         return answer
@@ -176,18 +181,55 @@ class ToolHooks:
             return _against(call, answer)
         return _against(call, _approved(edited, self.inner))
 
-    async def _drive(self, flow: Generator[Effect, Any, _T]) -> _T:
+    async def _drive(self, flow: Generator[Effect, Any, _T], held: _Held | None = None) -> _T:
         sent: Any = None
         try:
             while True:
                 effect = flow.send(sent)
-                sent = await self._perform(effect)
+                sent = await self._perform(effect, held)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]  # the flow's answer
 
-    async def _perform(self, effect: Effect) -> Any:
+    def _held(self) -> _Held | None:
+        """Where ``pre`` keeps its events until the call is charged, if a budget is open.
+
+        A budget in audit mode adds what it would have refused the call for to the
+        call's ``PreToolUse`` outcome (``HookOutcome.audited``) before the registry's
+        ``record=`` keeps it and ``on_outcome`` hears it.
+        """
+        watched = self.registry is not None or self.on_outcome is not None
+        return [] if watched and active_budgets() else None
+
+    async def _deliver(self, call: ToolCall, held: _Held, audits: Audits) -> None:
+        """Record the held events and hand them to ``on_outcome``, with the budgets' audits."""
+        if audits:
+            from orchestra._budget_audit import with_audits  # only when a budget audits
+
+            last = next((i for i in reversed(range(len(held))) if held[i][0] == _PRE), None)
+            if last is None:  # no hook was asked: the budget's answer is the event's
+                held.append((_PRE, call.payload(), with_audits(None, audits)))
+            else:
+                event, payload, outcome = held[last]
+                held[last] = (event, payload, with_audits(outcome, audits))
+        from orchestra.skills._firing.record import keep  # orchestra.skills imports this module
+
+        for event, payload, outcome in held:
+            if self.registry is not None:
+                keep(self.registry, event, payload, outcome)
+            if self.on_outcome is not None and (outcome.records or outcome.audited):
+                seen = self.on_outcome(event, outcome)
+                if inspect.isawaitable(seen):
+                    await seen
+
+    async def _perform(self, effect: Effect, held: _Held | None = None) -> Any:
         if isinstance(effect, Fire):
             assert self.registry is not None
+            if held is not None:
+                from orchestra.skills._firing.record import fire_held  # a budget is open: rare
+
+                outcome = await fire_held(self.registry, effect.event, effect.payload)
+                held.append((effect.event, effect.payload, outcome))
+                return outcome
             outcome = await self.registry.fire(effect.event, effect.payload)
             if self.on_outcome is not None and outcome.records:
                 seen = self.on_outcome(effect.event, outcome)
@@ -203,8 +245,11 @@ class ToolHooks:
     def pre_sync(self, call: ToolCall, *, can_pause: bool = False, mark: bool = True) -> PreAnswer:
         """``pre`` from synchronous code (each event fires on an event loop of its own)."""
         flow = self._pre(call, can_pause)
-        answer = Proceed(call.tool_input) if flow is None else self._drive_sync(flow)
-        answer = _charged(call, answer, self.inner)
+        held = self._held()
+        answer = Proceed(call.tool_input) if flow is None else self._drive_sync(flow, held)
+        answer, audits = _charged(call, answer, self.inner)
+        if held is not None and (held or audits):
+            run_blocking(lambda: self._deliver(call, held, audits))
         if mark and (flow is not None or type(answer) is Refuse):
             mark_decision(answer)
         return answer
@@ -243,35 +288,36 @@ class ToolHooks:
             return _against(call, answer)
         return _against(call, _approved(edited, self.inner))
 
-    def _drive_sync(self, flow: Generator[Effect, Any, _T]) -> _T:
+    def _drive_sync(self, flow: Generator[Effect, Any, _T], held: _Held | None = None) -> _T:
         sent: Any = None
         try:
             while True:
                 effect = flow.send(sent)
-                sent = run_blocking(lambda effect=effect: self._perform(effect))  # type: ignore[misc]
+                sent = run_blocking(lambda effect=effect: self._perform(effect, held))  # type: ignore[misc]
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]  # the flow's answer
 
 
-def _charged(call: ToolCall, answer: PreAnswer, inner: bool) -> PreAnswer:
+def _charged(call: ToolCall, answer: PreAnswer, inner: bool) -> tuple[PreAnswer, Audits]:
     """A call going ahead, charged to the budgets open here: a refusal past their limit.
 
     Only a call whose body will run counts (not a mock, a refusal or a pause); a guarded
-    function that is the body of a call charged by its engine counts once.
+    function that is the body of a call charged by its engine counts once. Also returns
+    what budgets in audit mode would have refused it for.
     """
     if type(answer) is not Proceed:
-        return answer
-    refusal = charge_tool(call.tool_name, inner=inner)  # one read when no budget is open
+        return answer, ()
+    refusal, audits = charge_tool(call.tool_name, inner=inner)  # one read without budgets
     if refusal is not None:
-        return Refuse(refusal)
+        return Refuse(refusal), audits
     if not inner and active_budgets():
         charged_by_caller(call.tool_name)
-    return answer
+    return answer, audits
 
 
 def _approved(call: ToolCall, inner: bool) -> PreAnswer:
     """An approved call goes ahead with its pending input (charged to the budgets)."""
-    answer = _charged(call, Proceed(call.tool_input), inner)
+    answer, _ = _charged(call, Proceed(call.tool_input), inner)  # audits: on the run's spans
     mark_decision(answer)
     return answer
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from test_langgraph_steps import graph
 import orchestra.tracing as ot
 from orchestra import Budget, BudgetExceeded, RunContext, RunResult, TaskHooks
 from orchestra.bridge.testing import check_budget_trace
+from orchestra.skills import load
 
 HOW = pytest.mark.parametrize("how", ["invoke", "ainvoke"])
 USAGE = {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}
@@ -147,3 +149,28 @@ def test_audit_mode_puts_each_would_exceed_on_the_run_span_and_result(
         {"orchestra.decision.reason": "would exceed: budget: model calls 1/1"}
     ]
     assert after.results[0].budgets[0].would_exceed == ("would exceed: budget: model calls 1/1",)
+
+
+@HOW
+def test_audit_mode_records_the_would_exceed_of_a_tool_call(how: str, tmp_path: Path) -> None:
+    config = tmp_path / "orchestra.yaml"
+    config.write_text("budget: {max_tool_calls: 0, enforce: false}\n")
+    record = tmp_path / "events.jsonl"
+    ran: list[str] = []
+    hooked = with_hooks(graph(ran, looping(1, [])), registry=load(config, record=record))
+    invoke(hooked.compile(), how)
+    assert ran == ["k1"]
+    lines = [json.loads(x) for x in record.read_text().splitlines()]
+    assert [(x["event"], x["outcome"]["audited"]) for x in lines] == [
+        (
+            "PreToolUse",
+            [
+                {
+                    "hook": "<budget>",
+                    "decision": "deny",
+                    "blocked": True,
+                    "reason": "budget: tool calls 0/0",
+                }
+            ],
+        )
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from click.testing import CliRunner
 from orchestra_openai_agents import OrchestraRunHooks
 from test_openai_steps import lookup_agent
 
+import orchestra.skills
 from orchestra import Budget, BudgetExceeded, SubagentHookContext, SubagentHooks
 from orchestra.bridge.testing import check_budget_trace
 from orchestra.cli import main
@@ -126,3 +128,23 @@ async def test_max_tool_calls_refuses_the_third_call_before_its_body_runs(mode: 
     assert result.final_output == "done"
     assert ran == ["k1", "k2"]
     assert "budget: tool calls 2/2" in tool_outputs(model)["c3"]
+
+
+async def test_audit_mode_puts_each_would_exceed_on_the_recorded_outcome(
+    mode: str, tmp_path: Path
+) -> None:
+    config, record = tmp_path / "orchestra.yaml", tmp_path / "events.jsonl"
+    config.write_text("budget: {max_tool_calls: 1, enforce: false}\n")
+    ran: list[str] = []
+    bridge = OrchestraRunHooks(registry=orchestra.skills.load(config, record=record))
+    await drive(bridge, lookup_agent(looping(3), ran), "go", mode)
+    assert ran == ["k1", "k2", "k3"]
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [(x["event"], x["payload"]["tool_input"]) for x in lines] == [
+        ("PreToolUse", {"key": "k2"}),
+        ("PreToolUse", {"key": "k3"}),
+    ]
+    assert [x["outcome"]["audited"][0]["reason"] for x in lines] == [
+        "budget: tool calls 1/1",
+        "budget: tool calls 2/1",
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from pydantic_ai.usage import RequestUsage
 from orchestra import Budget, BudgetExceeded, Dispatcher, DispatchError
 from orchestra.agents import AgentContext
 from orchestra.bridge.testing import check_budget_trace
-from orchestra.skills import HookRegistry
+from orchestra.skills import HookRegistry, load
 
 pytestmark = pytest.mark.anyio
 
@@ -203,3 +204,24 @@ async def test_an_agent_run_inside_a_tool_not_given_the_budget_counts_toward_it(
     with pytest.raises(BudgetExceeded, match=r"model calls 3/3"):
         await parent.run("go")
     assert (len(parent_made), len(child_log)) == (1, 2)
+
+
+async def test_audit_mode_records_each_would_exceed_on_the_calls_outcome(tmp_path: Path) -> None:
+    config = tmp_path / "orchestra.yaml"
+    config.write_text("budget:\n  per_tool: {lookup: 2}\n  enforce: false\n")
+    registry = load(config, record=tmp_path / "events.jsonl")
+    model, _ = looping(3)
+    ran: list[str] = []
+    await agent(model, ran, registry=registry).run("go")
+    assert ran == ["k1", "k2", "k3"]
+    [line] = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert line["event"] == "PreToolUse"
+    assert line["payload"]["tool_input"] == {"key": "k3"}
+    [audited] = line["outcome"]["audited"]
+    assert audited == {
+        "hook": "<budget>",
+        "decision": "deny",
+        "blocked": True,
+        "reason": "budget: calls of tool 'lookup' 2/2",
+    }
+    assert line["outcome"]["blocked"] is False  # it changed nothing

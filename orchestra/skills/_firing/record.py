@@ -32,11 +32,14 @@ from orchestra.skills._firing.outcome import AuditedDecision, CriticalHookError,
 
 if TYPE_CHECKING:
     from orchestra.skills._firing.background import BackgroundHooks
+    from orchestra.skills._firing.registry import HookRegistry
 
 __all__ = [
     "DEFAULT_RECORD_BYTES",
     "RECORD_VERSION",
     "EventRecorder",
+    "fire_held",
+    "keep",
     "outcome_json",
     "recorded",
 ]
@@ -177,3 +180,23 @@ async def recorded(
     if recorder is not None:
         recorder.keep(event, payload or {}, outcome)
     return outcome
+
+
+async def fire_held(
+    registry: HookRegistry, event: str, payload: Mapping[str, Any] | None
+) -> HookOutcome:
+    """``registry.fire`` without its record line, which the caller writes with ``keep``.
+
+    For a tool call charged to a budget once its hooks answered: a budget in audit mode
+    adds to the call's outcome before it is recorded.
+    """
+    background = registry._background if registry._background.waiting else None
+    return await recorded(registry._fire, event, payload, background, None, registry.session_id)
+
+
+def keep(
+    registry: HookRegistry, event: str, payload: Mapping[str, Any] | None, outcome: HookOutcome
+) -> None:
+    """Record an event ``fire_held`` fired (or one no hook was fired for) with ``record=``."""
+    if registry._recorder is not None:
+        registry._recorder.keep(event, payload or {}, outcome)
