@@ -353,8 +353,9 @@ budget:
 """
 
 
-def test_a_bad_budget_is_refused_at_load_with_file_and_line(tmp_path: Path) -> None:
-    path = tmp_path / "orchestra.yaml"
+@pytest.mark.parametrize("name", ["orchestra.yaml", "echo-agent.yaml"])  # each file with budget:
+def test_a_bad_budget_is_refused_at_load_with_file_and_line(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
     path.write_text(BAD_FILE)
     with pytest.raises(orchestra.ConfigError) as info:
         load(path)
