@@ -69,8 +69,8 @@ PINNED: dict[str, set[str]] = {
     },
     "orchestra.bridge": {
         # the attempt driver and its answers
-        "Answer", "AttemptDriver", "ContextFactory", "DEFAULT_MAX_ATTEMPTS", "DoFail", "DoGive",
-        "DoRun", "DoSkip", "DoSleep", "Ended", "GiveOutput", "RetryBudget", "SpanFactory",
+        "Again", "Answer", "AttemptDriver", "ContextFactory", "DEFAULT_MAX_ATTEMPTS", "DoFail",
+        "DoGive", "DoRun", "DoSkip", "DoSleep", "Ended", "GiveOutput", "RetryBudget", "SpanFactory",
         "TaskAttempts", "carry", "keep",
         # the tool-call protocol: the call, its answers, the flows and their drivers
         "Mock", "Ask", "AskCallback", "Consult", "DENIED_PREFIX", "Effect", "FailedAnswer",
