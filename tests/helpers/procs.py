@@ -111,10 +111,16 @@ class LeakCheck:
         self.mark = uuid.uuid4().hex
         self.env = {**os.environ, MARK_VAR: self.mark}
         self.fds: set[str] = set()
+        self.zombies: set[int] = set(zombies())  # those from before the test are not its own
 
     def snapshot(self) -> None:
-        """Record the open file descriptors to compare with later."""
+        """Record the open file descriptors, and the zombies already here, to compare with.
+
+        A zombie from before the test (another test's child, or a process reparented to
+        this one, a child subreaper) is not this test's: only new ones count.
+        """
         self.fds = open_fds()
+        self.zombies = set(zombies())
 
     async def check(self) -> None:
         """Assert no orphan, no zombie and no new file descriptor.
@@ -123,10 +129,13 @@ class LeakCheck:
         a moment to be gone: the check polls until clean, for at most ``SETTLE_S``.
         """
         with anyio.move_on_after(SETTLE_S):
-            while marked(self.mark) or zombies() or open_fds() - self.fds:  # noqa: ASYNC110
+            while marked(self.mark) or self._new_zombies() or open_fds() - self.fds:  # noqa: ASYNC110
                 await anyio.sleep(0.01)  # polling /proc, nothing to wait on
-        orphans, unreaped, leaked = marked(self.mark), zombies(), open_fds() - self.fds
+        orphans, unreaped, leaked = marked(self.mark), self._new_zombies(), open_fds() - self.fds
         # A plain module: pytest does not rewrite these asserts, so they say it themselves.
         assert not orphans, f"orphan processes: {orphans}"
         assert not unreaped, f"unreaped children: {unreaped}"
         assert not leaked, f"leaked file descriptors: {sorted(leaked)}"
+
+    def _new_zombies(self) -> list[int]:
+        return [pid for pid in zombies() if pid not in self.zombies]
