@@ -54,7 +54,11 @@ def _live_children_cpu() -> float:
     if not tasks.exists():
         return 0.0
     for task in tasks.iterdir():
-        for pid in (task / "children").read_text().split():
+        try:
+            pids = (task / "children").read_text().split()
+        except OSError:  # that thread ended meanwhile
+            continue
+        for pid in pids:
             try:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             except OSError:  # it ended meanwhile: counted below once waited for

@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers.procs import children
 from opentelemetry.sdk.trace import TracerProvider
 
 import orchestra.tracing as ot
@@ -25,14 +26,6 @@ from orchestra.tracing._configure import JSONL_BATCH
 from orchestra.tracing._jsonl import SyncSpanProcessor
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _children(pid: int) -> set[int]:
-    """The live child processes of ``pid`` (Linux's /proc)."""
-    found: set[int] = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found.update(int(c) for c in (task / "children").read_text().split())
-    return found
 
 
 def _file(tmp_path: Path, batch: int = 10) -> tuple[TracerProvider, ot.JsonlSpanExporter]:
@@ -54,14 +47,14 @@ def _names(path: Path) -> list[str]:
 
 
 def test_a_traced_run_starts_no_process(tmp_path: Path) -> None:
-    before = _children(os.getpid())
+    before = children(os.getpid())
     provider, exporter = _file(tmp_path)
     _spans(provider, 25)  # two full lines, written as they fill
     assert len(exporter.path.read_text().splitlines()) == 2
-    assert _children(os.getpid()) == before
+    assert children(os.getpid()) == before
     provider.shutdown()
     assert _names(exporter.path) == [f"s{i}" for i in range(25)]
-    assert _children(os.getpid()) == before
+    assert children(os.getpid()) == before
 
 
 def test_spans_a_full_disk_refuses_are_counted_in_the_log(
@@ -115,7 +108,7 @@ def _ran(out: Path, tasks: int) -> subprocess.Popen[str]:
     )
     assert proc.stdout is not None
     assert proc.stdout.readline() == "ran\n"
-    assert _children(proc.pid) == set()  # the file is written by the script alone
+    assert children(proc.pid) == set()  # the file is written by the script alone
     return proc
 
 

@@ -82,6 +82,15 @@ async def group_gone(pgid: int) -> bool:
     return not group_alive(pgid)
 
 
+def children(pid: int) -> set[int]:
+    """The live (not zombie) child processes of ``pid``.
+
+    Read from each process's parent in /proc/PID/stat, not /proc/PID/task/TID/children,
+    which vanishes when that thread ends while it is read (a thread pool's, say).
+    """
+    return {child for child, state, ppid, _ in _processes() if ppid == pid and state not in "ZX"}
+
+
 def zombies() -> list[int]:
     """Children of this process that exited and were not reaped."""
     me = os.getpid()
