@@ -30,7 +30,7 @@ from typing import Any, Final, final
 from agents import AsyncComputer, ComputerProvider, ComputerTool
 
 from orchestra_openai_agents._guard import ToolGuard
-from orchestra_openai_agents._local import Gate
+from orchestra_openai_agents._local import Gate, Gated
 
 __all__ = [
     "GuardedComputer",
@@ -142,17 +142,16 @@ async def _call(method: Callable[..., Any], args: tuple[Any, ...], kw: Mapping[s
 
 
 @final
-class _Make:
-    """The guarded tool's ``create``: the user's computer for this run, guarded."""
+class _Make(Gated):
+    """The guarded tool's ``create``: the user's computer for this run, guarded.
 
-    __slots__ = ("config", "gate")
+    ``inner`` is the tool's computer: an instance, a factory or a ``ComputerProvider``.
+    """
 
-    def __init__(self, config: Any, gate: Gate) -> None:
-        self.config = config
-        self.gate = gate
+    __slots__ = ()
 
     async def __call__(self, *, run_context: Any) -> GuardedComputer:
-        config = self.config
+        config = self.inner
         create = config.create if isinstance(config, ComputerProvider) else config
         inner = create(run_context=run_context) if callable(create) else create
         inner = await inner if inspect.isawaitable(inner) else inner

@@ -36,7 +36,7 @@ from orchestra.bridge import Mock, Proceed, Refuse
 from orchestra_openai_agents._guard import ToolGuard, tool_call
 from orchestra_openai_agents._state import state_for
 
-__all__ = ["Gate", "guard_local_tool", "is_guarded_local"]
+__all__ = ["Gate", "Gated", "guard_local_tool", "is_guarded_local"]
 
 _NO_REWRITE: Final = (
     "a PreToolUse hook rewrote the input of {kind}, whose request the bridge cannot "
@@ -91,9 +91,8 @@ def _payload(output: Any) -> Any:
     return output
 
 
-@final
-class _ShellExecutor:
-    """A ``ShellTool`` executor asking the guard first (``request.data.action.commands``)."""
+class Gated:
+    """The user's object (an executor, an editor, a computer's maker) and the gate of its calls."""
 
     __slots__ = ("gate", "inner")
 
@@ -101,57 +100,60 @@ class _ShellExecutor:
         self.inner = inner
         self.gate = gate
 
-    async def __call__(self, request: Any) -> Any:
-        action = request.data.action
-        commands = [str(c) for c in action.commands]
-        given = {
-            "commands": commands,
-            "command": "\n".join(commands),
-            "timeout_ms": action.timeout_ms,
-            "max_output_length": action.max_output_length,
-        }
-        return await self.gate.call(
-            request.ctx_wrapper, request.data.call_id, given, lambda: self.inner(request)
-        )
-
 
 @final
-class _LocalShellExecutor:
-    """A ``LocalShellTool`` executor asking the guard first (``request.data.action``)."""
+class _Executor(Gated):
+    """A ``ShellTool`` or ``LocalShellTool`` executor asking the guard first.
 
-    __slots__ = ("gate", "inner")
+    ``describe`` reads the call's id and real input from the request's ``data``.
+    """
 
-    def __init__(self, inner: Any, gate: Gate) -> None:
-        self.inner = inner
-        self.gate = gate
+    __slots__ = ("describe",)
+
+    def __init__(
+        self, inner: Any, gate: Gate, describe: Callable[[Any], tuple[object, dict[str, Any]]]
+    ) -> None:
+        super().__init__(inner, gate)
+        self.describe = describe
 
     async def __call__(self, request: Any) -> Any:
-        data = request.data
-        action = data.action
-        argv = [str(a) for a in action.command]
-        given = {
-            "command": shlex.join(argv),
-            "argv": argv,
-            "env": dict(action.env or {}),
-            "working_directory": action.working_directory,
-            "timeout_ms": action.timeout_ms,
-            "user": action.user,
-        }
-        call_id = getattr(data, "call_id", None) or getattr(data, "id", None)
+        call_id, given = self.describe(request.data)
         return await self.gate.call(
             request.ctx_wrapper, call_id, given, lambda: self.inner(request)
         )
 
 
+def _shell_input(data: Any) -> tuple[object, dict[str, Any]]:
+    """A ``ShellTool`` call's id and input (``data.action.commands``)."""
+    action = data.action
+    commands = [str(c) for c in action.commands]
+    return data.call_id, {
+        "commands": commands,
+        "command": "\n".join(commands),
+        "timeout_ms": action.timeout_ms,
+        "max_output_length": action.max_output_length,
+    }
+
+
+def _local_shell_input(data: Any) -> tuple[object, dict[str, Any]]:
+    """A ``LocalShellTool`` call's id and input (``data.action``: argv, env, ...)."""
+    action = data.action
+    argv = [str(a) for a in action.command]
+    return getattr(data, "call_id", None) or getattr(data, "id", None), {
+        "command": shlex.join(argv),
+        "argv": argv,
+        "env": dict(action.env or {}),
+        "working_directory": action.working_directory,
+        "timeout_ms": action.timeout_ms,
+        "user": action.user,
+    }
+
+
 @final
-class _Editor:
+class _Editor(Gated):
     """An ``ApplyPatchTool`` editor asking the guard before each operation."""
 
-    __slots__ = ("gate", "inner")
-
-    def __init__(self, inner: Any, gate: Gate) -> None:
-        self.inner = inner
-        self.gate = gate
+    __slots__ = ()
 
     async def _edit(self, kind: str, operation: Any) -> Any:
         given = {
@@ -186,10 +188,11 @@ def guard_local_tool(tool: Any, guard: ToolGuard) -> Any | None:
         if environment.get("type", "local") != "local" or tool.executor is None:
             return None  # hosted: check_hosted decides
         gate = Gate(guard, name, "ShellTool")
-        return dataclasses.replace(tool, executor=_ShellExecutor(tool.executor, gate))
+        return dataclasses.replace(tool, executor=_Executor(tool.executor, gate, _shell_input))
     if isinstance(tool, LocalShellTool):
         gate = Gate(guard, name, "LocalShellTool")
-        return dataclasses.replace(tool, executor=_LocalShellExecutor(tool.executor, gate))
+        executor = _Executor(tool.executor, gate, _local_shell_input)
+        return dataclasses.replace(tool, executor=executor)
     if isinstance(tool, ApplyPatchTool):
         gate = Gate(guard, name, "ApplyPatchTool")
         return dataclasses.replace(tool, editor=_Editor(tool.editor, gate))
@@ -199,4 +202,4 @@ def guard_local_tool(tool: Any, guard: ToolGuard) -> Any | None:
 def is_guarded_local(tool: object) -> bool:
     """Whether a local tool's executor or editor is this bridge's guarded one."""
     inner = getattr(tool, "executor", None) or getattr(tool, "editor", None)
-    return isinstance(inner, _ShellExecutor | _LocalShellExecutor | _Editor)
+    return isinstance(inner, _Executor | _Editor)
