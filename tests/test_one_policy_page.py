@@ -37,7 +37,7 @@ def test_the_tool_table_has_every_engine() -> None:
 def test_the_ways_table_has_every_engine_that_has_other_ways() -> None:
     engines = table(way_matrix_header())
     assert sorted(set(engines)) == ["Dask", "LangGraph", "OpenAI Agents", "pydantic-ai"]
-    assert len(engines) == 16  # one row per way: 5 + 6 + 4 + 1
+    assert len(engines) == 17  # one row per way: 6 + 6 + 4 + 1
 
 
 def test_the_ask_table_has_every_engine_that_can_pause() -> None:
@@ -46,4 +46,5 @@ def test_the_ask_table_has_every_engine_that_can_pause() -> None:
         "pydantic-ai (OrchestraCapability)",
         "LangGraph (ToolNode)",
         "LangChain create_agent",
+        "LangChain create_agent beside HumanInTheLoopMiddleware, ToolRetryMiddleware",
     ]

@@ -151,9 +151,8 @@ class Flaky(orchestra.TaskHooks):
         self.ends.append(ctx.task.id)
 
 
-@HOW
-def test_task_hooks_retry_and_skip_a_tool_call(how: str) -> None:
-    tries: list[str] = []
+def flaky_fetch(tries: list[str]) -> Any:
+    """The tool ``fetch(url)``: records each try in ``tries``; the first raises."""
 
     @tool
     def fetch(url: str) -> str:
@@ -163,12 +162,20 @@ def test_task_hooks_retry_and_skip_a_tool_call(how: str) -> None:
             raise ConnectionError("503")
         return "page"
 
+    return fetch
+
+
+FETCH_U = {"name": "fetch", "args": {"url": "u"}, "id": "c1", "type": "tool_call"}
+
+
+@HOW
+def test_task_hooks_retry_and_skip_a_tool_call(how: str) -> None:
+    tries: list[str] = []
+    fetch = flaky_fetch(tries)
+
     ran: list[str] = []
     hooks = Flaky()
-    calls = [
-        {"name": "fetch", "args": {"url": "u"}, "id": "c1", "type": "tool_call"},
-        call("/", "c2"),
-    ]
+    calls = [FETCH_U, call("/", "c2")]
     chat = model(calls)
     agent = create_agent(
         chat, tools=[fetch, make_delete(ran)], middleware=[OrchestraMiddleware(hooks=[hooks])]
@@ -205,6 +212,32 @@ def test_it_works_beside_human_in_the_loop_and_tool_retry(tmp_path: Path) -> Non
     assert ran == []
     assert last_tool_message(chat.read).content == "never delete /"
     assert messages[-1].content == "done"
+
+
+def test_each_retry_of_tool_retry_middleware_before_it_is_judged_again(tmp_path: Path) -> None:
+    """ToolRetryMiddleware listed first retries through the policy: every try is a call."""
+    from test_langgraph_tools import log_to
+
+    tries: list[str] = []
+    fetch = flaky_fetch(tries)
+
+    chat = model([FETCH_U])
+    registry = write_config(tmp_path, {"PreToolUse": [log_to(tmp_path / "log")]})
+    agent = create_agent(
+        chat,
+        tools=[fetch],
+        middleware=[
+            ToolRetryMiddleware(max_retries=2, initial_delay=0),
+            OrchestraMiddleware(registry=registry),
+        ],
+    )
+
+    run(agent, "invoke")
+
+    assert tries == ["u", "u"]
+    judged = [json.loads(f.read_text()) for f in (tmp_path / "log").iterdir()]
+    assert [(e["tool_name"], e["tool_input"]) for e in judged] == [("fetch", {"url": "u"})] * 2
+    assert last_tool_message(chat.read).content == "page"
 
 
 def test_an_agent_inside_a_hooked_graph_follows_its_policy(tmp_path: Path) -> None:

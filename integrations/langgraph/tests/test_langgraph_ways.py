@@ -3,7 +3,9 @@
 Each way calls ``fetch`` as a LangGraph user would without a hooked ``ToolNode``: a
 hand-written tool node (LangGraph's quickstart), a plain ``ToolNode`` or a compiled
 graph called inside a node function (LangGraph's subgraph-streaming test), the
-functional API, LangChain v1's ``create_agent``. Real graphs, langchain-core's fake model.
+functional API, LangChain v1's ``create_agent`` (alone, and beside LangChain's own
+``HumanInTheLoopMiddleware`` and ``ToolRetryMiddleware``). Real graphs, langchain-core's
+fake model.
 """
 
 from __future__ import annotations
@@ -14,6 +16,11 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    HumanInTheLoopMiddleware,
+    ToolRetryMiddleware,
+)
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -151,10 +158,33 @@ def functional(registry: HookRegistry, body: ToolBody) -> list[BaseMessage]:
     return list(with_hooks(agent, registry=registry).invoke([HumanMessage("go")]))
 
 
-def langchain_agent(registry: HookRegistry, body: ToolBody) -> list[BaseMessage]:
-    middleware = [OrchestraMiddleware(registry=registry)]
-    app = create_agent(scripted([CALL]), tools=[fetch_tool(body)], middleware=middleware)
-    return list(app.invoke({"messages": [HumanMessage("go")]})["messages"])
+@tool
+def publish(text: str) -> str:
+    """Publish a text (a person approves each call: HumanInTheLoopMiddleware)."""
+    raise AssertionError("the scripted model never calls publish")
+
+
+def middleware_stack(registry: HookRegistry, beside: bool) -> list[AgentMiddleware]:
+    """``OrchestraMiddleware`` alone, or last after LangChain's own approval and retry."""
+    ours = OrchestraMiddleware(registry=registry)
+    if not beside:
+        return [ours]
+    return [
+        HumanInTheLoopMiddleware(interrupt_on={"publish": True}),
+        ToolRetryMiddleware(max_retries=2, initial_delay=0),
+        ours,
+    ]
+
+
+def langchain_agent(registry: HookRegistry, body: ToolBody, beside: bool) -> list[BaseMessage]:
+    app = create_agent(
+        scripted([CALL]),
+        tools=[fetch_tool(body), publish],
+        middleware=middleware_stack(registry, beside),
+        checkpointer=InMemorySaver(),  # HumanInTheLoopMiddleware's interrupts need one
+    )
+    config: RunnableConfig = {"configurable": {"thread_id": "w1"}}
+    return list(app.invoke({"messages": [HumanMessage("go")]}, config)["messages"])
 
 
 WAYS: dict[str, tuple[str, Callable[[HookRegistry, ToolBody], list[BaseMessage]]]] = {
@@ -162,7 +192,15 @@ WAYS: dict[str, tuple[str, Callable[[HookRegistry, ToolBody], list[BaseMessage]]
     "tool_node_in_a_node": ("a plain `ToolNode` a node function invokes", tool_node_in_a_node),
     "subgraph_in_a_node": ("a plain compiled graph a node function streams", subgraph_in_a_node),
     "entrypoint": ("an `@entrypoint` agent of `guard_tools` tools", functional),
-    "create_agent": ("LangChain v1 `create_agent` + `OrchestraMiddleware`", langchain_agent),
+    "create_agent": (
+        "LangChain v1 `create_agent` + `OrchestraMiddleware`",
+        lambda registry, body: langchain_agent(registry, body, beside=False),
+    ),
+    "create_agent_beside_middleware": (
+        "`create_agent` + `HumanInTheLoopMiddleware`, `ToolRetryMiddleware`, then "
+        "`OrchestraMiddleware`",
+        lambda registry, body: langchain_agent(registry, body, beside=True),
+    ),
 }
 
 
@@ -176,7 +214,8 @@ class LangGraphWays:
 
 
 class Pausing:
-    """A hooked ToolNode graph with a checkpointer, or create_agent with the middleware."""
+    """A hooked ToolNode graph with a checkpointer, or create_agent with the middleware
+    (alone, or after LangChain's own ``HumanInTheLoopMiddleware`` and ``ToolRetryMiddleware``)."""
 
     def __init__(self, name: str, kind: str) -> None:
         self.name = name
@@ -185,12 +224,11 @@ class Pausing:
 
     def pause(self, registry: HookRegistry, body: ToolBody) -> Paused:
         saver = InMemorySaver()
-        if self.kind == "create_agent":
-            middleware = [OrchestraMiddleware(registry=registry)]
+        if self.kind.startswith("create_agent"):
             app: Any = create_agent(
                 scripted([CALL]),
-                tools=[fetch_tool(body)],
-                middleware=middleware,
+                tools=[fetch_tool(body), publish],
+                middleware=middleware_stack(registry, beside=self.kind != "create_agent"),
                 checkpointer=saver,
             )
         else:
@@ -211,6 +249,10 @@ class Pausing:
 ASKERS = [
     Pausing("LangGraph (ToolNode)", "tool_node"),
     Pausing("LangChain create_agent", "create_agent"),
+    Pausing(
+        "LangChain create_agent beside HumanInTheLoopMiddleware, ToolRetryMiddleware",
+        "create_agent_beside_middleware",
+    ),
 ]
 
 
