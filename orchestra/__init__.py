@@ -14,7 +14,7 @@ from orchestra._exports import lazy as _lazy
 if _typing.TYPE_CHECKING:
     from orchestra._budget import Budget as Budget
     from orchestra._chain import HookChain as HookChain
-    from orchestra._decisions import *  # noqa: F403  # the names of _DECISIONS
+    from orchestra._decisions import *  # noqa: F403  # exported: the names of _DECISIONS
     from orchestra._errors import BudgetExceeded as BudgetExceeded
     from orchestra._errors import ConfigError as ConfigError
     from orchestra._errors import DAGError as DAGError
@@ -50,8 +50,8 @@ if _typing.TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _DECISIONS: _typing.Final = ("Decision", "Delegate", "Fail", "Replace", "Retry", "Skip", "merge")
-"""The decisions' names, as ``orchestra._decisions.__all__`` says them (a test keeps the two
-the same; listed here too so that ``import orchestra`` loads nothing)."""
+"""The names ``orchestra._decisions`` exports, listed once, here (not there: ``import
+orchestra`` loads nothing): every class of its ``Decision`` union, the union and ``merge``."""
 
 __all__ = [
     *_DECISIONS,

@@ -5,7 +5,9 @@ every engine carries it out (``Again``: run the work again after ``delay``; the 
 their own type); its place in ``Decision``, whose order is the merge's precedence; and
 the moments that may give it, which say so in their return annotations
 (``TaskHooks.on_failure(...) -> Retry | Skip | Fail | Replace | ...``: ``orchestra._moments``
-reads them, as mypy does). Exports follow ``__all__``.
+reads them, as mypy does). ``orchestra`` exports every class of the union, the union and
+``merge`` (``Again`` and ``GiveOutput`` are ``orchestra.bridge``'s): its ``_DECISIONS``
+names them, the one list of them, so that ``import orchestra`` loads nothing.
 """
 
 from __future__ import annotations
@@ -104,11 +106,6 @@ class GiveOutput:
 
 Decision: TypeAlias = Fail | Skip | Delegate | Retry | Replace
 """Any decision a hook can return (in precedence order: the first wins a merge)."""
-
-__all__ = ["Decision", "Delegate", "Fail", "Replace", "Retry", "Skip", "merge"]
-"""What ``orchestra`` exports: each decision, the union, ``merge`` (``Again`` and
-``GiveOutput`` are ``orchestra.bridge``'s); here, beside the union, as a new decision joins
-both."""
 
 DECISIONS: Final[dict[str, type]] = {cls.__name__: cls for cls in get_args(Decision)}
 """Every decision type, by name, in precedence order (internal)."""
