@@ -138,6 +138,8 @@ class _Bridge:
 
     def _spec(self, name: str, spec: Any) -> Any:
         runnable = spec.runnable
+        if isinstance(runnable, HookedGraph):  # a subgraph given hooks of its own: as it is
+            return spec
         if isinstance(runnable, CompiledStateGraph):  # a subgraph: hook its own nodes
             return dataclasses.replace(spec, runnable=self._subgraph(name, runnable))
         if isinstance(runnable, ToolNode) and self.tools is not None:
@@ -178,6 +180,9 @@ class HookedGraph(HookedRuns, CompiledStateGraph):  # type: ignore[type-arg]  # 
 
     def _bridge(self) -> _Bridge:
         return self.builder.bridge  # type: ignore[attr-defined, no-any-return]
+
+    def _hooked_by_parent(self) -> bool:
+        return bool(self.builder.prefix)  # type: ignore[attr-defined]  # a subgraph's copy
 
     def _node_names(self) -> tuple[str, ...]:
         return tuple(self.builder.nodes)

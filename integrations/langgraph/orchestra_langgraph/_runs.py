@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from langgraph.pregel import Pregel
@@ -39,7 +39,11 @@ class HookedRuns(Pregel):  # type: ignore[type-arg]  # generic like its base
     def stream(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
         """LangGraph's own ``stream``, as one hooked run."""
         if current.get() is not None or not self._bridge().active:  # part of a run / idle
-            yield from super().stream(*args, **kwargs)
+            context = self._nested()
+            if context is None:
+                yield from super().stream(*args, **kwargs)
+            else:
+                yield from _each(context, context.run(super().stream, *args, **kwargs))
             return
         run, context, args, kwargs = self._start(args, kwargs)
         error: BaseException | None = None
@@ -55,19 +59,19 @@ class HookedRuns(Pregel):  # type: ignore[type-arg]  # generic like its base
     async def astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         """LangGraph's own ``astream``, as one hooked run."""
         if current.get() is not None or not self._bridge().active:
-            async for chunk in super().astream(*args, **kwargs):
+            context = self._nested()
+            if context is None:
+                chunks = super().astream(*args, **kwargs)
+            else:
+                chunks = _aeach(context, super().astream, args, kwargs)
+            async for chunk in chunks:
                 yield chunk
             return
         run, context, args, kwargs = self._start(args, kwargs)
         error: BaseException | None = None
         try:
             await asyncio.create_task(self._before_run(run), context=context)
-            chunks = context.run(super().astream, *args, **kwargs)
-            while True:
-                try:
-                    chunk = await asyncio.create_task(_next(chunks), context=context)
-                except StopAsyncIteration:
-                    break
+            async for chunk in _aeach(context, super().astream, args, kwargs):
                 yield chunk
         except BaseException as exc:
             error = exc
@@ -86,6 +90,10 @@ class HookedRuns(Pregel):  # type: ignore[type-arg]  # generic like its base
 
     def _node_names(self) -> tuple[str, ...]:
         raise NotImplementedError
+
+    def _hooked_by_parent(self) -> bool:
+        """Whether this is the hooked copy of a subgraph its parent graph hooked."""
+        return False
 
     def _configured(
         self, run: Run, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -115,6 +123,19 @@ class HookedRuns(Pregel):  # type: ignore[type-arg]  # generic like its base
         if run.span is not None:
             context.run(otel_context.attach, trace.set_span_in_context(run.span))
         return run, context, args, kwargs
+
+    def _nested(self) -> contextvars.Context | None:
+        """The context of a run inside another hooked run, given budgets of its own, or None.
+
+        Its own budgets count there (``scope="tree"``: in the enclosing run's count when
+        that one counts the same budget); its calls are the enclosing run's otherwise.
+        """
+        budgets = self._bridge().budgets
+        if not budgets or current.get() is None or self._hooked_by_parent():
+            return None
+        context = contextvars.copy_context()
+        context.run(enter_budgets, budgets)
+        return context
 
     def _before_run_sync(self, run: Run, context: contextvars.Context) -> None:
         if self._bridge().has_before_run:
@@ -159,6 +180,22 @@ def _each(context: contextvars.Context, chunks: Iterator[Any]) -> Iterator[Any]:
         try:
             chunk = context.run(next, chunks)
         except StopIteration:
+            return
+        yield chunk
+
+
+async def _aeach(
+    context: contextvars.Context,
+    astream: Callable[..., AsyncIterator[Any]],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> AsyncIterator[Any]:
+    """A run's chunks, each awaited in the run's context (where its nodes find the run)."""
+    chunks = context.run(astream, *args, **kwargs)
+    while True:
+        try:
+            chunk = await asyncio.create_task(_next(chunks), context=context)
+        except StopAsyncIteration:
             return
         yield chunk
 

@@ -26,7 +26,7 @@ from agents import (
 )
 
 from orchestra import TaskHooks
-from orchestra.bridge import resolve_policy
+from orchestra.bridge import open_budgets, resolve_policy
 from orchestra.dag import DEFAULT_MAX_ATTEMPTS
 from orchestra_openai_agents._chain import split_hooks
 
@@ -39,6 +39,7 @@ from orchestra_openai_agents._computer import guard_computer_tool
 from orchestra_openai_agents._guard import AskCallback, HostedTools, OnDeny, ToolGuard
 from orchestra_openai_agents._invoker import guarded_function_tool, is_guarded, remember
 from orchestra_openai_agents._local import guard_local_tool
+from orchestra_openai_agents._nested import nested_budgets, nested_hooks
 from orchestra_openai_agents._state import state_for
 
 __all__ = ["guard_agent", "guard_graph", "guard_tool"]
@@ -57,23 +58,35 @@ def _rebind_agent_tool(
     """The body of an ``Agent.as_tool`` tool, running ``nested`` instead of its agent.
 
     ``as_tool`` builds a closure over the agent; its copy here closes over the guarded
-    clone instead, every other setting (``max_turns``, ``run_config``, ``session``,
-    ``hooks``, extractors...) unchanged. None when the body is not shaped as expected.
+    clone instead, and over ``hooks`` that charge the run's model calls to the budgets
+    (``_nested``), every other setting (``max_turns``, ``run_config``, ``session``,
+    extractors...) unchanged. None when the body is not shaped as expected.
     """
     impl = getattr(tool.on_invoke_tool, "_invoke_tool_impl", None)
     code = getattr(impl, "__code__", None)
     closure = getattr(impl, "__closure__", None)
     if not isinstance(impl, types.FunctionType) or code is None or closure is None:
         return None
-    if "self" not in code.co_freevars:
+    names = code.co_freevars
+    if "self" not in names or "hooks" not in names:
         return None
-    index = code.co_freevars.index("self")
-    if closure[index].cell_contents is not getattr(tool, "_agent_instance", None):
+    if closure[names.index("self")].cell_contents is not getattr(tool, "_agent_instance", None):
         return None
-    cells = tuple(types.CellType(nested) if i == index else cell for i, cell in enumerate(closure))
+    given = closure[names.index("hooks")].cell_contents
+    new = {"self": nested, "hooks": nested_hooks(given)}
+    pairs = zip(names, closure, strict=True)
+    cells = tuple(types.CellType(new[name]) if name in new else cell for name, cell in pairs)
     body = types.FunctionType(code, impl.__globals__, impl.__name__, impl.__defaults__, cells)
     body.__kwdefaults__ = impl.__kwdefaults__
-    return cast("Callable[[ToolContext[Any], str], Awaitable[Any]]", body)
+    own = nested_budgets(given)
+    if not own:
+        return cast("Callable[[ToolContext[Any], str], Awaitable[Any]]", body)
+
+    async def run_with_budgets(context: ToolContext[Any], input: str) -> Any:
+        with open_budgets(own):  # the bridge given as hooks: its own budgets, as its run's
+            return await body(context, input)
+
+    return run_with_budgets
 
 
 @final
