@@ -22,7 +22,15 @@ from orchestra._decisions import DECISIONS, GiveOutput
 from orchestra._errors import did_you_mean
 from orchestra._hooks import SubagentHooks, TaskHooks
 
-__all__ = ["MOMENTS", "BadReplace", "Moment", "check", "hook_objects", "overrides"]
+__all__ = [
+    "MOMENTS",
+    "BadReplace",
+    "Moment",
+    "check",
+    "declared_answers",
+    "hook_objects",
+    "overrides",
+]
 
 _Args: TypeAlias = tuple[Any, ...]
 _TYPO_CUTOFF: Final = 0.8  # on_fail, before_exec, after_execute_ are typos; on_enter is not
@@ -56,20 +64,25 @@ def _agent_output(args: _Args, value: Any) -> _Args:
     return (args[0], attrs.evolve(args[1], output=value))
 
 
-def _answers(trait: type, moment: str) -> tuple[type, ...]:
-    """The decisions ``trait.moment`` may give: those its return annotation names, in order.
+def declared_answers(method: Callable[..., Any]) -> tuple[type, ...]:
+    """The decisions a moment's method says it may give: those its return annotation names.
 
-    Only the return annotation is evaluated (``typing.get_type_hints``, in the trait's
+    Only the return annotation is evaluated (``typing.get_type_hints``, in the method's
     module): some parameters name types imported for type checking only (``TaskState``).
+    Raises what evaluating it raises (a name that module cannot resolve: ``NameError``).
     """
-    method = getattr(trait, moment)
     returns = SimpleNamespace(
-        __annotations__={"return": method.__annotations__["return"]},
-        __globals__=method.__globals__,
+        __annotations__={"return": method.__annotations__.get("return")},
+        __globals__=getattr(method, "__globals__", {}),
     )
     annotation = get_type_hints(returns)["return"]
     named = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
     return tuple(t for t in named if t in DECISIONS.values())
+
+
+def _answers(trait: type, moment: str) -> tuple[type, ...]:
+    """The decisions ``trait.moment`` may give, in its return annotation's order."""
+    return declared_answers(getattr(trait, moment))
 
 
 def _spec(trait: type, name: str, params: tuple[str, ...], chain: Any = None) -> Moment:

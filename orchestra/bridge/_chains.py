@@ -23,6 +23,7 @@ from orchestra._chain import Carries, HookChain
 from orchestra._decisions import Delegate, Fail, GiveOutput, Replace, Skip
 from orchestra._errors import HookError
 from orchestra._hooks import SubagentHookContext, SubagentHooks, TaskHooks
+from orchestra._moments import declared_answers, overrides
 from orchestra._spending import budgets_of, enter_budgets
 from orchestra._tool_call import Ask, Mock, PreAnswer, Proceed, Refuse, ToolCall
 from orchestra._tool_hooks import OutcomeCallback, ToolHooks
@@ -155,6 +156,39 @@ async def judge(
     return Refuse(f"the input was still being rewritten after {MAX_REJUDGE} rounds")
 
 
+def _refuse_uncarried(
+    engine: str, hooks: Iterable[object], trait: type, carries: Carries | None
+) -> None:
+    """Refuse a hook whose moment may answer what ``engine`` does not carry out there.
+
+    What a moment may answer is what its method's return annotation names; what the
+    engine carries out there, ``carries`` (as ``HookChain`` takes it) says.
+
+    Raises:
+        TypeError: naming the hook, the moment, the answers and what the engine carries out.
+    """
+    if not carries:
+        return
+    for hook in hooks:
+        for moment, kept in carries.items():
+            if not overrides(hook, moment):
+                continue
+            try:
+                named = declared_answers(getattr(type(hook), moment))
+            except Exception:  # an annotation its module cannot resolve
+                continue
+            stray = [c.__name__ for c in named if not any(issubclass(c, k) for k in kept)]
+            if stray:
+                does = ", ".join(k.__name__ for k in kept) or "no answer"
+                raise TypeError(
+                    f"{type(hook).__name__}.{moment} may answer {' or '.join(stray)} (its "
+                    f"return annotation), which {engine} cannot carry out: at "
+                    f"{trait.__name__}.{moment} it carries out {does}. Take "
+                    f"{' and '.join(stray)} out of that annotation, or give this hook to an "
+                    "engine that carries it out"
+                )
+
+
 class ToolChains:
     """A bridge's registry and Python hooks around the tool calls its engine runs.
 
@@ -179,6 +213,10 @@ class ToolChains:
     """The answers carried out at each ``TaskHooks`` moment."""
     agent_answers: ClassVar[Carries | None] = None
     """The answers carried out at each ``SubagentHooks`` moment."""
+    engine: ClassVar[str | None] = None
+    """The engine's name, for a bridge that refuses at load (``TypeError``) a hook given
+    to it whose moment's return annotation names an answer it does not carry out there
+    (else such an answer is a hook error when it is given). None: not refused at load."""
 
     def __init__(
         self,
@@ -198,12 +236,15 @@ class ToolChains:
             timeout: each hook call's timeout in seconds (None: none).
             on_outcome: ``ToolHooks``' ``on_outcome``.
         """
-        hooks = tuple(hooks)
+        hooks, subagent_hooks = tuple(hooks), tuple(subagent_hooks)
+        if self.engine is not None:  # the hooks given; ambient ones are an outer engine's
+            _refuse_uncarried(self.engine, hooks, TaskHooks, self.task_answers)
+            _refuse_uncarried(self.engine, subagent_hooks, SubagentHooks, self.agent_answers)
         # its own budgets (not inherited ones: those count where they are), opened once:
         # the engine calls back in contexts of its own, each charging these
         self.budgets = copy_context().run(enter_budgets, budgets_of((*hooks, registry)))
         ambient = resolve_policy(registry, hooks, kinds=(TaskHooks,))
-        subagent_hooks = tuple(subagent_hooks) or resolve_policy(kinds=(SubagentHooks,)).hooks
+        subagent_hooks = subagent_hooks or resolve_policy(kinds=(SubagentHooks,)).hooks
         self.registry = ambient.registry
         self.tools = ToolHooks(ambient.registry, on_outcome=on_outcome)
         self.timeout = timeout

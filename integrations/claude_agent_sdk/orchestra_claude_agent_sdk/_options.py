@@ -85,7 +85,10 @@ def with_hooks(
         New ``ClaudeAgentOptions`` for ``query(..., options=)`` or ``ClaudeSDKClient``.
 
     Raises:
-        TypeError: a hook object the chains refuse (see ``orchestra.HookChain``).
+        TypeError: a hook object the chains refuse (see ``orchestra.HookChain``), or one
+            whose moment's return annotation names an answer the bridge cannot carry out
+            there (``on_failure -> Retry``: the CLI ran the tool, nothing here runs it
+            again).
     """
     policy = Policy(registry, hooks, subagent_hooks, hook_timeout, on_outcome=hear)
     matchers: dict[Any, list[HookMatcher]] = {

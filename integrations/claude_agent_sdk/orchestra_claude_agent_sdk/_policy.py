@@ -85,6 +85,7 @@ class Policy(ToolChains):
 
     task_answers = TOOL_AS_TASK  # the CLI ran the tool: nothing here can run it again
     agent_answers = DISPATCH_AS_TOOL
+    engine = "the Claude Agent SDK bridge (the Claude Code CLI runs the tools)"
 
     def has(self, event: str) -> bool:
         """Whether anything listens to ``event`` (else the SDK is not asked to call us)."""
