@@ -11,7 +11,7 @@ from typing import Any, Final, TypedDict, TypeVar, final, overload
 import attrs
 
 from orchestra._errors import DAGError
-from orchestra.dag._plan import Plan
+from orchestra.dag._plan import Plan, gc_paused
 from orchestra.dag._rules import RULES, TriggerRule
 from orchestra.dag._state import TaskState
 
@@ -240,8 +240,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 class DAG:
     """A directed acyclic graph of tasks.
 
-    Build it with the ``@dag.task`` decorator or ``dag.add(Task(...))``, then run it with
-    ``orchestra.run(dag)`` or ``orchestra.run_sync(dag)``.
+    Build it with the ``@dag.task`` decorator, ``dag.add(Task(...))`` or, for a large DAG,
+    ``dag.add_many``; then run it with ``orchestra.run(dag)`` or ``orchestra.run_sync(dag)``.
 
     Args:
         name: the DAG's name (used in traces and logs).
@@ -284,6 +284,25 @@ class DAG:
         if task._dep_tasks:
             self._task_deps = True
         return task
+
+    def add_many(self, tasks: Iterable[Task]) -> list[Task]:
+        """Add tasks in order, as ``add`` does each, and return them (a list).
+
+        The way to build a large DAG: CPython's cyclic garbage collector pauses while
+        ``tasks`` is consumed, so a generator's ``Task(...)`` are made without the
+        collections that every few hundred new tasks set off (each walks the growing
+        heap)::
+
+            dag.add_many(Task(id=name, fn=step, deps=deps) for name, deps in graph.items())
+
+        Raises:
+            TypeError: an item that is not a ``Task``.
+            DAGError: a task with an id already in the DAG (the tasks before it stay
+                added, as with ``add`` in a loop).
+        """
+        add = self.add
+        with gc_paused():
+            return [add(task) for task in tasks]
 
     @overload
     def task(self, fn: _F, /) -> Task: ...

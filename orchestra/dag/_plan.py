@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import inspect
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from inspect import Parameter
 from itertools import compress, repeat
 from operator import attrgetter, itemgetter, not_
@@ -18,7 +19,7 @@ from orchestra.dag._rules import RULES, Rule
 if TYPE_CHECKING:
     from orchestra.dag._model import DAG, Task
 
-__all__ = ["KIND_ASYNC", "KIND_FULL", "KIND_INLINE", "Plan", "kind"]
+__all__ = ["KIND_ASYNC", "KIND_FULL", "KIND_INLINE", "Plan", "gc_paused", "kind"]
 
 
 _ALL: Final = None  # a body that takes **kwargs: every upstream output
@@ -95,6 +96,23 @@ def _check_needs(task: Task, needs: tuple[str, ...]) -> None:
             f"task {task.id!r}: {what}() needs the parameter {name!r}, which is {why}; "
             f"add {name!r} to its deps, or give the parameter a default"
         )
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """CPython's cyclic garbage collector paused meanwhile (as it was, after).
+
+    For building and planning DAGs: a task makes a few containers, none in a cycle, and a
+    collection every few hundred of them walks the whole growing heap (a full one every
+    ~50,000 tasks walks every object of the process).
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 @final
@@ -186,13 +204,8 @@ class Plan:
         per task, none in a cycle, and a collection pass over the growing heap every
         few hundred of them would cost as much as the planning itself.
         """
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             return cls._build(dag, tuple(dag._order), dag._index.copy(), None)
-        finally:
-            if collecting:
-                gc.enable()
 
     @classmethod
     def _build(
