@@ -45,6 +45,7 @@ PINNED: dict[str, set[str]] = {
     },
     "orchestra.bridge.testing": {
         "TASK_CELLS", "EndRecorder", "TaskEngine", "TaskRun", "check_task_cell",
+        "task_matrix_header", "task_matrix_row",
         "TOOL_CELLS", "ToolBody", "ToolEngine", "ToolRun", "check_tool_cell",
         "tool_matrix_header", "tool_matrix_row", "PENDING_FIELDS", "check_pending_request",
         "check_budget_trace",

@@ -9,8 +9,9 @@ The task half (``TASK_CELLS``, ``TaskEngine``, ``check_task_cell``): retries, sk
 the engine's own tags, fail, replace, a given output, ``on_end`` once, a raising and a
 hanging hook per policy, one trace. Each integration's tests implement ``TaskEngine``
 and check every cell; a cell an engine cannot do is listed, with the reason, in its
-``cannot``. ``EndRecorder`` keeps ``on_end``'s states, for an engine that raises nothing
-for work its hooks gave up. See the how-to "Adding an engine".
+``cannot`` (``task_matrix_row`` renders the engine's row of docs/howto/one-policy.md).
+``EndRecorder`` keeps ``on_end``'s states, for an engine that raises nothing for work
+its hooks gave up. See the how-to "Adding an engine".
 
 ``check_pending_request`` checks a paused call's pending request (``PENDING_FIELDS``):
 every engine's approval tests hold their engine's request to the one shape with it.
@@ -32,6 +33,8 @@ from orchestra.bridge.testing._task_matrix import EndRecorder as EndRecorder
 from orchestra.bridge.testing._task_matrix import TaskEngine as TaskEngine
 from orchestra.bridge.testing._task_matrix import TaskRun as TaskRun
 from orchestra.bridge.testing._task_matrix import check_task_cell as check_task_cell
+from orchestra.bridge.testing._task_matrix import task_matrix_header as task_matrix_header
+from orchestra.bridge.testing._task_matrix import task_matrix_row as task_matrix_row
 from orchestra.bridge.testing._tool_matrix import TOOL_CELLS as TOOL_CELLS
 from orchestra.bridge.testing._tool_matrix import ToolBody as ToolBody
 from orchestra.bridge.testing._tool_matrix import ToolEngine as ToolEngine
@@ -74,6 +77,8 @@ __all__ = [
     "check_task_cell",
     "check_tool_cell",
     "check_way_cell",
+    "task_matrix_header",
+    "task_matrix_row",
     "tool_matrix_header",
     "tool_matrix_row",
     "way_matrix_header",

@@ -4,7 +4,8 @@ An engine's tests implement ``TaskEngine`` (run one unit of work named ``"work"`
 body is given, under given hooks and tags) and run every cell of ``TASK_CELLS`` with
 ``check_task_cell``; an engine that cannot do a cell lists it in ``cannot`` with the
 reason, and ``check_task_cell`` returns that reason instead of checking (the test then
-skips with it). An engine is done when its column passes.
+skips with it). An engine is done when its column passes. ``task_matrix_row`` renders
+its row of docs/howto/one-policy.md, so a test checks the page against the engine.
 
 | cell                  | the hooks...                           | the work ends...       |
 |-----------------------|----------------------------------------|------------------------|
@@ -32,9 +33,18 @@ import attrs
 from orchestra._decisions import Fail, GiveOutput, Replace, Retry, Skip
 from orchestra._errors import TaskFailed
 from orchestra._hooks import TaskHooks
+from orchestra.bridge.testing._tables import header, row
 from orchestra.dag import TaskState
 
-__all__ = ["TASK_CELLS", "EndRecorder", "TaskEngine", "TaskRun", "check_task_cell"]
+__all__ = [
+    "TASK_CELLS",
+    "EndRecorder",
+    "TaskEngine",
+    "TaskRun",
+    "check_task_cell",
+    "task_matrix_header",
+    "task_matrix_row",
+]
 
 _TAG: Final = "optional"
 _HANG: Final = 0.2  # a hanging hook's timeout (seconds); it would sleep 30
@@ -274,10 +284,28 @@ def check_task_cell(engine: TaskEngine, cell: str) -> str | None:
         AssertionError: the engine did not do what the cell says (the message names both).
         KeyError: ``cell`` is not a cell of ``TASK_CELLS``, or ``cannot`` names one that is not.
     """
-    stray = set(engine.cannot) - set(_CELLS)
-    if stray:
-        raise KeyError(f"{engine.name}: cannot names unknown cells {sorted(stray)}")
+    _check_cannot(engine)
     if cell in engine.cannot:
         return engine.cannot[cell]
     _CELLS[cell](engine)
     return None
+
+
+def _check_cannot(engine: TaskEngine) -> None:
+    stray = set(engine.cannot) - set(_CELLS)
+    if stray:
+        raise KeyError(f"{engine.name}: cannot names unknown cells {sorted(stray)}")
+
+
+def task_matrix_header() -> str:
+    """The header of the task table in docs/howto/one-policy.md (two Markdown lines)."""
+    return header(["engine", *_CELLS])
+
+
+def task_matrix_row(engine: TaskEngine) -> str:
+    """The engine's row of the task table in docs/howto/one-policy.md (Markdown).
+
+    ``| name | pass | cannot: reason | ... |``, one column per cell of ``TASK_CELLS``.
+    """
+    _check_cannot(engine)
+    return row([engine.name], engine.cannot, _CELLS)

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, final
 import attrs
 
 from orchestra._tool_call import args_sha256
+from orchestra.bridge.testing._tables import header, row
 
 if TYPE_CHECKING:
     from orchestra.skills import HookRegistry
@@ -278,7 +279,7 @@ def check_tool_cell(engine: ToolEngine, cell: str) -> str | None:
 
 def tool_matrix_header() -> str:
     """The header of the tool table in docs/howto/one-policy.md (two Markdown lines)."""
-    return "| engine | " + " | ".join(_CELLS) + " |\n|" + "---|" * (len(_CELLS) + 1)
+    return header(["engine", *_CELLS])
 
 
 def tool_matrix_row(engine: ToolEngine) -> str:
@@ -287,5 +288,4 @@ def tool_matrix_row(engine: ToolEngine) -> str:
     ``| name | pass | cannot: reason | ... |``, one column per cell of ``TOOL_CELLS``.
     """
     _check_cannot(engine)
-    cells = [f"cannot: {engine.cannot[c]}" if c in engine.cannot else "pass" for c in _CELLS]
-    return "| " + " | ".join([engine.name, *cells]) + " |"
+    return row([engine.name], engine.cannot, _CELLS)

@@ -43,6 +43,7 @@ import attrs
 
 from orchestra._tool_call import args_sha256
 from orchestra.bridge.testing._pending import check_pending_request
+from orchestra.bridge.testing._tables import header, row
 from orchestra.bridge.testing._tool_matrix import TOOL_INPUT, ToolBody, ToolRun, registry_of
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ def check_way_cell(engine: WayEngine, way: str, cell: str) -> str | None:
 
 def way_matrix_header() -> str:
     """The header of the ways table in docs/howto/one-policy.md (two Markdown lines)."""
-    return "| engine | way | " + " | ".join(_WAYS) + " |\n|" + "---|" * (len(_WAYS) + 2)
+    return header(["engine", "way", *_WAYS])
 
 
 def way_matrix_rows(engine: WayEngine) -> str:
@@ -157,8 +158,9 @@ def way_matrix_rows(engine: WayEngine) -> str:
     _check_ways(engine)
     rows = []
     for way, what in engine.ways.items():
-        cells = [f"cannot: {engine.cannot[way]}" if way in engine.cannot else "pass"] * len(_WAYS)
-        rows.append("| " + " | ".join([engine.name, f"`{way}`: {what}", *cells]) + " |")
+        # every cell of a way the engine cannot guard says why: the way's reason
+        cannot = {cell: engine.cannot[way] for cell in _WAYS if way in engine.cannot}
+        rows.append(row([engine.name, f"`{way}`: {what}"], cannot, _WAYS))
     return "\n".join(rows)
 
 
@@ -282,10 +284,9 @@ def check_ask_cell(engine: AskEngine, cell: str) -> str | None:
 
 def ask_matrix_header() -> str:
     """The header of the ask table in docs/howto/one-policy.md (two Markdown lines)."""
-    return "| engine | " + " | ".join(_ASKS) + " |\n|" + "---|" * (len(_ASKS) + 1)
+    return header(["engine", *_ASKS])
 
 
 def ask_matrix_row(engine: AskEngine) -> str:
     """The engine's row of the ask table in docs/howto/one-policy.md (Markdown)."""
-    cells = [f"cannot: {engine.cannot[c]}" if c in engine.cannot else "pass" for c in _ASKS]
-    return "| " + " | ".join([engine.name, *cells]) + " |"
+    return row([engine.name], engine.cannot, _ASKS)
