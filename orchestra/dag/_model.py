@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping
@@ -68,9 +69,21 @@ def _dep_ids(
 
 def _is_async(fn: Callable[..., Any]) -> bool:
     """Whether calling ``fn`` returns a coroutine (async functions and callable objects)."""
+    try:
+        return _inspected(fn)
+    except TypeError:  # an unhashable callable: inspected each time
+        return _returns_coroutine(fn)
+
+
+def _returns_coroutine(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004  # async callable objects
     )
+
+
+# One inspection per function object, as a DAG gives many tasks one function (typed:
+# equal callables of two types are told apart; the last 256 are kept alive).
+_inspected: Final = functools.lru_cache(maxsize=256, typed=True)(_returns_coroutine)
 
 
 def _check_options(
