@@ -48,21 +48,19 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _live_children_cpu() -> float:
-    """CPU seconds of this process's live children so far (Linux's /proc; else 0)."""
+    """CPU seconds of this process's live children so far (Linux's /proc; else 0).
+
+    Each process's parent is read from its /proc/PID/stat: /proc/self/task/TID/children
+    lists a thread's children only, and vanishes when that thread ends.
+    """
     total = 0.0
-    tasks = Path("/proc/self/task")
-    if not tasks.exists():
-        return 0.0
-    for task in tasks.iterdir():
+    me = os.getpid()
+    for entry in Path("/proc").glob("[0-9]*"):
         try:
-            pids = (task / "children").read_text().split()
-        except OSError:  # that thread ended meanwhile
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # it ended meanwhile: counted below once waited for
             continue
-        for pid in pids:
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:  # it ended meanwhile: counted below once waited for
-                continue
+        if int(fields[1]) == me:  # its parent (a zombie too: not waited for, not counted below)
             total += (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
     return total
 
@@ -138,7 +136,10 @@ def child_pair(tasks: int) -> None:
         provider = in_memory if config == "b" else jsonl
         ot.set_tracer_provider(provider)
         cpu = await timed(dag, provider)
-        kept = len(memory.get_finished_spans()) if config == "b" else len(ot.read_jsonl(path))
+        if config == "b":
+            kept = len(memory.get_finished_spans())
+        else:  # distinct spans: one written twice is not two
+            kept = len({span["spanId"] for span in ot.read_jsonl(path)})
         memory.clear()
         path.write_text("")  # the next run's spans alone (each line is appended)
         if keep:
