@@ -43,6 +43,46 @@ def test_help_lists_every_command_and_imports_none() -> None:
         assert f"  {name} " in output
 
 
+# What ``orchestra --help`` may load beyond what click loads to print a bare group's help:
+# the package and the CLI's own light modules (no traceback, no orchestra._errors: they
+# are imported on an error only).
+CLI_OWN = [
+    "orchestra",
+    "orchestra._exports",
+    "orchestra.cli",
+    "orchestra.cli._errors",
+    "orchestra.cli._lazy",
+]
+
+
+def _loaded(script: str) -> set[str]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"{script}\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_help_loads_only_what_a_bare_click_group_loads_and_the_cli_itself() -> None:
+    quiet = "import contextlib, io\nout = contextlib.redirect_stdout(io.StringIO())\n"
+    bare = _loaded(
+        f"{quiet}import click\ngroup = click.Group('g', commands=[click.Command('c')])\n"
+        "with out, contextlib.suppress(SystemExit):\n    group(['--help'])"
+    )
+    cli = _loaded(
+        f"{quiet}from orchestra.cli import main\n"
+        "with out, contextlib.suppress(SystemExit):\n    main(['--help'], prog_name='orchestra')"
+    )
+    assert sorted(cli - bare) == CLI_OWN
+
+
 def test_a_command_imports_its_own_module_only() -> None:
     loaded, output = _modules_after("runs", "--help")
     assert loaded == ["orchestra.cli._runs"]

@@ -29,12 +29,10 @@ of its commands, or ``ORCHESTRA_DEBUG=1``) prints the traceback of every error.
 
 from __future__ import annotations
 
-import traceback
 from typing import Any, Final
 
 import click
 
-from orchestra._errors import OrchestraError
 from orchestra.cli._lazy import LazyGroup
 
 __all__ = ["UNUSABLE", "Main", "Unusable", "add_debug_option"]
@@ -87,6 +85,8 @@ def _raised_by_orchestra(exc: BaseException) -> bool:
 
 def one_line(exc: BaseException) -> str | None:
     """What to print for ``exc`` when it is the user's mistake; None for a bug."""
+    from orchestra._errors import OrchestraError  # on an error only: ``--help`` stays quick
+
     exc = _innermost(exc)
     text = str(exc).strip()
     if isinstance(exc, OrchestraError):
@@ -134,6 +134,8 @@ class Main(LazyGroup):
             raise
         except click.ClickException as exc:
             if ctx.meta.get(_DEBUG) and exc.__cause__ is not None:
+                import traceback  # on an error only: ``--help`` stays quick
+
                 traceback.print_exception(exc.__cause__)
             if exc.exit_code == UNUSABLE:
                 raise
