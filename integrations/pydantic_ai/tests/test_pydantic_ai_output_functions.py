@@ -162,4 +162,7 @@ def test_a_tools_metadata_reaches_the_task_hooks(tmp_path: Path) -> None:
     )
     result = asyncio.run(agent.run("wipe /srv"))
     assert ran == []
-    assert "wipe is destructive" in result.output
+    (told,) = script.read  # what the scripted model was sent for the call: the refusal
+    assert (told.tool_name, told.tool_call_id) == ("wipe", "c1")
+    assert told.content == "Tool call skipped: wipe is destructive"
+    assert result.output == "Tool call skipped: wipe is destructive"
