@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
-import math
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, TypedDict, TypeVar, final, overload
@@ -15,6 +12,7 @@ from orchestra._errors import DAGError
 from orchestra.dag._plan import Plan, gc_paused
 from orchestra.dag._rules import RULES, TriggerRule
 from orchestra.dag._state import TaskState
+from orchestra.dag._task_checks import check_options, is_async
 
 __all__ = ["DAG", "Task", "TaskOptions", "TaskState", "TriggerRule"]
 
@@ -65,48 +63,6 @@ def _dep_ids(
     if task_id in ids:
         raise DAGError(f"task {task_id!r} depends on itself")
     return tuple(ids), tuple(objects)
-
-
-def _is_async(fn: Callable[..., Any]) -> bool:
-    """Whether calling ``fn`` returns a coroutine (async functions and callable objects)."""
-    try:
-        return _inspected(fn)
-    except TypeError:  # an unhashable callable: inspected each time
-        return _returns_coroutine(fn)
-
-
-def _returns_coroutine(fn: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)  # noqa: B004  # async callable objects
-    )
-
-
-# One inspection per function object, as a DAG gives many tasks one function (typed:
-# equal callables of two types are told apart; the last 256 are kept alive).
-_inspected: Final = functools.lru_cache(maxsize=256, typed=True)(_returns_coroutine)
-
-
-def _check_options(
-    task_id: str, retries: int, retry_delay: float, timeout: float | None, trigger: str
-) -> None:
-    """Refuse an option out of range, naming the task.
-
-    Raises:
-        ValueError: a retries, retry_delay, timeout or trigger that is not valid.
-    """
-    if retries != 0 and (not isinstance(retries, int) or retries < 0):
-        raise ValueError(f"task {task_id!r}: retries must be an int >= 0, got {retries!r}")
-    if retry_delay != 0 and not (math.isfinite(retry_delay) and retry_delay >= 0):
-        raise ValueError(
-            f"task {task_id!r}: retry_delay must be a finite number >= 0, got {retry_delay!r}"
-        )
-    if timeout is not None and not (timeout > 0):
-        raise ValueError(f"task {task_id!r}: timeout must be > 0, got {timeout!r}")
-    if trigger not in RULES:
-        raise ValueError(
-            f"task {task_id!r}: unknown trigger rule {trigger!r}; "
-            f"expected one of {', '.join(sorted(RULES))}"
-        )
 
 
 @final
@@ -200,7 +156,7 @@ class Task:
         if not callable(fn):
             raise TypeError(f"task {id!r}: fn must be callable, got {fn!r}")
         dep_ids, dep_tasks = _dep_ids(id, deps)
-        _check_options(id, retries, retry_delay, timeout, trigger)
+        check_options(id, retries, retry_delay, timeout, trigger)
         self.__attrs_init__(
             id=id,
             fn=fn,
@@ -214,7 +170,7 @@ class Task:
             agent=agent,
             run_on_fail_fast=run_on_fail_fast,
             branch=branch,
-            is_async=_is_async(fn),
+            is_async=is_async(fn),
             dep_tasks=dep_tasks,
         )
 
