@@ -12,6 +12,7 @@ that remain (``DIFFERENCES`` below, also written to
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
@@ -19,6 +20,7 @@ from orchestra.skills._config.matchers import BACKTRACK_LIMIT
 from orchestra.skills._hooks.spec import CLAUDE_MAX_TIMEOUT
 from orchestra.skills._protocol.catalog import EVENTS
 from orchestra.skills._protocol.claude_events import CLAUDE_EVENTS
+from orchestra.skills._protocol.claude_payloads import COMMON_ADDED, COMMON_MISSING, PAYLOADS
 from orchestra.skills._sources.claude.reader import (
     _CLAUDE_FIELDS,
     CLAUDE_DEFAULT_TIMEOUTS,
@@ -223,6 +225,35 @@ def _events() -> list[str]:
     return rows
 
 
+def _listed(fields: Mapping[str, str]) -> str:
+    return "; ".join(f"`{name}`: {why}" for name, why in fields.items()) or "-"
+
+
+def _payloads() -> list[str]:
+    """The fields of the events orchestra fires itself, against the reference's."""
+    rows = [
+        "## The fields of the events orchestra fires",
+        "",
+        "Most events are fired by your code, with the fields you pass; orchestra adds "
+        "`session_id` (the registry's) and `cwd` (the project folder) when you leave them "
+        "out, and `hook_event_name`. Every event also gets "
+        f"{_listed(COMMON_ADDED)}. None gets {_listed(COMMON_MISSING)}.",
+        "",
+        "The events below are fired by orchestra itself. Their fields are the reference's "
+        "input fields but for these (a test fires each one and pins its fields against the "
+        "reference's):",
+        "",
+        "| Event | Fired by | Added | Not sent | Other values |",
+        "|---|---|---|---|---|",
+    ]
+    for name, payload in PAYLOADS.items():
+        rows.append(
+            f"| {name} | {payload.producers} | {_listed(payload.added)} | "
+            f"{_listed(payload.missing)} | {_listed(payload.values)} |"
+        )
+    return rows
+
+
 def page() -> str:
     """The conformance page."""
     fields = sorted({f for names in _CLAUDE_FIELDS.values() for f in names}, key=list(FIELDS).index)
@@ -270,6 +301,8 @@ def page() -> str:
         "(`permissions`, `model`, `env`, ...). `disableAllHooks` is read after Claude "
         "Code's precedence (user < project < local) across the files of one `load`, and "
         "`allowedHttpHookUrls` and `httpHookAllowedEnvVars` are merged across them.",
+        "",
+        *_payloads(),
         "",
         "## Differences that remain",
         "",

@@ -165,15 +165,12 @@ def _can_use_tool(
     async def can_use_tool(
         tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
-        payload: dict[str, Any] = {
-            "hook_event_name": "PermissionRequest",
-            "tool_name": tool_name,
-            "tool_input": tool_input,
-            "tool_use_id": context.tool_use_id,
-        }
+        # the reference's PermissionRequest input: tool_name and tool_input "like PreToolUse
+        # hooks, but without tool_use_id"
+        payload: dict[str, Any] = {"tool_name": tool_name, "tool_input": tool_input}
         if context.suggestions:  # the "always allow" options, as the reference shows them
             payload["permission_suggestions"] = [s.to_dict() for s in context.suggestions]
-        with _span("PermissionRequest", payload):
+        with _span("PermissionRequest", {**payload, "tool_use_id": context.tool_use_id}):
             outcome = await policy.fire("PermissionRequest", payload)
             if outcome is not None and (outcome.blocked or outcome.decision == "deny"):
                 why = outcome.reason or f"denied by a PermissionRequest hook ({outcome.decided_by})"

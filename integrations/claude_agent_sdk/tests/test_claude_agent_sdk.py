@@ -492,3 +492,8 @@ async def test_a_permission_request_carries_the_permission_suggestions(tmp_path:
     [event] = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     assert event["permission_suggestions"] == [suggestion]
     assert event["tool_input"] == {"command": "rm -rf node_modules"}
+    # "PermissionRequest hooks receive tool_name and tool_input fields like PreToolUse
+    # hooks, but without tool_use_id"; session_id and cwd are the common fields, timestamp
+    # and event orchestra's (listed on the conformance page)
+    common = {"session_id", "cwd", "hook_event_name", "timestamp", "event"}
+    assert set(event) == common | {"tool_name", "tool_input", "permission_suggestions"}

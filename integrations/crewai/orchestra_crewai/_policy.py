@@ -169,7 +169,8 @@ class Policy(ToolChains):
         output = None if seen is result else seen
         ctx = _dispatch_context(payload)
         stop = {"agent_name": ctx.subagent_name, "agent_type": ctx.subagent_name}
-        await self.fire("SubagentStop", {**stop, "last_assistant_message": seen})
+        fields = {"stop_hook_active": False, "last_assistant_message": seen, "output": seen}
+        await self.fire("SubagentStop", {**stop, **fields})
         done = SubagentResult(agent=ctx.subagent_name, output=seen, attempts=1)
         return await self.after(self.agents, str(payload["tool_name"]), ctx, done, output)
 

@@ -324,8 +324,8 @@ class OrchestraRunHooks(RunHooks[Any]):
             return
         payload: dict[str, Any] = {
             **RegistrySubagentHooks.payload(ctx),
+            **RegistrySubagentHooks.stop_fields(output),
             "state": stop_state,
-            "output": output,
             "error": None if error is None else (str(error) or type(error).__name__),
             "error_type": None if error is None else type(error).__qualname__,
             **(extra or {}),

@@ -132,6 +132,29 @@ def with_context(input: Any, messages: list[str]) -> Any:
     return [{"role": "developer", "content": message} for message in messages] + items
 
 
+# Claude Code's StopFailure error types, by the HTTP status of a model client's error
+_ERROR_KINDS: Final = {
+    400: "invalid_request",
+    401: "authentication_failed",
+    403: "authentication_failed",
+    404: "model_not_found",
+    429: "rate_limit",
+}
+
+
+def error_kind(error: BaseException) -> str:
+    """StopFailure's ``error``: Claude Code's error type of a run's error, else ``unknown``.
+
+    Read from the model client's HTTP status (``status_code``, as openai's errors have
+    it): 429 ``rate_limit``, 401/403 ``authentication_failed``, 400 ``invalid_request``,
+    404 ``model_not_found``, 5xx ``server_error``.
+    """
+    status = getattr(error, "status_code", None)
+    if not isinstance(status, int):
+        return "unknown"
+    return _ERROR_KINDS.get(status, "server_error" if status >= 500 else "unknown")
+
+
 class Lifecycle:
     """One call of an entry point: its span and its session-level events."""
 
@@ -212,7 +235,8 @@ class Lifecycle:
         payload = {
             **self.fields,
             "agent_name": agent,
-            "error": str(error) or type(error).__name__,
+            "error": error_kind(error),
+            "error_details": str(error) or type(error).__name__,
             "error_type": type(error).__qualname__,
         }
         with current(self.span):

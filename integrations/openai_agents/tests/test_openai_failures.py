@@ -321,9 +321,36 @@ async def test_a_failed_run_is_handled_on_every_path(
     assert (stop["state"], stop["error"]) == ("failed", "model down")
     assert failure["error_type"] == "RuntimeError"
     assert end["reason"] == "failed"
+    # StopFailure's error is Claude Code's error type (matchers read it), the message is
+    # error_details: a RuntimeError has no HTTP status, so its type is unknown
+    assert (failure["error"], failure["error_details"]) == ("unknown", "model down")
     assert spans.open() == []  # every span ended
     run = spans.by_name()["invoke_workflow solo"]
     assert run.status.status_code.name == "ERROR"
+
+
+async def test_a_stop_failure_matcher_reads_claude_codes_error_type(
+    tmp_path: Path, mode: str
+) -> None:
+    # the reference: StopFailure's "error field identifies the error type and is used for
+    # matcher filtering" (rate_limit, authentication_failed, ...)
+    import httpx
+    import openai
+
+    log = tmp_path / "events.jsonl"
+    hooks = [log_hook(log, matcher="rate_limit"), log_hook(tmp_path / "auth.jsonl", "auth.*")]
+    registry = write_config(tmp_path, {"StopFailure": hooks})
+    response = httpx.Response(429, request=httpx.Request("POST", "http://127.0.0.1:9/v1"))
+    limited = openai.RateLimitError("Rate limit reached", response=response, body=None)
+    agent = Agent(name="solo", model=ScriptedModel([limited]))
+
+    with pytest.raises(openai.RateLimitError):
+        await drive(OrchestraRunHooks(registry=registry), agent, "hi", mode)
+
+    [failure] = events(log)
+    assert (failure["error"], failure["error_details"]) == ("rate_limit", "Rate limit reached")
+    assert failure["error_type"] == "RateLimitError"
+    assert not (tmp_path / "auth.jsonl").exists()  # authentication_failed did not match
 
 
 async def test_a_subagent_start_deny_at_a_handoff_tells_the_model(

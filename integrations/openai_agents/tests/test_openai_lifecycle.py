@@ -117,6 +117,26 @@ async def test_agents_handoffs_and_tools_fire_hooks_in_order(tmp_path: Path, mod
     assert (first_stop["state"], first_stop["handoff_to"]) == ("handoff", "math")
     assert by_name["Stop"]["last_assistant_message"] == "the sum is 3"
     assert by_name["SessionEnd"]["reason"] == "completed"
+    # every field, against the hooks reference: the differences are the conformance page's
+    common = {"session_id", "cwd", "hook_event_name", "timestamp", "event", "agent_name"}
+    tool = common | {"tool_name", "tool_input", "tool_use_id"}
+    dispatch = common | {"agent_type", "parent_agent", "execution_mode", "task", "attempt"}
+    ended = {"stop_hook_active", "last_assistant_message", "output", "state", "error"}
+    fields = {
+        "SessionStart": common | {"source"},
+        "UserPromptSubmit": common | {"prompt"},
+        "SubagentStart": dispatch | {"delegated_from"},
+        "PreToolUse": tool,
+        "PostToolUse": tool | {"tool_response"},
+        "SubagentStop": dispatch | {"delegated_from", "error_type"} | ended,
+        "Stop": common | {"stop_hook_active", "last_assistant_message", "output"},
+        "SessionEnd": common | {"reason"},
+    }
+    for event in events(log):
+        name = event["hook_event_name"]
+        handoff = {"handoff_to"} if name in ("PreToolUse", "SubagentStop") else set()
+        assert set(event) - handoff == fields[name], name
+    assert transfer.keys() - pre.keys() == {"handoff_to"}
 
 
 async def test_a_prompt_can_be_refused(tmp_path: Path, mode: str) -> None:

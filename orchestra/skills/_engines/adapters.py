@@ -125,9 +125,10 @@ class RegistryTaskHooks(TaskHooks):
 
     @staticmethod
     def payload(ctx: TaskHookContext) -> dict[str, Any]:
-        """The event fields for a task: ``task_id``, ``run_id``, ``attempt``, ..."""
+        """The event fields for a task: ``task_id``, ``task_subject``, ``run_id``, ..."""
         return {
             "task_id": ctx.task.id,
+            "task_subject": ctx.task.id,  # the reference's title of a task: a DAG task's id
             "run_id": ctx.run_id,
             "attempt": ctx.attempt,
             "executor": ctx.executor,

@@ -51,6 +51,17 @@ class RegistrySubagentHooks(SubagentHooks):
             "delegated_from": list(ctx.delegated_from),
         }
 
+    @staticmethod
+    def stop_fields(output: Any) -> dict[str, Any]:
+        """``SubagentStop``'s own fields for a dispatch's ``output`` (None: it failed).
+
+        The reference's ``stop_hook_active`` (false: orchestra does not rerun an agent
+        because a hook blocked its stop) and ``last_assistant_message`` (the output as
+        text, None when there is none), and ``output`` itself.
+        """
+        text = None if output is None else output if isinstance(output, str) else str(output)
+        return {"stop_hook_active": False, "last_assistant_message": text, "output": output}
+
     async def before_dispatch(self, ctx: SubagentHookContext) -> Fail | None:
         """Fire ``SubagentStart``; a deny answers ``Fail`` with the hook's reason."""
         outcome = await fire_reported(
@@ -63,7 +74,7 @@ class RegistrySubagentHooks(SubagentHooks):
     async def after_dispatch(self, ctx: SubagentHookContext, result: Any) -> None:
         """Fire ``SubagentStop`` with ``state: "succeeded"`` and the output."""
         output = getattr(result, "output", result)
-        payload = {**self.payload(ctx), "state": "succeeded", "output": output}
+        payload = {**self.payload(ctx), **self.stop_fields(output), "state": "succeeded"}
         payload.update(error_fields(None))
         outcome = await fire_reported(
             self.registry, "SubagentStop", payload, "after_dispatch", ctx.subagent_name
@@ -73,7 +84,7 @@ class RegistrySubagentHooks(SubagentHooks):
 
     async def on_failure(self, ctx: SubagentHookContext, error: BaseException) -> None:
         """Fire ``SubagentStop`` with ``state: "failed"`` and the error."""
-        payload = {**self.payload(ctx), "state": "failed", "output": None}
+        payload = {**self.payload(ctx), **self.stop_fields(None), "state": "failed"}
         payload.update(error_fields(error))
         outcome = await fire_reported(
             self.registry, "SubagentStop", payload, "on_failure", ctx.subagent_name
