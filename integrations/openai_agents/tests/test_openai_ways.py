@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from agents import (
     function_tool,
 )
 from agents.testing import ScriptedModel, assistant_message, function_call
-from bridge_helpers import tool_outputs
+from bridge_helpers import tool_outputs, write_config
 from openai.types.responses import ResponseApplyPatchToolCall, ResponseFunctionShellToolCall
 from openai.types.responses.response_apply_patch_tool_call import OperationCreateFile
 from openai.types.responses.response_computer_tool_call import ActionType
@@ -46,6 +47,13 @@ from orchestra.bridge.testing import (
     way_matrix_rows,
 )
 from orchestra.skills import HookRegistry
+
+DENY_FETCH = {
+    "PreToolUse": [
+        {"matcher": "fetch", "hooks": [{"type": "permission", "decision": "deny", "reason": "no"}]}
+    ]
+}
+"""Denies the inner agent's tool (the outer tool that runs that agent is let through)."""
 
 
 class Screen(Display, Computer):
@@ -164,8 +172,12 @@ class OpenAIWays:
     ways: Mapping[str, str] = {way: what for way, (what, _) in WAYS.items()}
     cannot: Mapping[str, str] = {
         "nested_plain_runner": (
-            "the SDK's `Runner.run` has no hooks of its own; run the inner agent with "
-            "`OrchestraRunHooks()` (no registry: the ambient policy's)"
+            "the SDK's `Runner.run` takes its `RunHooks` and `RunConfig` from its caller "
+            "alone (`hooks=`, `run_config=`), and its one process-wide seam, "
+            "`agents.run.set_default_agent_runner`, is not public: the SDK documents it and "
+            "its `AgentRunner` as experimental, not part of the public API, not to be used "
+            "directly or subclassed; run the inner agent with `OrchestraRunHooks()` (no "
+            "registry: the ambient policy's)"
         )
     }
 
@@ -221,6 +233,23 @@ def test_ask_cell(cell: str) -> None:
     reason = check_ask_cell(OpenAIAsks(), cell)
     if reason is not None:
         pytest.skip(reason)
+
+
+def test_a_plain_nested_runner_is_out_of_reach_as_cannot_says(tmp_path: Path) -> None:
+    """The documented ``cannot`` holds in the installed SDK: the body runs despite a deny,
+    ``Runner.run`` takes hooks from its caller only, and the default runner is not public."""
+    import inspect
+
+    import agents
+    from agents import run
+
+    body = ToolBody()
+    OpenAIWays().call("nested_plain_runner", write_config(tmp_path, DENY_FETCH), body)
+    assert body.paths == ["/data"]  # unguarded: the inner run never heard of the policy
+    assert {"hooks", "run_config"} <= set(inspect.signature(Runner.run).parameters)
+    for seam in (run.set_default_agent_runner, run.AgentRunner):
+        assert "not part of the public API" in (seam.__doc__ or ""), seam
+    assert not hasattr(agents, "set_default_agent_runner")  # not exported at the top level
 
 
 def test_the_page_shows_these_rows() -> None:

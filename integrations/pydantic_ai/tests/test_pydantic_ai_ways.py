@@ -24,6 +24,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from test_pydantic_ai_capability import write_config
 
 from orchestra.bridge.testing import (
     ASK_CELLS,
@@ -37,6 +38,13 @@ from orchestra.bridge.testing import (
     way_matrix_rows,
 )
 from orchestra.skills import HookRegistry
+
+DENY_FETCH = {
+    "PreToolUse": [
+        {"matcher": "fetch", "hooks": [{"type": "permission", "decision": "deny", "reason": "no"}]}
+    ]
+}
+"""Denies the inner agent's tool (the outer tool that runs that agent is let through)."""
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "howto" / "one-policy.md"
 
@@ -131,8 +139,12 @@ class PydanticAIWays:
     ways: Mapping[str, str] = {way: what for way, (what, _) in WAYS.items()}
     cannot: Mapping[str, str] = {
         "delegation_unguarded": (
-            "pydantic-ai runs an agent's tools through its own capabilities only; give the "
-            "inner agent `OrchestraCapability()` (no registry: the ambient policy's)"
+            "pydantic-ai runs an agent's tools through that agent's own capabilities only "
+            "(`Agent(capabilities=...)`, `agent.run(..., capabilities=...)`, "
+            "`agent.override(spec=...)`, each given for that agent), and its one process-wide "
+            "default, `Agent.instrument_all()`, takes OpenTelemetry `InstrumentationSettings`, "
+            "not a capability; give the inner agent `OrchestraCapability()` (no registry: the "
+            "ambient policy's)"
         )
     }
 
@@ -188,6 +200,22 @@ def test_ask_cell(cell: str) -> None:
     reason = check_ask_cell(PydanticAIAsks(), cell)
     if reason is not None:
         pytest.skip(reason)
+
+
+def test_an_inner_agent_without_the_capability_is_out_of_reach_as_cannot_says(
+    tmp_path: Path,
+) -> None:
+    """The documented ``cannot`` holds in the installed pydantic-ai: the body runs despite a
+    deny, and no process-wide setting takes a capability."""
+    import inspect
+
+    body = ToolBody()
+    PydanticAIWays().call("delegation_unguarded", write_config(tmp_path, DENY_FETCH), body)
+    assert body.paths == ["/data"]  # unguarded: the inner agent's run never heard of it
+    assert "capabilities" in inspect.signature(Agent.run).parameters
+    assert "capabilities" not in inspect.signature(Agent.override).parameters
+    (setting,) = inspect.signature(Agent.instrument_all).parameters.values()
+    assert "InstrumentationSettings" in str(setting.annotation)
 
 
 def test_the_page_shows_these_rows() -> None:
