@@ -22,10 +22,12 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+import anyio
 from opentelemetry import trace
 from opentelemetry.trace import Link, Span, Tracer
 
 from orchestra._chain import HookChain
+from orchestra._decisions import Fail
 from orchestra._errors import HookError
 from orchestra._hooks import NO_INPUTS, RunContext, TaskHookContext
 from orchestra._spending import RunBudgets
@@ -118,6 +120,36 @@ class RunRecord:
         return RunContext(
             dag=self.name, run_id=self.run_id, task_ids=task_ids, started_at=self.started_at
         )
+
+    async def before_run(
+        self, chain: HookChain, task_ids: tuple[str, ...] = ()
+    ) -> tuple[Fail | None, str | None]:
+        """Call ``chain``'s ``before_run``: the ``Fail`` that refuses the run and its hook.
+
+        ``(None, None)`` when the run may start. For an engine whose tasks are not known
+        beforehand (an agent's tool calls), ``task_ids`` is empty. Hook errors go to
+        ``record``.
+        """
+        if not chain.has("before_run"):
+            return None, None
+        decision, by = await chain.call(
+            "before_run", self.run_context(task_ids), subject=self.name, on_error=self.record
+        )
+        return (decision, by) if isinstance(decision, Fail) else (None, None)
+
+    async def after_run(
+        self, chain: HookChain, error: BaseException | None, task_ids: tuple[str, ...] = ()
+    ) -> None:
+        """Call ``chain``'s ``after_run`` once with ``result(error)``, shielded from cancelling."""
+        if chain.has("after_run"):
+            with anyio.CancelScope(shield=True):
+                await chain.call(
+                    "after_run",
+                    self.run_context(task_ids),
+                    self.result(error),
+                    subject=self.name,
+                    on_error=self.record,
+                )
 
     def open_span(self, tasks: int) -> Span | None:
         """Start the run span when tracing is on (``tasks``: how many the run plans)."""

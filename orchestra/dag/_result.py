@@ -149,7 +149,9 @@ class RunResult:
         by_state: dict[TaskState, list[str]] = {}
         for tid, state in self.states.items():
             by_state.setdefault(state, []).append(tid)
-        failed = by_state.get(TaskState.FAILED, [])
+        # an error with no task state is the run's own end (a bridge's BudgetExceeded)
+        ended = [tid for tid in self.errors if tid not in self.states]
+        failed = [*by_state.get(TaskState.FAILED, []), *ended]
         parts = []
         if failed:
             parts.append("failed: " + ", ".join(f"{tid!r} ({self._why(tid)})" for tid in failed))

@@ -15,7 +15,7 @@ from orchestra_langgraph import with_hooks
 from test_langgraph_steps import graph
 
 import orchestra.tracing as ot
-from orchestra import Budget, BudgetExceeded, RunContext, RunResult, TaskHooks
+from orchestra import Budget, BudgetExceeded, RunContext, RunResult, TaskFailed, TaskHooks
 from orchestra.bridge.testing import check_budget_trace
 from orchestra.skills import load
 
@@ -67,6 +67,8 @@ def test_max_model_calls_ends_the_run_and_after_run_sees_it(how: str) -> None:
     assert ran == ["k1", "k2"]
     [result] = after.results
     assert any(isinstance(e, BudgetExceeded) for e in result.errors.values())
+    with pytest.raises(TaskFailed, match=r"budget: model calls 2/2"):  # the run's own end
+        result.raise_for_failures()
 
 
 @HOW

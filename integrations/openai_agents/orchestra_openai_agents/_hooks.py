@@ -88,6 +88,11 @@ class OrchestraRunHooks(RunHooks[Any]):
     from ``on_tool_start``, where the SDK cannot skip a call: a deny ends the run with
     ``ToolDenied``.
 
+    Runs (``TaskHooks`` in ``hooks``): through the entry points, ``before_run`` may
+    ``Fail`` a run before it starts (``DispatchError``), and ``after_run`` sees its
+    ``RunResult`` once, however it ended (the error that ended it, a ``BudgetExceeded``
+    say, under the workflow's name, and what its budgets spent).
+
     Use the entry points (``run``, ``run_sync``, ``run_streamed``): they guard the agent,
     open the run's span and handle what the SDK has no callback for. The object also
     works as plain ``hooks=`` of ``Runner.run`` (then without failure handling). One

@@ -17,7 +17,7 @@ from agents import AgentsException, ModelSettings, RunConfig, RunHooks, RunState
 from agents.retry import ModelRetrySettings, RetryDecision, RetryPolicyContext
 
 from orchestra import DispatchError
-from orchestra.bridge import RunBudgets
+from orchestra.bridge import RunBudgets, RunRecord
 from orchestra.tracing.names import ATTR_RUN_OK
 from orchestra_openai_agents import _failures, _spans
 from orchestra_openai_agents._computer import guards_a_computer, with_computer_notes
@@ -177,12 +177,30 @@ class Lifecycle:
         workflow = workflow or agent.name
         self.span: Span | None = _spans.run_span(str(workflow), self.run_id, session_id)
         self.budgets = RunBudgets(())  # the run's own, once its entry point opened them
+        tasks = bridge._tasks  # before_run/after_run of the TaskHooks: the run's
+        has_run_hooks = tasks.has("before_run") or tasks.has("after_run")
+        self.record = RunRecord(str(workflow), self.run_id) if has_run_hooks else None
 
     def claim(self, attempt: int, errors: tuple[BaseException, ...]) -> Claim:
         return Claim(self.run_id, attempt, errors, self.span)
 
     async def start(self, input: Any) -> Any:
-        """``SessionStart``, then ``UserPromptSubmit`` for a new input; context prepended."""
+        """``before_run``, ``SessionStart``, then ``UserPromptSubmit`` for a new input.
+
+        The hooks' context messages are prepended to the input; a ``Fail`` of
+        ``before_run`` refuses the run (``DispatchError``) before anything else.
+        """
+        if self.record is not None:
+            refusal, by = await self.record.before_run(self.bridge._tasks)
+            if refusal is not None:
+                why = refusal.reason or f"failed by {by}"
+                refused = DispatchError(
+                    f"the run of agent {self.agent.name!r} was refused by {by}: {why}",
+                    agent=self.agent.name,
+                    reason=refusal.reason,
+                )
+                await self.end("refused", why, failure=refused)
+                raise refused
         registry = self.bridge.registry
         if registry is None:
             return input
@@ -198,13 +216,14 @@ class Lifecycle:
                 outcome = await registry.fire("UserPromptSubmit", {**self.fields, "prompt": prompt})
                 if outcome.blocked:
                     reason = outcome.reason or f"blocked at {outcome.decided_by}"
-                    await self.end("refused", reason)
-                    raise DispatchError(
+                    refused = DispatchError(
                         f"the prompt to agent {self.agent.name!r} was refused by a "
                         f"UserPromptSubmit hook: {reason}",
                         agent=self.agent.name,
                         reason=reason,
                     )
+                    await self.end("refused", reason, failure=refused)
+                    raise refused
                 messages.extend(outcome.messages)
         return input if resumed else with_context(input, messages)
 
@@ -242,14 +261,30 @@ class Lifecycle:
         with current(self.span):
             await registry.fire("StopFailure", payload)
 
-    async def end(self, reason: str, error: BaseException | str | None = None) -> None:
-        """Fire ``SessionEnd`` and end the run's span."""
+    async def end(
+        self,
+        reason: str,
+        error: BaseException | str | None = None,
+        *,
+        failure: BaseException | None = None,
+    ) -> None:
+        """Fire ``SessionEnd``, call ``after_run``, end the run's span.
+
+        ``after_run``'s ``RunResult`` holds the error that ended the run (``failure``, else
+        ``error`` when it is one: a ``BudgetExceeded``, say) and what its budgets spent.
+        """
         registry = self.bridge.registry
         try:
             if registry is not None and registry.has_hooks("SessionEnd"):
                 with current(self.span):
                     await registry.fire("SessionEnd", {**self.fields, "reason": reason})
         finally:
+            if self.record is not None:
+                self.record.budgets = self.budgets
+                if failure is None and isinstance(error, BaseException):
+                    failure = error
+                with current(self.span):
+                    await self.record.after_run(self.bridge._tasks, failure)
             span, self.span = self.span, None
             if span is not None and reason != "interrupted":  # a paused run is unfinished
                 span.set_attribute(ATTR_RUN_OK, reason == "completed")

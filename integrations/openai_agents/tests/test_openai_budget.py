@@ -15,7 +15,18 @@ from orchestra_openai_agents import OrchestraRunHooks
 from test_openai_steps import lookup_agent
 
 import orchestra.skills
-from orchestra import Budget, BudgetExceeded, SubagentHookContext, SubagentHooks
+from orchestra import (
+    Budget,
+    BudgetExceeded,
+    DispatchError,
+    Fail,
+    RunContext,
+    RunResult,
+    SubagentHookContext,
+    SubagentHooks,
+    TaskFailed,
+    TaskHooks,
+)
 from orchestra.bridge.testing import check_budget_trace
 from orchestra.cli import main
 
@@ -53,6 +64,57 @@ async def test_max_model_calls_ends_the_run_and_the_next_call_is_never_made(mode
     assert len(model.calls) == 2
     assert ran == ["k1", "k2"]
     assert [type(e) for e in failures.seen] == [BudgetExceeded]  # the run's end sees it
+
+
+class AfterRun(TaskHooks):
+    """Records what ``after_run`` gets of each run."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[RunContext, RunResult]] = []
+
+    def after_run(self, ctx: RunContext, result: RunResult) -> None:
+        self.seen.append((ctx, result))
+
+
+async def test_max_model_calls_ends_the_run_and_after_run_sees_it(mode: str) -> None:
+    model = looping(5)
+    after = AfterRun()
+    bridge = OrchestraRunHooks([Budget(max_model_calls=2), after])
+    with pytest.raises(BudgetExceeded, match=r"budget: model calls 2/2") as info:
+        await drive(bridge, lookup_agent(model, []), "go", mode)
+    assert len(model.calls) == 2
+    [(ctx, result)] = after.seen  # once, after the run ended
+    assert ctx.dag == "ops"
+    assert not result.ok
+    assert result.errors == {"ops": info.value}
+    [use] = result.budgets
+    assert (use.used["model_calls"], use.exceeded) == (2, "budget: model calls 2/2")
+    with pytest.raises(TaskFailed, match="budget: model calls 2/2"):
+        result.raise_for_failures()
+
+
+async def test_after_run_sees_a_run_that_completed_within_its_budget(mode: str) -> None:
+    after = AfterRun()
+    bridge = OrchestraRunHooks([Budget(max_tool_calls=5), after])
+    result = await drive(bridge, lookup_agent(looping(2), []), "go", mode)
+    assert result.final_output == "done"
+    [(ctx, run)] = after.seen
+    assert run.ok
+    assert ctx.run_id == run.run_id
+    assert run.budgets[0].used["tool_calls"] == 2
+
+
+async def test_before_run_refuses_the_run_before_the_model_is_called(mode: str) -> None:
+    class Refuse(AfterRun):
+        def before_run(self, ctx: RunContext) -> Fail:
+            return Fail("not today")
+
+    model, hook = looping(1), Refuse()
+    with pytest.raises(DispatchError, match="not today") as info:
+        await drive(OrchestraRunHooks([hook]), lookup_agent(model, []), "go", mode)
+    assert len(model.calls) == 0
+    [(_, result)] = hook.seen  # after_run sees every run, a refused one too
+    assert result.errors == {"ops": info.value}
 
 
 async def test_a_token_limit_ends_the_run_after_the_call_that_crossed_it(mode: str) -> None:

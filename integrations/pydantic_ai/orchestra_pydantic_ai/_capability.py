@@ -9,7 +9,9 @@ agent run is a subagent dispatch:
   ``orchestra.DispatchError`` with the reason before the model is called;
 - ``on_failure`` sees a failed model call and may ``Retry`` it: the model is asked again
   (pydantic-ai's ``RetryModelRequest``), nothing the run did is repeated;
-- ``after_dispatch`` (and ``SubagentStop``) may ``Replace`` the run's output.
+- ``after_dispatch`` (and ``SubagentStop``) may ``Replace`` the run's output;
+- the ``TaskHooks``' ``before_run`` may ``Fail`` it, and ``after_run`` sees its
+  ``RunResult`` once, however it ended (a ``BudgetExceeded`` under the agent's name).
 
 Tool calls go through ``_tools.ToolCalls``, and so do output functions
 (``wrap_output_process``: ``output_type=[fn]``, ``ToolOutput(fn)``). With a tracer
@@ -33,8 +35,8 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 
 import orchestra.tracing as ot
 from orchestra import (
-    DispatchError,
     Fail,
+    HookChain,
     Replace,
     SubagentHooks,
     SubagentResult,
@@ -43,6 +45,7 @@ from orchestra import (
 from orchestra.bridge import (
     Again,
     RunBudgets,
+    RunRecord,
     budgets_of,
     current_policy,
     open_budgets,
@@ -130,6 +133,8 @@ class OrchestraCapability(AbstractCapability[Any]):
         self._state: RunState | None = None
         self._last: list[RunState] = []
         self._agent_moments = agents.has("before_dispatch") or agents.has("after_dispatch")
+        run_moments = tasks.has("before_run") or tasks.has("after_run")
+        self._run_hooks = tasks if run_moments else None  # each agent run is one run
 
     @property
     def hook_errors(self) -> tuple[Any, ...]:
@@ -172,12 +177,45 @@ class OrchestraCapability(AbstractCapability[Any]):
         capability's hooks and its registry's ``budget:`` (``orchestra.Budget``).
         """
         with open_budgets(self._budgets) as budgets:
-            return await self._run(ctx, handler, budgets)
+            state = self._state or RunState(getattr(ctx.agent, "name", None), ctx.run_id)
+            if self._run_hooks is None:
+                return await self._run(ctx, state, handler, budgets)
+            return await self._hooked_run(self._run_hooks, ctx, state, handler, budgets)
+
+    async def _hooked_run(
+        self,
+        chain: HookChain,
+        ctx: RunContext[Any],
+        state: RunState,
+        handler: WrapRunHandler,
+        budgets: RunBudgets,
+    ) -> AgentRunResult[Any]:
+        """The run between the ``before_run`` and ``after_run`` of the ``TaskHooks``.
+
+        A ``Fail`` from ``before_run`` refuses the run (``DispatchError``) before the
+        model is called. ``after_run`` is called once, whatever way the run ended, with a
+        ``RunResult`` that holds the error that ended it (a ``BudgetExceeded``, say) under
+        the agent's name, the run's hook errors and what its budgets spent.
+        """
+        name = state.agent or "agent"
+        record = RunRecord(name, state.run_id)
+        record.budgets, record.hook_errors = budgets, state.hook_errors
+        record.record = state.hook_errors.append
+        error: BaseException | None = None
+        try:
+            refusal, by = await record.before_run(chain)
+            if refusal is not None:
+                raise state.refused(name, refusal, by)
+            return await self._run(ctx, state, handler, budgets)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            await record.after_run(chain, error)
 
     async def _run(
-        self, ctx: RunContext[Any], handler: WrapRunHandler, budgets: RunBudgets
+        self, ctx: RunContext[Any], state: RunState, handler: WrapRunHandler, budgets: RunBudgets
     ) -> AgentRunResult[Any]:
-        state = self._state or RunState(getattr(ctx.agent, "name", None), ctx.run_id)
         tracer = ot.get_tracer()
         if not self._agent_moments and tracer is None:
             return await self._body(state, handler)
@@ -215,13 +253,7 @@ class OrchestraCapability(AbstractCapability[Any]):
                 "before_dispatch", sctx, subject=name, on_error=record, tracer=ot.get_tracer()
             )
             if isinstance(decision, Fail):
-                why = decision.reason or f"failed by {by}"
-                raise DispatchError(
-                    f"run of agent {name!r} failed by {by}: {why}",
-                    agent=name,
-                    reason=decision.reason,
-                    hook_errors=tuple(state.hook_errors),
-                )
+                raise state.refused(name, decision, by)
         result = await self._body(state, handler)
         if agents.has("after_dispatch"):
             answer = SubagentResult(agent=name, output=result.output, attempts=state.attempt)

@@ -10,7 +10,13 @@ from types import MappingProxyType
 from typing import Any, Final, final
 
 import orchestra
-from orchestra import ExecutionMode, HookChain, SubagentHookContext, TaskHookContext
+from orchestra import (
+    DispatchError,
+    ExecutionMode,
+    HookChain,
+    SubagentHookContext,
+    TaskHookContext,
+)
 
 __all__ = ["RunState", "parent_agent"]
 
@@ -55,6 +61,16 @@ class RunState:
             attempt=self.attempt,
             errors=self.errors,
             started_at=self.started,
+        )
+
+    def refused(self, name: str, decision: orchestra.Fail, by: str | None) -> DispatchError:
+        """The error of the run a hook's ``Fail`` refused (``before_dispatch``, ``before_run``)."""
+        why = decision.reason or f"failed by {by}"
+        return DispatchError(
+            f"run of agent {name!r} failed by {by}: {why}",
+            agent=name,
+            reason=decision.reason,
+            hook_errors=tuple(self.hook_errors),
         )
 
     def task_context(

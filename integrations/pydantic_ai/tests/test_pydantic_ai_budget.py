@@ -14,7 +14,17 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from orchestra import Budget, BudgetExceeded, Dispatcher, DispatchError
+import orchestra
+from orchestra import (
+    Budget,
+    BudgetExceeded,
+    Dispatcher,
+    DispatchError,
+    Fail,
+    RunContext,
+    RunResult,
+    TaskHooks,
+)
 from orchestra.agents import AgentContext
 from orchestra.bridge.testing import check_budget_trace
 from orchestra.skills import HookRegistry, load
@@ -61,6 +71,58 @@ async def test_max_model_calls_ends_the_run_and_the_next_call_is_never_made() ->
         await agent(model, ran, hooks=[Budget(max_model_calls=2)]).run("go")
     assert len(made) == 2
     assert ran == ["k1", "k2"]
+
+
+class AfterRun(TaskHooks):
+    """Records what ``after_run`` gets of each run."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[RunContext, RunResult]] = []
+
+    def after_run(self, ctx: RunContext, result: RunResult) -> None:
+        self.seen.append((ctx, result))
+
+
+async def test_max_model_calls_ends_the_run_and_after_run_sees_it() -> None:
+    model, made = looping(5)
+    after = AfterRun()
+    with pytest.raises(BudgetExceeded, match=r"budget: model calls 2/2") as info:
+        await agent(model, [], hooks=[Budget(max_model_calls=2), after]).run("go")
+    assert len(made) == 2
+    [(ctx, result)] = after.seen  # once, after the run ended
+    assert ctx.dag == "ops"
+    assert not result.ok
+    assert result.errors == {"ops": info.value}
+    [use] = result.budgets
+    assert (use.used["model_calls"], use.exceeded) == (2, "budget: model calls 2/2")
+    with pytest.raises(orchestra.TaskFailed, match="budget: model calls 2/2"):
+        result.raise_for_failures()
+
+
+async def test_after_run_sees_a_run_that_completed_within_its_budget() -> None:
+    model, _ = looping(1)
+    after = AfterRun()
+    out = await agent(model, [], hooks=[Budget(max_model_calls=5), after]).run("go")
+    assert out.output == "read value of k1"
+    [(ctx, result)] = after.seen
+    assert result.ok
+    assert result.errors == {}
+    assert ctx.run_id == result.run_id
+    assert result.budgets[0].used["model_calls"] == 2
+
+
+async def test_before_run_refuses_the_run_and_after_run_sees_it() -> None:
+    class Refuse(AfterRun):
+        def before_run(self, ctx: RunContext) -> Fail:
+            return Fail("not today")
+
+    model, made = looping(1)
+    hook = Refuse()
+    with pytest.raises(DispatchError, match="not today") as info:
+        await agent(model, [], hooks=[hook]).run("go")
+    assert made == []
+    [(_, result)] = hook.seen  # after_run sees every run, a refused one too
+    assert result.errors == {"ops": info.value}
 
 
 async def test_a_token_limit_ends_the_run_after_the_call_that_crossed_it() -> None:
