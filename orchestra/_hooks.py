@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, cast, final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 import attrs
 
@@ -242,7 +242,7 @@ def task_context(
     ctx.upstream_states = upstream_states
     ctx._notes = notes
     ctx.__class__ = TaskHookContext
-    return cast(TaskHookContext, ctx)  # its class is TaskHookContext now
+    return ctx  # type: ignore[return-value]  # its class is TaskHookContext now (no cast call)
 
 
 def subagent_context(
@@ -268,7 +268,7 @@ def subagent_context(
     ctx.started_at = started_at
     ctx._notes = notes
     ctx.__class__ = SubagentHookContext
-    return cast(SubagentHookContext, ctx)  # its class is SubagentHookContext now
+    return ctx  # type: ignore[return-value]  # its class is SubagentHookContext now
 
 
 class TaskHooks:

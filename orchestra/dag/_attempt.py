@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 import anyio
 
@@ -33,6 +33,7 @@ from orchestra.dag._settle import decided, end_cancelled, end_fatal, recorded
 from orchestra.tracing._engine import NO_ATTEMPT, STATE_RETRYING
 
 if TYPE_CHECKING:
+    from orchestra._calling import OnError
     from orchestra._hooks import TaskHookContext
     from orchestra.dag._model import Task
     from orchestra.dag._scheduler import _Run
@@ -43,6 +44,7 @@ _NO_NOTES: Final[list[str]] = []  # the messages of an attempt no hook sees (nev
 _TASK_RETRIES: Final = "task.retries"  # who decided a retry, for traces, when no hook did
 _NO_DEADLINE: Final = contextlib.nullcontext()
 _NO_ARG: Final = object()  # a moment whose hooks get the context only
+_R = TypeVar("_R")  # what a moment's caller gives: an awaitable of the answer, or the answer
 
 
 @final
@@ -77,18 +79,6 @@ class _Task:
         self.started = time.monotonic()
         self.at = NO_ATTEMPT
         self.ctx: TaskHookContext | None = None  # this attempt's, while kwargs and errors stand
-
-    def context(self, run: _Run) -> TaskHookContext:
-        """The hook context of this attempt, one for all its hooks.
-
-        Made again when its inputs or errors change (a ``Replace`` of the inputs, a failure).
-        """
-        ctx = self.ctx
-        if ctx is None:
-            ctx = self.ctx = attempt_context(
-                run, self.i, self.errors, self.started, self.kwargs, self.notes
-            )
-        return ctx
 
     def failed(self, error: BaseException) -> None:
         """The attempt raised ``error``: it is one of the task's errors from now on."""
@@ -146,7 +136,7 @@ async def attempt(run: _Run, t: _Task) -> bool:
         # run_task records it and stops the run.
         t.failed(exc)
         if run.has_on_failure:
-            await hooks_at(run, t, "on_failure", exc)
+            await hooks_at(run.calls, run, t, "on_failure", exc)
         raise
 
 
@@ -163,12 +153,12 @@ def deadline(run: _Run, task: Task) -> contextlib.AbstractContextManager[Any]:
 
 async def before(run: _Run, t: _Task) -> bool:
     """The ``before_execute`` hooks; True when their ``Skip`` or ``Fail`` ended the task."""
-    return before_decided(run, t, *await hooks_at(run, t, "before_execute"))
+    return before_decided(run, t, *await hooks_at(run.calls, run, t, "before_execute"))
 
 
 def before_now(run: _Run, t: _Task) -> bool:
     """``before`` when only inline ``def`` hooks implement it: called here, no coroutine."""
-    return before_decided(run, t, *hooks_now(run, t, "before_execute"))
+    return before_decided(run, t, *hooks_at(run.calls_now, run, t, "before_execute"))
 
 
 def before_decided(run: _Run, t: _Task, decision: Any, by: str | None) -> bool:
@@ -216,12 +206,12 @@ async def after(run: _Run, t: _Task, result: Any) -> bool:
     which fails the task. Returns True: the task ended.
     """
     seen = await run.remote.value(t.i, result) if run.remote is not None else result
-    return after_decided(run, t, result, *await hooks_at(run, t, "after_execute", seen))
+    return after_decided(run, t, result, *await hooks_at(run.calls, run, t, "after_execute", seen))
 
 
 def after_now(run: _Run, t: _Task, result: Any) -> bool:
     """``after`` when only inline ``def`` hooks implement it (and no remote output): here."""
-    return after_decided(run, t, result, *hooks_now(run, t, "after_execute", result))
+    return after_decided(run, t, result, *hooks_at(run.calls_now, run, t, "after_execute", result))
 
 
 def after_decided(run: _Run, t: _Task, result: Any, decision: Any, by: str | None) -> bool:
@@ -257,7 +247,7 @@ async def failed(run: _Run, t: _Task, error: Exception) -> bool:
     t.failed(error)
     decision = by = None
     if run.has_on_failure:
-        decision, by = await hooks_at(run, t, "on_failure", error)
+        decision, by = await hooks_at(run.calls, run, t, "on_failure", error)
     verdict = _after_failure(
         decision,
         by,
@@ -278,17 +268,23 @@ async def failed(run: _Run, t: _Task, error: Exception) -> bool:
 
 
 def hooks_at(
-    run: _Run, t: _Task, moment: str, arg: Any = _NO_ARG
-) -> Awaitable[tuple[Any, str | None]]:
-    """The run's hooks of ``moment`` about this attempt of ``t``: its context, then ``arg``."""
-    ctx = t.context(run)
-    return run.calls[moment]((ctx,) if arg is _NO_ARG else (ctx, arg), t.task.id, run.record)
+    calls: Mapping[str, Callable[[tuple[Any, ...], str | None, OnError], _R]],
+    run: _Run,
+    t: _Task,
+    moment: str,
+    arg: Any = _NO_ARG,
+) -> _R:
+    """The run's hooks of ``moment`` about this attempt of ``t``: its context, then ``arg``.
 
-
-def hooks_now(run: _Run, t: _Task, moment: str, arg: Any = _NO_ARG) -> tuple[Any, str | None]:
-    """``hooks_at`` for a moment only inline ``def`` hooks implement: called here and now."""
-    ctx = t.context(run)
-    return run.calls_now[moment]((ctx,) if arg is _NO_ARG else (ctx, arg), t.task.id, run.record)
+    ``calls`` is ``run.calls`` (an awaitable of the answer) or, for a moment only inline
+    ``def`` hooks implement, ``run.calls_now`` (the answer, here and now). One context
+    serves all the attempt's hooks, made again when its inputs or errors change (a
+    ``Replace`` of the inputs, a failure).
+    """
+    ctx = t.ctx
+    if ctx is None:
+        ctx = t.ctx = attempt_context(run, t.i, t.errors, t.started, t.kwargs, t.notes)
+    return calls[moment]((ctx,) if arg is _NO_ARG else (ctx, arg), t.task.id, run.record)
 
 
 def branch_choice(run: _Run, i: int, output: object) -> list[int]:
