@@ -1,12 +1,13 @@
 """One task of a run, all its attempts, in layers as ``agents/_dispatch.py`` reads (internal).
 
-``run_task`` loops over attempts; ``attempt`` is one of them, under the task's deadline
-(its ``timeout`` bounds the whole attempt, hooks included):
+``run_task`` loops over attempts; ``attempt`` is one of them, whose ``steps`` run under
+the task's deadline (its ``timeout`` bounds the whole attempt, hooks included):
 
-- ``before``: the ``before_execute`` hooks (they may replace the inputs, skip or fail);
+- the ``before_execute`` hooks (they may replace the inputs, skip or fail:
+  ``before_decided``);
 - ``body``: the executor runs the body (and, for an agent task, the dispatch);
-- ``after``: the ``after_execute`` hooks (they may replace the output), then, for a
-  branch task, its choice;
+- the ``after_execute`` hooks (they may replace the output: ``after_decided``), then,
+  for a branch task, its choice (``settled``);
 
 and, outside the deadline, ``failed``: what follows a failed attempt (``on_failure``
 hooks, else the task's ``retries``: the rule ``_attempts.after_failure`` shares with the
@@ -15,7 +16,6 @@ dispatcher). ``_settle`` ends the task.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
@@ -42,7 +42,6 @@ __all__ = ["run_task"]
 
 _NO_NOTES: Final[list[str]] = []  # the messages of an attempt no hook sees (never appended)
 _TASK_RETRIES: Final = "task.retries"  # who decided a retry, for traces, when no hook did
-_NO_DEADLINE: Final = contextlib.nullcontext()
 _NO_ARG: Final = object()  # a moment whose hooks get the context only
 _R = TypeVar("_R")  # what a moment's caller gives: an awaitable of the answer, or the answer
 
@@ -62,6 +61,7 @@ class _Task:
         "notes",
         "started",
         "task",
+        "timeout",
     )
 
     def __init__(self, run: _Run, i: int) -> None:
@@ -79,6 +79,7 @@ class _Task:
         self.started = time.monotonic()
         self.at = NO_ATTEMPT
         self.ctx: TaskHookContext | None = None  # this attempt's, while kwargs and errors stand
+        self.timeout = deadline(run, self.task)
 
     def failed(self, error: BaseException) -> None:
         """The attempt raised ``error``: it is one of the task's errors from now on."""
@@ -120,13 +121,10 @@ async def attempt(run: _Run, t: _Task) -> bool:
     t.failure = None
     t.ctx = None
     try:
-        with deadline(run, t.task):
-            if run.has_before and (before_now(run, t) if run.before_now else await before(run, t)):
-                return True
-            output = await body(run, t)
-            if run.has_after:
-                return after_now(run, t, output) if run.after_now else await after(run, t, output)
-            return settled(run, t, output)
+        if t.timeout is None:  # no scope to enter (a null one costs two calls per attempt)
+            return await steps(run, t)
+        with anyio.fail_after(t.timeout):
+            return await steps(run, t)
     except Exception as exc:
         return await failed(run, t, exc)
     except run.cancelled:
@@ -140,29 +138,47 @@ async def attempt(run: _Run, t: _Task) -> bool:
         raise
 
 
-def deadline(run: _Run, task: Task) -> contextlib.AbstractContextManager[Any]:
-    """The scope that bounds an attempt: ``task.timeout``, unless the executor applies it.
+def deadline(run: _Run, task: Task) -> float | None:
+    """The seconds that bound each attempt: ``task.timeout``, unless the executor applies it.
 
     An executor that applies timeouts (``AppliesTimeouts``) times the body itself; for
     a task run by an agent the scheduler still times the body and the dispatch together.
     """
     if task.timeout is None or (run.capabilities.times and task.agent is None):
-        return _NO_DEADLINE
-    return anyio.fail_after(task.timeout)
+        return None
+    return task.timeout
 
 
-async def before(run: _Run, t: _Task) -> bool:
-    """The ``before_execute`` hooks; True when their ``Skip`` or ``Fail`` ended the task."""
-    return before_decided(run, t, *await hooks_at(run.calls, run, t, "before_execute"))
+async def steps(run: _Run, t: _Task) -> bool:
+    """The attempt under its deadline: ``before_execute``, the body, ``after_execute``.
 
-
-def before_now(run: _Run, t: _Task) -> bool:
-    """``before`` when only inline ``def`` hooks implement it: called here, no coroutine."""
-    return before_decided(run, t, *hooks_at(run.calls_now, run, t, "before_execute"))
+    A moment only inline ``def`` hooks implement is called here and now
+    (``run.calls_now``), with no coroutine around it; an answer of None (no hook had an
+    opinion) asks nothing more. True when the attempt ended the task.
+    """
+    if run.has_before:
+        decision, by = (
+            hooks_at(run.calls_now, run, t, "before_execute")
+            if run.before_now
+            else await hooks_at(run.calls, run, t, "before_execute")
+        )
+        if decision is not None and before_decided(run, t, decision, by):
+            return True
+    output = await body(run, t)
+    if not run.has_after:
+        return settled(run, t, output)
+    if run.after_now:
+        decision, by = hooks_at(run.calls_now, run, t, "after_execute", output)
+    else:
+        seen = await run.remote.value(t.i, output) if run.remote is not None else output
+        decision, by = await hooks_at(run.calls, run, t, "after_execute", seen)
+    if decision is None:
+        return settled(run, t, output)
+    return after_decided(run, t, output, decision, by)
 
 
 def before_decided(run: _Run, t: _Task, decision: Any, by: str | None) -> bool:
-    """What the ``before_execute`` hooks decided; True when it ended the task."""
+    """What the ``before_execute`` hooks decided (not None); True when it ended the task."""
     if type(decision) is Replace:  # the inputs, as the hooks replaced them
         t.at.decision(decision, by)
         if type(decision.value) is GiveOutput:  # the output: no body runs
@@ -172,8 +188,6 @@ def before_decided(run: _Run, t: _Task, decision: Any, by: str | None) -> bool:
             return settled(run, t, decision.value.value, reason)
         t.kwargs = dict(decision.value)
         t.ctx = None
-        return False
-    if decision is None:
         return False
     decided(run, t.i, Verdict(decision=decision, hook=by), None, t.at)
     return True
@@ -199,33 +213,19 @@ async def dispatched(run: _Run, t: _Task) -> Any:
     return answer.output
 
 
-async def after(run: _Run, t: _Task, result: Any) -> bool:
-    """The ``after_execute`` hooks, then ``settled``: a branch's choice, SUCCEEDED.
-
-    A ``Replace`` changes the output; any other answer is a fail-closed hook's error,
-    which fails the task. Returns True: the task ended.
-    """
-    seen = await run.remote.value(t.i, result) if run.remote is not None else result
-    return after_decided(run, t, result, *await hooks_at(run.calls, run, t, "after_execute", seen))
-
-
-def after_now(run: _Run, t: _Task, result: Any) -> bool:
-    """``after`` when only inline ``def`` hooks implement it (and no remote output): here."""
-    return after_decided(run, t, result, *hooks_at(run.calls_now, run, t, "after_execute", result))
-
-
 def after_decided(run: _Run, t: _Task, result: Any, decision: Any, by: str | None) -> bool:
-    """What the ``after_execute`` hooks decided about ``result``, then ``settled``. True."""
-    output = result
-    if type(decision) is Replace:
-        t.at.decision(decision, by)
-        output = decision.value
-        if run.remote is not None:
-            run.remote.replaced(t.i, result)
-    elif decision is not None:
+    """What the ``after_execute`` hooks decided (not None) about ``result``. True.
+
+    A ``Replace`` changes the output (then ``settled``: a branch's choice, SUCCEEDED);
+    any other answer is a fail-closed hook's error, which fails the task.
+    """
+    if type(decision) is not Replace:
         decided(run, t.i, Verdict(decision=decision, hook=by), None, t.at)
         return True
-    return settled(run, t, output)
+    t.at.decision(decision, by)
+    if run.remote is not None:
+        run.remote.replaced(t.i, result)
+    return settled(run, t, decision.value)
 
 
 def settled(run: _Run, t: _Task, output: Any, reason: str | None = None) -> bool:
