@@ -16,7 +16,17 @@ import anyio
 import pytest
 
 import orchestra
-from orchestra import DAG, Fail, HookChain, HookError, Skip, Task, TaskHookContext, TaskHooks
+from orchestra import (
+    DAG,
+    Fail,
+    HookChain,
+    HookError,
+    Replace,
+    Skip,
+    Task,
+    TaskHookContext,
+    TaskHooks,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -232,3 +242,111 @@ async def test_an_async_hook_without_an_await_point_answers_and_one_with_is_stil
     assert first == (Skip("at once"), "Answers.before_execute")
     assert second == (None, None)
     assert [str(e) for e in errors] == ["hook Waits.before_execute for 't' timed out after 0.05 s"]
+
+
+class _Reports(logging.Handler):
+    """The ``orchestra`` logger's "still running" warnings, and an event per hook label."""
+
+    def __init__(self, labels: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.seen = {label: threading.Event() for label in labels}
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "still running" not in message:
+            return
+        self.messages.append(message)
+        for label, event in self.seen.items():
+            if message.startswith(f"hook {label} "):
+                event.set()
+
+
+def test_hung_def_hooks_called_now_in_two_threads_are_each_reported_while_they_run() -> None:
+    # A sync engine (Hamilton's driver, a Prefect task) calls hooks here and now, in
+    # threads of its own: each thread's hung call is watched and named on its own.
+    class HungA(TaskHooks):
+        timeout = 0.2
+
+        def before_execute(self, ctx: TaskHookContext) -> Skip:
+            returned["A"] = not reports.seen["HungA.before_execute"].wait(LONG)
+            return Skip("too late to count")
+
+    class HungB(TaskHooks):
+        timeout = 0.2
+
+        def after_execute(self, ctx: TaskHookContext, result: object) -> Replace:
+            returned["B"] = not reports.seen["HungB.after_execute"].wait(LONG)
+            return Replace("too late to count")
+
+    reports = _Reports(["HungA.before_execute", "HungB.after_execute"])
+    returned: dict[str, bool] = {}  # True: it returned without having been reported
+    answers: dict[str, object] = {}
+    errors: list[HookError] = []
+    logger = logging.getLogger("orchestra")
+    logger.addHandler(reports)
+
+    def call(name: str, chain: HookChain, moment: str, *args: object) -> None:
+        answers[name] = chain.call_now(moment, *args, subject=name, on_error=errors.append)
+
+    threads = [
+        threading.Thread(target=call, args=("a", HookChain([HungA()]), "before_execute", ctx())),
+        threading.Thread(
+            target=call, args=("b", HookChain([HungB()]), "after_execute", ctx(), "out")
+        ),
+    ]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(LONG + 10)
+    finally:
+        for event in reports.seen.values():
+            event.set()  # never leave a hook waiting
+        logger.removeHandler(reports)
+    assert returned == {"A": False, "B": False}, "a hook returned before its report"
+    assert answers == {"a": (None, None), "b": (None, None)}  # late answers are dropped
+    by_label = {m.split(" ")[1]: m for m in reports.messages}
+    assert set(by_label) == {"HungA.before_execute", "HungB.after_execute"}
+    for label, subject in (("HungA.before_execute", "a"), ("HungB.after_execute", "b")):
+        message = by_label[label]
+        assert message.startswith(f"hook {label} for {subject!r} is still running after ")
+        assert "past its timeout of 0.2 s" in message
+        # never reported before its timeout: the watchdog counts from the look that saw it
+        assert float(message.split("still running after ")[1].split(" s")[0]) >= 0.2
+    assert sorted((e.hook, e.moment, e.subject) for e in errors) == [
+        ("HungA", "before_execute", "a"),
+        ("HungB", "after_execute", "b"),
+    ]
+    assert all("past its timeout of 0.2 s" in str(e) for e in errors)
+
+
+async def test_with_blocking_the_run_ends_while_the_hung_hook_still_runs() -> None:
+    class HungAfter(TaskHooks):
+        blocking = True
+        timeout = 0.2
+
+        def __init__(self) -> None:
+            self.release = threading.Event()
+            self.returned = threading.Event()
+
+        def after_execute(self, ctx: TaskHookContext, result: object) -> None:
+            self.release.wait(LONG)
+            self.returned.set()
+
+    hook = HungAfter()
+    try:
+        with anyio.fail_after(LONG):
+            result = await orchestra.run(two_tasks(), hooks=[hook])
+        still_running = not hook.returned.is_set()
+    finally:
+        hook.release.set()
+    assert still_running, "the run waited for its abandoned hook"
+    assert result.ok
+    assert result.outputs == {"t": "ran", "u": "ran!"}
+    assert [(e.hook, e.moment, e.subject) for e in result.hook_errors] == [
+        ("HungAfter", "after_execute", "t"),
+        ("HungAfter", "after_execute", "u"),
+    ]
+    assert all("timed out after 0.2 s" in str(e) for e in result.hook_errors)
+    assert hook.returned.wait(LONG)  # released, its thread ends on its own
