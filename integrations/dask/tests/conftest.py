@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 from distributed import Client, LocalCluster
+from process_cluster import ProcessCluster
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -15,7 +16,8 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 def client() -> Iterator[Client]:
     """A small in-process cluster (one worker, four threads), one per test module.
 
-    Modules that need another cluster (processes, resources) define their own ``client``.
+    Modules that need another cluster define their own ``client`` (worker processes:
+    from ``process_cluster``'s two, ``ProcessCluster.up()``).
     """
     with (
         LocalCluster(
@@ -24,3 +26,13 @@ def client() -> Iterator[Client]:
         Client(cluster) as client,
     ):
         yield client
+
+
+@pytest.fixture(scope="module")
+def process_cluster() -> Iterator[ProcessCluster]:
+    """A cluster of two worker processes, one per test module that asks for it."""
+    made = ProcessCluster()
+    try:
+        yield made
+    finally:
+        made.close()

@@ -1,15 +1,17 @@
 """The way around the guard in Dask, as a cell of the conformance matrix: a guarded tool
-called in a task body runs on a worker, and is judged there on its real input."""
+called in a task body runs on a worker process of a real ``LocalCluster``, and is judged
+there on its real input (the registry reaches the worker as its sources and options)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 from distributed import Client
 from orchestra_dask import DaskExecutor
+from process_cluster import ProcessCluster
 
 import orchestra
 from orchestra import ToolDenied
@@ -17,14 +19,15 @@ from orchestra.bridge.testing import WAY_CELLS, ToolBody, ToolRun, check_way_cel
 from orchestra.skills import HookRegistry
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "howto" / "one-policy.md"
-BODIES: dict[str, ToolBody] = {}
-"""The bodies by key: a task reaches the test's own body by name (a pickled copy would
-record its calls where no one reads them; the workers are threads of this process)."""
+
+# Under load a cluster of processes takes minutes to start.
+pytestmark = pytest.mark.timeout(600)
 
 
-def record(key: str, path: str) -> str:
-    """The body of the call keyed ``key`` (pickled by reference: this module's own)."""
-    return BODIES[key](path)
+@pytest.fixture
+def client(process_cluster: ProcessCluster) -> Client:
+    """Two worker processes (not the in-process cluster of conftest's ``client``)."""
+    return process_cluster.up()
 
 
 class DaskWays:
@@ -38,24 +41,27 @@ class DaskWays:
         self.client = client
 
     def call(self, way: str, registry: HookRegistry, body: ToolBody) -> ToolRun:
-        key = str(id(body))
-        BODIES[key] = body
+        here = ToolBody()  # pickled with the task: on the worker, its calls are the worker's
 
         @registry.guard("fetch")
         def fetch(path: str) -> str:
-            return record(key, path)
+            return here(path)
 
         dag = orchestra.DAG("ways")
 
         @dag.task
-        def work() -> Any:
+        def work() -> tuple[str, list[str], int]:
             try:
-                return fetch(path="/data")
+                read = fetch(path="/data")
             except ToolDenied as denied:
-                return f"denied: {denied.reason}"
+                read = f"denied: {denied.reason}"
+            return read, here.paths, os.getpid()
 
         result = orchestra.run_sync(dag, executor=DaskExecutor(self.client))
-        return ToolRun(read=str(result.outputs.get("work", "")))
+        read, paths, pid = result.outputs["work"]
+        assert pid != os.getpid(), "the task body ran in the driver, not on a worker"
+        body.paths.extend(paths)  # what the tool's body did on the worker
+        return ToolRun(read=read)
 
 
 @pytest.mark.parametrize("cell", WAY_CELLS)
