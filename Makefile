@@ -121,11 +121,13 @@ docs-check: docs
 # Every bench/*.py, new ones included; each prints its targets and verdicts. One that
 # misses a target (prints MISSED or OVER TARGET, or exits non-zero) does not stop the
 # others: the list at the end names it, and the status is 1.
-# make bench BASE=<rev>: instead, the benches that print FIGURE lines, run side by side on
-# orchestra at <rev> (a git worktree) and on this checkout, interleaved; ratios per figure.
-bench: $(STAMP) $(OWN_STAMPS)
+# make bench BASE=<rev>: instead, the benches that print FIGURE lines (--quick), run side by
+# side on orchestra at <rev> (a git worktree, on this venv) and on this checkout, in
+# interleaved rounds; per figure, the median here/base ratio with its min-max
+# (scripts/bench_base.py; BENCHES="bench/x.py ..." picks the benches, ROUNDS=N the rounds).
+bench: $(STAMP) $(if $(BASE),,$(OWN_STAMPS))
 ifdef BASE
-	$(PY) scripts/bench_base.py $(BASE)
+	$(PY) scripts/bench_base.py $(BASE) --rounds $(or $(ROUNDS),3) $(BENCHES)
 else
 	@failed=""; log=$$(mktemp); for script in bench/*.py; do \
 		echo "== $$script"; \

@@ -156,6 +156,7 @@ def help_figures() -> bool:
         }
         median = statistics.median(ratios["CPU"])
         ok &= median <= target
+        print(f"FIGURE imports/help-over-{commands[against][0]} {median:.4g} x")
         print(
             f"orchestra --help {median:.2f}x {against} in CPU (median of the rounds' ratios,"
             f" {min(ratios['CPU']):.2f}-{max(ratios['CPU']):.2f}; wall"

@@ -22,7 +22,8 @@ Targets: (a) at most 1.05x (c) (with no SDK a run must skip span work); (b) at m
 30 µs per task over (c); (j) every span in the file, and (j) at most 1.5x (b) at every
 size (issue 46: 20,000 tasks).
 
-Each figure is also printed as ``FIGURE name value unit`` for ``make bench BASE=<rev>``.
+Each figure, and each ratio judged (unit ``x``), is also printed as ``FIGURE name value
+unit`` for ``make bench BASE=<rev>``.
 
 Run: ``python bench/tracing.py [--quick]``.
 """
@@ -204,6 +205,7 @@ def main() -> int:
     b = statistics.median(per_task["b", n0])
     print(f"\na/c = {a / c:.3f}   target <= 1.05: {'ok' if a / c <= 1.05 else 'MISSED'}")
     print(f"b-c = {b - c:.2f} µs/task   target <= 30 µs: {'ok' if b - c <= 30 else 'MISSED'}")
+    print(f"FIGURE tracing/a-over-c/{n0} {a / c:.4g} x")
     ok = a / c <= 1.05 and b - c <= 30
     for n in SIZES:
         want = n + 1  # a span per task attempt and the run's
@@ -217,6 +219,7 @@ def main() -> int:
             f" (j)/(b) = {ratio:.2f}x (per round {min(ratios):.2f}-{max(ratios):.2f})"
             f" (target <= 1.5x): {'ok' if ratio <= 1.5 else 'MISSED'}"
         )
+        print(f"FIGURE tracing/j-over-b/{n} {ratio:.4g} x")
         ok &= every and ratio <= 1.5
     return 0 if ok else 1
 

@@ -1,12 +1,18 @@
 """``make bench BASE=<rev>``: this checkout's benches, run on orchestra at ``<rev>`` and here.
 
 A regression shows as a ratio: each bench script of *this* checkout runs, in turn, on the
-orchestra of a git worktree of ``<rev>`` (``PYTHONPATH``) and on this checkout's, for
-``--rounds`` interleaved rounds (base, here, base, here, ...), so that a change of the
-machine's load weighs on both alike. Every line a bench prints as
+orchestra of a git worktree of ``<rev>`` and on this checkout's, for ``--rounds``
+interleaved rounds (base, here, base, here, ...), so that a change of the machine's load
+weighs on both alike. Each side runs with ``PYTHONPATH`` and its working directory at its
+own tree, so the bench and every ``python -c`` it starts import that side's orchestra;
+both sides share this checkout's venv (its dependencies, and its ``orchestra`` console
+script, which imports the side's ``orchestra.cli``). Every line a bench prints as
 ``FIGURE <name> <value> <unit>`` is collected; the table gives, per figure, the base's
-and this checkout's medians and their ratio (here / base: above 1 is slower when the
-unit is a cost, seconds or µs).
+and this checkout's medians and the median of the rounds' ratios (here / base, with
+their min-max): above 1 is slower when the figure is a cost (seconds, µs, ms, or ``x``,
+a ratio to a baseline the bench ran beside it in the same round: the steadiest kind
+on a loaded machine). A bench that fails on one side (an API the base lacks) is named
+with the end of its output, and the others go on.
 
 Run: ``python scripts/bench_base.py REV [--rounds N] ["BENCH.py [OPTIONS]" ...]``
 (default: the benches that print figures, each with ``--quick``).
@@ -20,11 +26,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_BENCHES = ("bench/hook_costs.py", "bench/scheduler.py --only async_sections")
+DEFAULT_BENCHES = (
+    "bench/hook_costs.py",
+    "bench/scheduler.py --only async_sections",
+    "bench/tracing.py",
+    "bench/imports.py",
+)
 
 
 def figures(output: str) -> dict[str, tuple[float, str]]:
@@ -37,7 +47,8 @@ def figures(output: str) -> dict[str, tuple[float, str]]:
     return found
 
 
-def run_bench(script: str, library: Path) -> dict[str, tuple[float, str]]:
+def run_bench(script: str, library: Path) -> dict[str, tuple[float, str]] | str:
+    """The figures of one run of ``script`` on the orchestra at ``library``; or why none."""
     env = {**os.environ, "PYTHONPATH": str(library)}
     path, *options = script.split()
     done = subprocess.run(
@@ -46,11 +57,14 @@ def run_bench(script: str, library: Path) -> dict[str, tuple[float, str]]:
         capture_output=True,
         text=True,
         check=False,
-        cwd=ROOT,
+        cwd=library,  # a ``python -c`` the bench starts imports this side's orchestra too
     )
-    if done.returncode != 0 and "FIGURE" not in done.stdout:
-        raise SystemExit(f"{script} failed on {library}:\n{done.stdout}\n{done.stderr}")
-    return figures(done.stdout)
+    found = figures(done.stdout)
+    if not found:
+        return (
+            f"no FIGURE line (exit status {done.returncode}): {(done.stderr or done.stdout)[-600:]}"
+        )
+    return found
 
 
 def main() -> int:
@@ -83,25 +97,43 @@ def main() -> int:
 
 def compare(benches: list[str], base: Path, rounds: int, commit: str) -> int:
     print(f"base {commit[:10]} (a worktree), here {ROOT}; {rounds} interleaved rounds")
+    status = 0
     for script in benches:
-        seen: dict[str, dict[str, list[float]]] = defaultdict(lambda: {"base": [], "here": []})
-        units: dict[str, str] = {}
-        for _ in range(rounds):
-            for side, library in (("base", base), ("here", ROOT)):
-                for name, (value, unit) in run_bench(script, library).items():
-                    seen[name][side].append(value)
-                    units[name] = unit
-        print(f"== {script}")
-        print(f"  {'figure':<44} {'base':>12} {'here':>12}  here/base")
-        for name, sides in seen.items():
+        print(f"== {script}", flush=True)
+        table = side_by_side(script, base, rounds)
+        if isinstance(table, str):
+            print(f"  {table}")
+            status = 1
+            continue
+        width = max(len(name) for name in [*table, "figure"])
+        print(f"  {'figure':<{width}} {'base':>12} {'here':>12}  here/base (min-max)")
+        for name, (unit, sides) in table.items():
             if not sides["base"] or not sides["here"]:
-                print(f"  {name:<44} only {'here' if sides['here'] else 'at base'}")
+                print(f"  {name:<{width}} only {'here' if sides['here'] else 'at base'}")
                 continue
             b, h = statistics.median(sides["base"]), statistics.median(sides["here"])
-            ratio = h / b if b else float("inf")
-            unit = units[name]
-            print(f"  {name:<44} {b:>10.3g} {unit:<2}{h:>10.3g} {unit:<2} {ratio:6.2f}x")
-    return 0
+            pairs = zip(sides["base"], sides["here"], strict=False)  # a figure of some rounds
+            ratios = [here / was if was else float("inf") for was, here in pairs]
+            print(
+                f"  {name:<{width}} {b:>9.4g} {unit:<2} {h:>9.4g} {unit:<2}  "
+                f"{statistics.median(ratios):5.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
+            )
+    return status
+
+
+def side_by_side(
+    script: str, base: Path, rounds: int
+) -> dict[str, tuple[str, dict[str, list[float]]]] | str:
+    """Each figure's unit and values per side, over interleaved rounds; or why none."""
+    table: dict[str, tuple[str, dict[str, list[float]]]] = {}
+    for _ in range(rounds):
+        for side, library in (("base", base), ("here", ROOT)):
+            found = run_bench(script, library)
+            if isinstance(found, str):
+                return f"failed {'at base' if side == 'base' else 'here'}: {found}"
+            for name, (value, unit) in found.items():
+                table.setdefault(name, (unit, {"base": [], "here": []}))[1][side].append(value)
+    return table
 
 
 if __name__ == "__main__":
