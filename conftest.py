@@ -11,12 +11,19 @@ pages' hook scripts, which read one. Nothing a block writes lands in the reposit
 A block runs as a script (``__name__ == "__main__"``), and what it shows it prints is
 checked: a comment at the end of a ``print`` line is that call's output (``...`` for any
 text), so a block that prints another value, or never reaches the call, fails.
+
+A page's config blocks are files of that project: a ```` ```yaml ````, ``json``, ``toml``
+or ``sh`` block named by its title (```` ```yaml title="orchestra.yaml" ````) or by a
+comment on its first line (``# echo-agent.yaml``, ``# orchestra.yaml: ...``) is written
+there, as the page shows it, for the Python blocks after it, which load it with
+orchestra's loader and check what the page says about it.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import sys
 import threading
@@ -117,6 +124,46 @@ def otlp_collector() -> Iterator[str]:
         server.server_close()
 
 
+_CONFIG_LANGS = frozenset({"yaml", "yml", "json", "toml", "sh"})
+_FILE_NAME = r"[\w.-]+\.(?:yaml|yml|json|toml|sh)"
+_TITLE = re.compile(rf'title="({_FILE_NAME})"')
+_FIRST_LINE = re.compile(rf"^(?:#|//)\s*({_FILE_NAME})\b")
+
+
+def _page_files(page: Path, before: int) -> dict[str, str]:
+    """The files a page's config blocks above line ``before`` show: name -> text.
+
+    A later block of the same name replaces an earlier one, as it would on disk.
+    """
+    from markdown_it import MarkdownIt
+
+    files: dict[str, str] = {}
+    for token in MarkdownIt("commonmark").parse(page.read_text()):
+        if token.type != "fence" or not token.map or token.map[0] + 1 >= before:
+            continue
+        info = token.info.strip().lstrip("{").rstrip("}")
+        lang = info.split(" ", 1)[0].lstrip(".") if info else ""
+        if lang not in _CONFIG_LANGS:
+            continue
+        named = _TITLE.search(info) or _FIRST_LINE.match(token.content)
+        if named is not None:
+            files[named.group(1)] = token.content
+    return files
+
+
+def _write_page_files(request: pytest.FixtureRequest, folder: Path) -> None:
+    """Write the config blocks of the running block's page above it into ``folder``."""
+    definition = getattr(request.node, "test_definition", None)
+    page = getattr(definition, "source_path", None)
+    if definition is None or page is None or Path(page).suffix != ".md":
+        return
+    for name, text in _page_files(Path(page), definition.start_line).items():
+        target = folder / name
+        target.write_text(text)
+        if name.endswith(".sh"):
+            target.chmod(0o755)
+
+
 @pytest.fixture(autouse=True)
 def docs_project(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -142,6 +189,7 @@ def docs_project(
     no_rm = claude / "hooks" / "no-rm.sh"
     no_rm.write_text(GUARD_SH)
     no_rm.chmod(0o755)
+    _write_page_files(request, tmp_path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))  # importable, as for a script run from there
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(SAMPLE_EVENT)))

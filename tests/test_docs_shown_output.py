@@ -34,6 +34,20 @@ PASSING = {
     "as_a_script": 'if __name__ == "__main__":\n    print("ran")  # ran\n',
     "no_claim": "print(1)\n",
 }
+# A page's config blocks are files of its project, for the blocks after them
+LOAD = "from orchestra.skills import load\n\n"
+STOP_YAML = 'hooks:\n  Stop:\n    - hooks: [{type: command, command: "true"}]\n'
+PAGES = {
+    "config_by_title": f'```yaml title="orchestra.yaml"\n{STOP_YAML}```\n\n```python\n'
+    f"{LOAD}print([h.event for h in load(\"orchestra.yaml\").hooks])  # ['Stop']\n```\n",
+    "config_by_comment": '```toml\n# run.toml\n[[hooks]]\nevent = "run_start"\n'
+    f'command = "true"\n```\n\n```python\n{LOAD}'
+    "print([h.event for h in load(\"run.toml\").hooks])  # ['RunStart']\n```\n",
+}
+LATE_PAGE = (
+    f"```python\n{LOAD}load('late.yaml')\n```\n\n"
+    f'```yaml title="late.yaml"\n{STOP_YAML}```\n'
+)  # a block sees the config blocks above it only
 FAILING = {
     "another_output": ("print(0)  # 499500\n", "line 4 shows '499500', printed: 0"),
     "never_ran": ("if False:\n    print(1)  # 1\n", "printed: nothing (the call never ran)"),
@@ -50,6 +64,10 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str | None]:
     codes = {**PASSING, **{name: code for name, (code, _) in FAILING.items()}}
     for name, code in codes.items():
         (folder / f"{name}.md").write_text(f"# A page\n\n```python\n{code}```\n")
+    pages = {**PAGES, "config_below": LATE_PAGE}
+    for name, text in pages.items():
+        (folder / f"{name}.md").write_text(f"# A page\n\n{text}")
+    codes = {**codes, **pages}
     subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--markdown-docs",
          "--markdown-docs-syntax=superfences", "-m", "markdown-docs", "--junitxml=out.xml",
@@ -82,3 +100,18 @@ def test_a_block_whose_shown_output_differs_fails(
     assert message is not None
     assert "a block's shown output is not what it prints" in message
     assert FAILING[page][1] in message
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_a_config_block_is_a_file_for_the_blocks_after_it(
+    outcomes: dict[str, str | None], page: str
+) -> None:
+    assert outcomes[page] is None
+
+
+def test_a_config_block_below_a_block_is_not_there_for_it(
+    outcomes: dict[str, str | None],
+) -> None:
+    message = outcomes["config_below"]
+    assert message is not None
+    assert "late.yaml" in message
