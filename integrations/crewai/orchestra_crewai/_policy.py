@@ -88,6 +88,7 @@ class Policy(ToolChains):
 
     task_answers = _TASK_ANSWERS
     agent_answers = DISPATCH_AS_TOOL
+    engine = "the CrewAI bridge (CrewAI runs the tools and the delegations)"
 
     @property
     def watching(self) -> bool:
