@@ -129,6 +129,8 @@ class ToolCall:
 
     def with_input(self, tool_input: Mapping[str, Any]) -> ToolCall:
         """The same call with another input (what the tool got after a rewrite)."""
+        if tool_input is self.tool_input:  # no rewrite: the call itself (it is immutable)
+            return self
         return attrs.evolve(self, tool_input=tool_input)
 
 

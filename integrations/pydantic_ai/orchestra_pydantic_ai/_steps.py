@@ -52,6 +52,11 @@ async def around(
         await steps.finish(turn, record, error=exc)
         raise
     usage = response.usage
+    if not steps.end:  # no StepEnd hook reads the turn: its usage alone, for the budgets
+        await steps.finish(
+            turn, record, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens
+        )
+        return response
     texts = [p.content for p in response.parts if isinstance(p, TextPart)]
     await steps.finish(
         turn,
