@@ -9,8 +9,11 @@ asks for a tool call, reads the answer, asks for a second one, then answers.
 - pydantic-ai: an ``Agent`` on ``FunctionModel`` with one tool, ``run``: plain against
   ``OrchestraCapability()`` with 0 hooks and with 2 no-op hooks (a ``SubagentHooks`` and a
   ``TaskHooks``: every agent-run and tool-call moment).
-- OpenAI Agents SDK: an ``Agent`` on the SDK's ``ScriptedModel``, ``Runner.run`` against
-  ``OrchestraRunHooks().run`` with 0 hooks and with 2 no-op hooks (as for pydantic-ai).
+- OpenAI Agents SDK: an ``Agent`` on the SDK's ``ScriptedModel``, ``Runner.run`` (on the
+  SDK's own ``AgentRunner``) against ``OrchestraRunHooks().run`` with 0 hooks and with 2
+  no-op hooks (as for pydantic-ai), and against the plain ``Runner.run`` through the
+  default runner the bridge puts in (``plain Runner.run, 0 hooks``: outside guarded work
+  it hands each run on, unchanged).
 - CrewAI (in ``.venv-crewai``: ``make bench`` runs this script there too): a ``Crew`` on a
   scripted ``BaseLLM``, ``akickoff`` against ``with_hooks(crew)`` with 0 and 2 no-op hooks.
 - Claude Agent SDK: ``query`` on a fake CLI behind the SDK's ``Transport`` (its control
@@ -246,6 +249,7 @@ def pydantic_ai_variants() -> dict[str, Callable[[], Awaitable[object]]]:
 
 def openai_agents_variants() -> dict[str, Callable[[], Awaitable[object]]]:
     from agents import Agent, Runner, function_tool, set_tracing_disabled
+    from agents.run import AgentRunner, get_default_agent_runner, set_default_agent_runner
     from agents.testing import ScriptedModel, assistant_message, function_call
     from orchestra_openai_agents import OrchestraRunHooks
 
@@ -278,9 +282,22 @@ def openai_agents_variants() -> dict[str, Callable[[], Awaitable[object]]]:
 
         return one
 
+    # Once a bridge has guarded something, every Runner.run goes through its default runner
+    # (a plain run inside guarded work follows the policy); the bare engine is the SDK's own.
+    sdk_runner = AgentRunner()
+
+    async def sdk_run() -> object:
+        ours = get_default_agent_runner()
+        set_default_agent_runner(sdk_runner)
+        try:
+            return await Runner.run(agent, "add")
+        finally:
+            set_default_agent_runner(ours)
+
     return {
-        "Runner.run": scripted(lambda: Runner.run(agent, "add")),
+        "Runner.run": scripted(sdk_run),
         "bridge.run, 0 hooks": scripted(lambda: bare.run(agent, "add")),
+        "plain Runner.run, 0 hooks": scripted(lambda: Runner.run(agent, "add")),
         "registry, 0 hooks": scripted(lambda: listened.run(agent, "add")),
         "bridge.run, 2 no-op hooks": scripted(lambda: hooked.run(agent, "add")),
         "bridge.run, a budget": scripted(lambda: spending.run(agent, "add")),

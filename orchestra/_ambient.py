@@ -2,11 +2,11 @@
 
 A guarded run, node or tool call enters ``policy_scope(registry, hooks)`` while it runs;
 work started inside it (an agent used inside a tool, a compiled graph called from a node,
-a nested ``Runner.run`` through a bridge, a guarded tool) asks ``resolve_policy(registry,
-hooks)`` and is guarded by the same policy unless given its own. Each part resolves on its
-own: a bridge given only hooks still has the surrounding registry's guards. The policy
-lives in a context variable, so it follows asyncio and trio tasks and
-``contextvars.copy_context()`` into worker threads, and never leaks to sibling work.
+a nested ``Runner.run``, a guarded tool) asks ``resolve_policy(registry, hooks)`` and is
+guarded by the same policy unless given its own. Each part resolves on its own: a bridge
+given only hooks still has the surrounding registry's guards. The policy lives in a
+context variable, so it follows asyncio and trio tasks and ``contextvars.copy_context()``
+into worker threads, and never leaks to sibling work.
 """
 
 from __future__ import annotations

@@ -25,7 +25,9 @@ tool calls fire orchestra's hooks and the YAML skills hooks (``orchestra.yaml``,
   call's output; a hook's ``ask`` pauses the run as an SDK interruption (answer it with
   ``answer_approval(bridge, state, item, {"decision": "approve"})``, ``deny`` or
   ``edit``; ``pending_request(bridge, item)`` is the pending request); hosted tools
-  that the hooks match are refused unless ``hosted_tools="allow"``.
+  that the hooks match are refused unless ``hosted_tools="allow"``. An agent run inside a
+  guarded tool, by a bridge of its own or the plain ``Runner.run``/``run_sync``/
+  ``run_streamed``, follows the tool's policy (the SDK's default runner, wrapped).
 - ``on_failure`` sees the original exception: a tool's ``Retry`` calls the tool again, a
   model error's ``Retry`` calls the model again (the SDK's own model retry), and a whole
   run is rerun only when nothing in it would be repeated.

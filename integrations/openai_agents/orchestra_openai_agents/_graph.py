@@ -40,6 +40,7 @@ from orchestra_openai_agents._guard import AskCallback, HostedTools, OnDeny, Too
 from orchestra_openai_agents._invoker import guarded_function_tool, is_guarded, remember
 from orchestra_openai_agents._local import guard_local_tool
 from orchestra_openai_agents._nested import nested_budgets, nested_hooks
+from orchestra_openai_agents._runner import install as install_runner
 from orchestra_openai_agents._state import state_for
 
 __all__ = ["guard_agent", "guard_graph", "guard_tool"]
@@ -258,6 +259,7 @@ def guard_agent(
 
 def _guard(registry: HookRegistry | None, hooks: Any, **options: Any) -> ToolGuard:
     """The ``ToolGuard`` of the given policy, else (given none) of the ambient one."""
+    install_runner()  # a plain Runner.run inside its tools follows their policy
     policy = resolve_policy(registry, hooks, kinds=(TaskHooks,))
     tasks, _ = split_hooks(policy.hooks)
     return ToolGuard(policy.registry, tasks, hooks=policy.hooks, **options)
@@ -265,6 +267,7 @@ def _guard(registry: HookRegistry | None, hooks: Any, **options: Any) -> ToolGua
 
 def guard_graph(agent: _TAgent, guard: ToolGuard) -> _TAgent:
     """``guard_agent`` with a ready ``ToolGuard`` (the bridge's own)."""
+    install_runner()  # a plain Runner.run inside its tools follows their policy
     return cast(_TAgent, _GraphGuard(guard).agent(agent))
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +24,7 @@ from agents import (
     function_tool,
 )
 from agents.testing import ScriptedModel, assistant_message, function_call
-from bridge_helpers import tool_outputs, write_config
+from bridge_helpers import tool_outputs
 from openai.types.responses import ResponseApplyPatchToolCall, ResponseFunctionShellToolCall
 from openai.types.responses.response_apply_patch_tool_call import OperationCreateFile
 from openai.types.responses.response_computer_tool_call import ActionType
@@ -47,13 +46,6 @@ from orchestra.bridge.testing import (
     way_matrix_rows,
 )
 from orchestra.skills import HookRegistry
-
-DENY_FETCH = {
-    "PreToolUse": [
-        {"matcher": "fetch", "hooks": [{"type": "permission", "decision": "deny", "reason": "no"}]}
-    ]
-}
-"""Denies the inner agent's tool (the outer tool that runs that agent is let through)."""
 
 
 class Screen(Display, Computer):
@@ -122,28 +114,43 @@ def computer(body: ToolBody) -> tuple[Any, Any]:
     )
 
 
-def nested(body: ToolBody, plain: bool) -> tuple[Any, Any]:
-    """A function tool that runs another agent itself: by a bridge of its own, or plainly."""
+def nested(body: ToolBody, how: str) -> tuple[Any, Any]:
+    """A function tool that runs another agent itself: by a bridge of its own, or plainly
+    (``Runner.run``, ``Runner.run_streamed``; ``Runner.run_sync`` from a sync tool)."""
 
     @function_tool
     def fetch(path: str) -> str:
         """Fetch a path."""
         return body(path)
 
-    @function_tool
+    inner = ScriptedModel(
+        [[function_call("fetch", {"path": "/data"}, call_id="n1")], [assistant_message("ok")]]
+    )
+    agent = Agent(name="inner", model=inner, tools=[fetch])
+
+    @function_tool(name_override="research")
     async def research() -> str:
         """Ask the research agent."""
-        inner = ScriptedModel(
-            [[function_call("fetch", {"path": "/data"}, call_id="n1")], [assistant_message("ok")]]
-        )
-        agent = Agent(name="inner", model=inner, tools=[fetch])
-        if plain:
-            await Runner.run(agent, "fetch")
-        else:  # no registry of its own: the ambient policy of the tool it runs in
+        if how == "bridge":  # no registry of its own: the ambient policy of the tool it runs in
             await OrchestraRunHooks().run(agent, "fetch")
-        return str(tool_outputs(inner).get("n1", ""))
+        elif how == "run":
+            await Runner.run(agent, "fetch")
+        else:
+            async for _ in Runner.run_streamed(agent, "fetch").stream_events():
+                pass
+        return tool_outputs(inner).get("n1", "")
 
-    return research, function_call("research", {}, call_id="r1")
+    @function_tool(name_override="research")
+    def research_sync() -> str:
+        """Ask the research agent, from synchronous code (the SDK runs it in a thread)."""
+        Runner.run_sync(agent, "fetch")
+        # run_sync leaves this thread's event loop open for later runs (as the SDK's does):
+        # the thread is the executor's, gone after this run, so its loop is closed here
+        asyncio.get_event_loop_policy().get_event_loop().close()
+        return tool_outputs(inner).get("n1", "")
+
+    tool = research_sync if how == "run_sync" else research
+    return tool, function_call("research", {}, call_id="r1")
 
 
 WAYS: dict[str, tuple[str, Callable[[ToolBody], tuple[Any, Any]]]] = {
@@ -153,11 +160,19 @@ WAYS: dict[str, tuple[str, Callable[[ToolBody], tuple[Any, Any]]]] = {
     "computer_tool": ("a `ComputerTool` action", computer),
     "nested_run": (
         "an agent run by `OrchestraRunHooks()` inside a function tool",
-        lambda body: nested(body, plain=False),
+        lambda body: nested(body, "bridge"),
     ),
     "nested_plain_runner": (
         "an agent run by the plain `Runner.run` inside a function tool",
-        lambda body: nested(body, plain=True),
+        lambda body: nested(body, "run"),
+    ),
+    "nested_plain_run_sync": (
+        "an agent run by the plain `Runner.run_sync` inside a sync function tool",
+        lambda body: nested(body, "run_sync"),
+    ),
+    "nested_plain_run_streamed": (
+        "an agent run by the plain `Runner.run_streamed` inside a function tool",
+        lambda body: nested(body, "run_streamed"),
     ),
 }
 
@@ -170,16 +185,7 @@ def everything_read(model: ScriptedModel) -> str:
 class OpenAIWays:
     name = "OpenAI Agents"
     ways: Mapping[str, str] = {way: what for way, (what, _) in WAYS.items()}
-    cannot: Mapping[str, str] = {
-        "nested_plain_runner": (
-            "the SDK's `Runner.run` takes its `RunHooks` and `RunConfig` from its caller "
-            "alone (`hooks=`, `run_config=`), and its one process-wide seam, "
-            "`agents.run.set_default_agent_runner`, is not public: the SDK documents it and "
-            "its `AgentRunner` as experimental, not part of the public API, not to be used "
-            "directly or subclassed; run the inner agent with `OrchestraRunHooks()` (no "
-            "registry: the ambient policy's)"
-        )
-    }
+    cannot: Mapping[str, str] = {}
 
     def call(self, way: str, registry: HookRegistry, body: ToolBody) -> ToolRun:
         tool, call = WAYS[way][1](body)
@@ -233,23 +239,6 @@ def test_ask_cell(cell: str) -> None:
     reason = check_ask_cell(OpenAIAsks(), cell)
     if reason is not None:
         pytest.skip(reason)
-
-
-def test_a_plain_nested_runner_is_out_of_reach_as_cannot_says(tmp_path: Path) -> None:
-    """The documented ``cannot`` holds in the installed SDK: the body runs despite a deny,
-    ``Runner.run`` takes hooks from its caller only, and the default runner is not public."""
-    import inspect
-
-    import agents
-    from agents import run
-
-    body = ToolBody()
-    OpenAIWays().call("nested_plain_runner", write_config(tmp_path, DENY_FETCH), body)
-    assert body.paths == ["/data"]  # unguarded: the inner run never heard of the policy
-    assert {"hooks", "run_config"} <= set(inspect.signature(Runner.run).parameters)
-    for seam in (run.set_default_agent_runner, run.AgentRunner):
-        assert "not part of the public API" in (seam.__doc__ or ""), seam
-    assert not hasattr(agents, "set_default_agent_runner")  # not exported at the top level
 
 
 def test_the_page_shows_these_rows() -> None:
