@@ -67,8 +67,21 @@ def _model(metadata: dict[str, Any] | None, kwargs: dict[str, Any]) -> str | Non
     return name if isinstance(name, str) else None
 
 
+class _ModelCallsOnly:
+    """A handler of model calls alone: LangChain skips it for every other event.
+
+    Without these flags each node's and each channel write's chain events reach it too.
+    """
+
+    ignore_chain = True
+    ignore_agent = True  # the tools' events too
+    ignore_retriever = True
+    ignore_retry = True
+    ignore_custom_event = True
+
+
 @final
-class _BudgetHandler(BaseCallbackHandler):
+class _BudgetHandler(_ModelCallsOnly, BaseCallbackHandler):
     """Charges each chat-model call to the budgets open in the run (``orchestra.Budget``).
 
     A sync handler that raises: LangChain swallows what an async handler raises on the
@@ -97,7 +110,7 @@ class _BudgetHandler(BaseCallbackHandler):
 
 
 @final
-class _StepHandler(AsyncCallbackHandler):
+class _StepHandler(_ModelCallsOnly, AsyncCallbackHandler):
     """One run's steps: their count, the ones in flight (parallel nodes may overlap).
 
     An async handler serves both kinds of run: under ``ainvoke``/``astream`` LangChain

@@ -107,6 +107,13 @@ class TreeGuard(BaseCallbackHandler):
     """The run's callback handler that judges every tool started in its tree."""
 
     raise_error = True  # LangChain raises the handler's error out of the tool call
+    # the tools' events alone (``ignore_agent`` covers them): no chain or model event
+    ignore_chain = True
+    ignore_llm = True
+    ignore_chat_model = True
+    ignore_retriever = True
+    ignore_retry = True
+    ignore_custom_event = True
 
     def __init__(self, registry: HookRegistry | None) -> None:
         """Judge with ``registry``'s tool events."""
