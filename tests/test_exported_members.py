@@ -73,6 +73,8 @@ PINNED: dict[str, set[str]] = {
         "Again", "Answer", "AttemptDriver", "ContextFactory", "DEFAULT_MAX_ATTEMPTS", "DoFail",
         "DoGive", "DoRun", "DoSkip", "DoSleep", "Ended", "GiveOutput", "RetryBudget", "SpanFactory",
         "TaskAttempts", "carry", "keep",
+        # the attempts of a whole agent run (SubagentHooks)
+        "RunAttempts",
         # the tool-call protocol: the call, its answers, the flows and their drivers
         "Mock", "Ask", "AskCallback", "Consult", "DENIED_PREFIX", "Effect", "FailedAnswer",
         "Fire", "OutcomeCallback", "PreAnswer", "Proceed", "Raise", "Refuse", "ToolCall",

@@ -54,6 +54,11 @@ attempts' spans, and the ``RunResult`` that ``after_run`` gets; the driver settl
 task into it (``settle=record.settled``, ``context=record.attempt_context``,
 ``spans=record.spans(task_id)``).
 
+A bridge that retries a whole agent run on ``SubagentHooks.on_failure`` iterates a
+``RunAttempts`` (``for attempt in flow``): ``failed(error, again, veto)`` answers
+``DoSleep(delay)`` or None (give up, ``refused`` says why a ``Retry`` was not carried
+out); it owns the attempt number, the errors so far, the cap and the ``Stop`` segments.
+
 The ambient policy (``policy_scope``, ``resolve_policy``, ``current_policy``): guarded
 work carries its registry and hooks in a context variable; a bridge started inside it
 without its own is guarded by the same policy, part by part.
@@ -138,6 +143,7 @@ from orchestra.bridge._chains import ToolChains as ToolChains
 from orchestra.bridge._chains import judge as judge
 from orchestra.bridge._chains import no_agents as no_agents
 from orchestra.bridge._chains import split_hooks as split_hooks
+from orchestra.bridge._run_attempts import RunAttempts as RunAttempts
 from orchestra.bridge._runs import RunRecord as RunRecord
 
 __all__ = [
@@ -175,6 +181,7 @@ __all__ = [
     "Raise",
     "Refuse",
     "RetryBudget",
+    "RunAttempts",
     "RunBudgets",
     "RunRecord",
     "SpanFactory",

@@ -345,12 +345,11 @@ async def rollback_session(session: Any, size: int | None) -> None:
         await session.pop_item()
 
 
-def why_not_rerun(
-    state: BridgeState | None, input: Any, kwargs: dict[str, Any], attempt: int, most: int
-) -> str | None:
-    """Why a ``Retry`` of the whole run would repeat work, or None when it is safe."""
-    if attempt >= most:
-        return f"the run made {attempt} attempts (max_attempts)"
+def why_not_rerun(state: BridgeState | None, input: Any, kwargs: dict[str, Any]) -> str | None:
+    """Why a ``Retry`` of the whole run would repeat work, or None when it is safe.
+
+    The attempt cap is ``RunAttempts``' own, judged before this veto.
+    """
     if isinstance(input, RunState):
         return "it resumed a paused run, which a rerun cannot start again"
     if any(kwargs.get(name) for name in CONVERSATION_KWARGS):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import anyio
 from agents import Runner
 
-from orchestra.bridge import RunBudgets, open_budgets
+from orchestra.bridge import RunAttempts, RunBudgets, open_budgets
 from orchestra_openai_agents import _failures
 from orchestra_openai_agents._lifecycle import (
     Lifecycle,
@@ -61,13 +61,11 @@ async def _run(
     guarded, kwargs, life, input = await _start(bridge, agent, input, kwargs, budgets)
     session = kwargs.get("session")
     rollback = session is not None and bridge._agents.has("on_failure")
-    attempt = 1
-    errors: tuple[BaseException, ...] = ()
+    flow = RunAttempts(bridge.max_attempts)  # the attempt number, errors, cap and segments
     current_agent: Agent[Any] = guarded
     stop_active = False
-    segments = 1
-    while True:
-        claim = life.claim(attempt, errors)
+    for attempt in flow:
+        claim = life.claim(attempt, flow.errors)
         token = claim_var.set(claim)
         try:
             size = await session_size(session) if rollback else None
@@ -76,15 +74,15 @@ async def _run(
         except Exception as exc:
             state = claim.state
             error, decision, agent_name = await _failure(life, state, current_agent, input, exc)
-            if decision is not None:
-                why = why_not_rerun(state, input, kwargs, attempt, bridge.max_attempts)
-                if why is None:
-                    await rollback_session(session, size)
-                    if decision.delay:
-                        await anyio.sleep(decision.delay)
-                    attempt, errors = attempt + 1, (*errors, error)
-                    continue
-                _failures.refuse_retry(state, why, agent_name)
+            veto = why_not_rerun(state, input, kwargs) if decision is not None else None
+            sleep = flow.failed(error, decision, veto)
+            if sleep is not None:
+                await rollback_session(session, size)
+                if sleep.delay:
+                    await anyio.sleep(sleep.delay)
+                continue
+            if flow.refused is not None:
+                _failures.refuse_retry(state, flow.refused, agent_name)
             await _give_up(life, agent_name, error, exc)
         except BaseException:
             life.abandon(claim.state)
@@ -97,13 +95,13 @@ async def _run(
         if reason is None:
             await life.end("completed")
             return result
-        if segments >= bridge.max_attempts:
-            _failures.refuse_stop(claim.state, reason, segments)
+        if not flow.next_segment():
+            _failures.refuse_stop(claim.state, reason, flow.segments)
             await life.end("completed")
             return result
         input, kwargs = continuation(result, reason, kwargs)
         current_agent, stop_active = result.last_agent, True
-        attempt, errors, segments = 1, (), segments + 1
+    raise AssertionError("unreachable: every attempt returns, raises or goes on")
 
 
 async def _start(

@@ -300,6 +300,27 @@ async def test_a_safe_rerun_starts_over_without_duplicating_the_session() -> Non
     ]
 
 
+async def test_a_rerun_stops_at_the_attempt_cap(caplog: pytest.LogCaptureFixture) -> None:
+    calls: list[int] = []
+    broken = flaky_tool(calls, KeyError("disk"), failures=5, failure_error_function=None)
+    model = ScriptedModel(
+        [[function_call("fetch", {"page": n}, call_id=f"f{n}")] for n in (1, 2, 3)]
+    )
+    agent = Agent(name="reader", model=model, tools=[broken])
+    agents = Agents(retries=5)
+
+    with caplog.at_level(logging.WARNING, "orchestra"), pytest.raises(KeyError):
+        await OrchestraRunHooks([agents], max_attempts=2).run(agent, "read")
+
+    assert calls == [1, 2]  # two attempts, then the cap
+    assert [c[:3] for c in agents.calls if c[0] == "failure"] == [
+        ("failure", "reader", 1),
+        ("failure", "reader", 2),
+    ]
+    assert "a Retry of the run of 'reader' was not carried out: " in caplog.text
+    assert "the run made 2 attempts (max_attempts)" in caplog.text
+
+
 async def test_a_failed_run_is_handled_on_every_path(
     tmp_path: Path, mode: str, spans: SpanLedger
 ) -> None:

@@ -202,6 +202,22 @@ async def test_a_stop_block_continues_the_run(tmp_path: Path) -> None:
     assert sent[-1] == {"role": "user", "content": "run the tests before you stop"}
 
 
+async def test_a_stop_block_continues_the_run_up_to_the_attempt_cap(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = write_config(tmp_path, {"Stop": [permission("deny", "keep going")]})
+    model = ScriptedModel([[assistant_message(f"done {n}")] for n in (1, 2, 3, 4)])
+    agent = Agent(name="dev", model=model)
+
+    with caplog.at_level(logging.WARNING, "orchestra"):
+        result = await OrchestraRunHooks(registry=registry, max_attempts=3).run(agent, "fix it")
+
+    assert result.final_output == "done 3"  # three segments, the last one's output
+    assert len(model.calls) == 3
+    assert "a Stop block (keep going) was not carried out: " in caplog.text
+    assert "the run was continued 2 time(s) already (max_attempts)" in caplog.text
+
+
 async def test_a_stop_block_is_not_carried_out_in_a_stream(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
