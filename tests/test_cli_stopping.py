@@ -20,7 +20,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 # ``crunch`` is a sync body that cannot be interrupted: it runs until the test releases it
-# (or two minutes pass). ``after`` waits for it, ``quick`` is done at once.
+# (or two minutes pass). ``after`` waits for it. ``quick`` is done before crunch starts (its
+# dependent): had the two started together, a loaded machine could still be running quick
+# when the test presses Ctrl-C, and the command would rightly name both.
 FLOW = """
 import time
 from pathlib import Path
@@ -32,17 +34,17 @@ dag = orchestra.DAG("slow")
 
 
 @dag.task
+def quick() -> int:
+    return 2
+
+
+@dag.task(deps=[quick])
 def crunch() -> int:
     (HERE / "started").touch()
     deadline = time.monotonic() + 120
     while not (HERE / "release").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     return 1
-
-
-@dag.task
-def quick() -> int:
-    return 2
 
 
 @dag.task(deps=[crunch])
