@@ -75,7 +75,8 @@ def test_help_loads_only_what_a_bare_click_group_loads_and_the_cli_itself() -> N
     # orchestra's modules start with `from __future__ import annotations`, which loads the
     # __future__ module; click 8.2 and newer does the same, older ones do not
     bare = _loaded(
-        f"from __future__ import annotations\n{quiet}import click\ngroup = click.Group('g', commands=[click.Command('c')])\n"
+        f"from __future__ import annotations\n{quiet}import click\n"
+        "group = click.Group('g', commands=[click.Command('c')])\n"
         "with out, contextlib.suppress(SystemExit):\n    group(['--help'])"
     )
     cli = _loaded(

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,24 @@ def after(crunch: int) -> int:
 """
 
 
+_STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_command_left() -> Iterator[None]:
+    """A command a failed assertion left running is killed and its pipes closed (else it
+    runs on for two minutes and its unclosed pipes warn in a later test)."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
 def _start(tmp_path: Path) -> subprocess.Popen[str]:
     (tmp_path / "flow.py").write_text(FLOW)
     env = {**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
@@ -65,6 +84,7 @@ def _start(tmp_path: Path) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+    _STARTED.append(proc)
     deadline = time.monotonic() + 120  # a loaded machine starts Python slowly
     while not (tmp_path / "started").exists():
         if proc.poll() is not None or time.monotonic() > deadline:
