@@ -132,7 +132,7 @@ class ToolHooks:
         held = self._held()
         answer = Proceed(call.tool_input) if flow is None else await self._drive(flow, held)
         answer, audits = _charged(call, answer, self.inner)
-        if held is not None:
+        if held is not None and (held or audits):
             await self._deliver(call, held, audits)
         if mark and (flow is not None or type(answer) is Refuse):
             mark_decision(answer)
