@@ -12,11 +12,9 @@ from orchestra._errors import DAGError
 from orchestra.dag._plan import Plan, gc_paused
 from orchestra.dag._rules import RULES, TriggerRule
 from orchestra.dag._state import TaskState
-from orchestra.dag._task_checks import check_options, is_async
+from orchestra.dag._task_checks import DEFAULTS, NO_METADATA, Options, check_options, is_async
 
 __all__ = ["DAG", "Task", "TaskOptions", "TaskState", "TriggerRule"]
-
-_NO_METADATA: Final[Mapping[str, Any]] = MappingProxyType({})  # read-only: safe to share
 
 
 class TaskOptions(TypedDict, total=False):
@@ -51,7 +49,9 @@ def _dep_ids(
     ids: dict[str, None] = {}
     objects: list[Task] = []
     for dep in (deps,) if isinstance(deps, str | Task) else deps:
-        if isinstance(dep, str):  # str subclasses too (a StrEnum's members, say)
+        if type(dep) is str:  # the usual case, told first
+            ids[dep] = None
+        elif isinstance(dep, str):  # str subclasses too (a StrEnum's members, say)
             ids[str(dep)] = None
         elif isinstance(dep, Task):
             ids[dep.id] = None
@@ -94,24 +94,11 @@ class Task:
         id: unique in its DAG.
         fn: the body.
         deps: ids of the upstream tasks, without repeats.
-        inline: run a sync body on the event loop instead of a worker thread (for cheap
-            bodies only: it blocks the loop while it runs; default False).
-        retries: how many times to retry a failure when no hook has an opinion (default 0).
-        retry_delay: seconds to wait before such a retry (default 0).
-        timeout: seconds an attempt may take, its hooks included (default None: no
-            limit); past it the attempt fails with ``TimeoutError``.
-        trigger: the ``TriggerRule`` (default ``"all_success"``).
-        metadata: free-form data for hooks (default empty; read-only).
-        agent: the name of a subagent that executes the task: the body returns the text
-            to dispatch, and the agent's output is the task's output (default None).
-        run_on_fail_fast: under ``run(..., fail_fast=True)``, run this task after the
-            cancellation, as cleanup (its trigger rule judging upstreams that did not
-            end as CANCELLED); required there for a rule that runs after failures
-            (default False).
-        branch: the body (after its ``after_execute`` hooks) returns the id, or a list
-            of ids, of the direct downstream tasks to follow; the task's other direct
-            downstream tasks end SKIPPED (default False).
         is_async: whether ``fn`` is a coroutine function.
+
+    The options (``inline``, ``retries``, ``retry_delay``, ``timeout``, ``trigger``,
+    ``metadata``, ``agent``, ``run_on_fail_fast``, ``branch``) are read-only properties,
+    each described there.
 
     Raises:
         ValueError: an empty or non-string id, a task that depends on itself, or an
@@ -123,16 +110,8 @@ class Task:
     id: str
     fn: Callable[..., Any]
     deps: tuple[str, ...]
-    inline: bool
-    retries: int
-    retry_delay: float
-    timeout: float | None
-    trigger: TriggerRule
-    metadata: Mapping[str, Any]
-    agent: str | None
-    run_on_fail_fast: bool
-    branch: bool
     is_async: bool
+    _options: Options  # DEFAULTS, shared, unless an option is set
     _dep_tasks: tuple[Task, ...]  # deps given as Task objects: the plan checks they are ours
 
     def __init__(
@@ -155,24 +134,99 @@ class Task:
             raise ValueError(f"a task id must be a non-empty string, got {id!r}")
         if not callable(fn):
             raise TypeError(f"task {id!r}: fn must be callable, got {fn!r}")
-        dep_ids, dep_tasks = _dep_ids(id, deps)
-        check_options(id, retries, retry_delay, timeout, trigger)
+        dep_ids, dep_tasks = _dep_ids(id, deps) if deps else ((), ())
+        options = DEFAULTS
+        if not (  # every option its default, as given (False stays False, 0 stays 0)
+            inline is False
+            and timeout is None
+            and agent is None
+            and run_on_fail_fast is False
+            and branch is False
+            and not metadata
+            and trigger == "all_success"
+            and retries == 0
+            and type(retries) is int
+            and retry_delay == 0
+            and type(retry_delay) is float
+        ):
+            check_options(id, retries, retry_delay, timeout, trigger)
+            options = Options(
+                inline=inline,
+                retries=retries,
+                retry_delay=retry_delay,
+                timeout=timeout,
+                trigger=trigger,
+                metadata=MappingProxyType(dict(metadata)) if metadata else NO_METADATA,
+                agent=agent,
+                run_on_fail_fast=run_on_fail_fast,
+                branch=branch,
+            )
         self.__attrs_init__(
-            id=id,
-            fn=fn,
-            deps=dep_ids,
-            inline=inline,
-            retries=retries,
-            retry_delay=retry_delay,
-            timeout=timeout,
-            trigger=trigger,
-            metadata=MappingProxyType(dict(metadata)) if metadata else _NO_METADATA,
-            agent=agent,
-            run_on_fail_fast=run_on_fail_fast,
-            branch=branch,
-            is_async=is_async(fn),
-            dep_tasks=dep_tasks,
+            id=id, fn=fn, deps=dep_ids, is_async=is_async(fn), options=options, dep_tasks=dep_tasks
         )
+
+    @property
+    def inline(self) -> bool:
+        """Run a sync body on the event loop instead of a worker thread (default False).
+
+        For cheap bodies only: it blocks the loop while it runs.
+        """
+        return self._options.inline
+
+    @property
+    def retries(self) -> int:
+        """How many times to retry a failure when no hook has an opinion (default 0)."""
+        return self._options.retries
+
+    @property
+    def retry_delay(self) -> float:
+        """Seconds to wait before such a retry (default 0)."""
+        return self._options.retry_delay
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds an attempt may take, its hooks included (default None: no limit).
+
+        Past it the attempt fails with ``TimeoutError``.
+        """
+        return self._options.timeout
+
+    @property
+    def trigger(self) -> TriggerRule:
+        """The ``TriggerRule`` (default ``"all_success"``)."""
+        return self._options.trigger
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        """Free-form data for hooks (default empty; read-only)."""
+        return self._options.metadata
+
+    @property
+    def agent(self) -> str | None:
+        """The name of a subagent that executes the task (default None).
+
+        The body returns the text to dispatch, and the agent's output is the task's output.
+        """
+        return self._options.agent
+
+    @property
+    def run_on_fail_fast(self) -> bool:
+        """Under ``run(..., fail_fast=True)``, run this task after the cancellation (default False).
+
+        As cleanup: its trigger rule judges the upstreams that did not end as CANCELLED.
+        Required there for a rule that runs after failures.
+        """
+        return self._options.run_on_fail_fast
+
+    @property
+    def branch(self) -> bool:
+        """The body chooses which direct downstream tasks to follow (default False).
+
+        The body (after its ``after_execute`` hooks) returns the id, or a list of ids, of
+        the direct downstream tasks to follow; the task's other direct downstream tasks
+        end SKIPPED.
+        """
+        return self._options.branch
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the task's function."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, final
 
 from orchestra._errors import DAGError
 from orchestra.dag._rules import RULES, Rule
+from orchestra.dag._task_checks import DEFAULTS
 
 if TYPE_CHECKING:
     from orchestra.dag._model import DAG, Task
@@ -36,6 +37,8 @@ KIND_INLINE: Final = 2  # a sync inline body called in place
 
 def kind(task: Task) -> int:
     """How a worker may run ``task``'s body (``KIND_*``), when the run allows it."""
+    if task._options is DEFAULTS:  # no option set (the usual case)
+        return KIND_ASYNC if task.is_async else KIND_FULL
     if task.timeout is not None or task.retries or task.agent is not None or task.branch:
         return KIND_FULL
     if task.is_async:
