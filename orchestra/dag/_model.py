@@ -161,9 +161,7 @@ class Task:
                 run_on_fail_fast=run_on_fail_fast,
                 branch=branch,
             )
-        self.__attrs_init__(
-            id=id, fn=fn, deps=dep_ids, is_async=is_async(fn), options=options, dep_tasks=dep_tasks
-        )
+        self.__attrs_init__(id, fn, dep_ids, is_async(fn), options, dep_tasks)  # field order
 
     @property
     def inline(self) -> bool:

@@ -3,8 +3,8 @@
 Every other module of the engine asks it and calls its methods; none writes its fields.
 A task goes PENDING -> (queued on ``ready``) -> RUNNING (``start``, once per attempt) ->
 one terminal state, set by exactly one of ``succeed``, ``fail``, ``skip`` or ``cancel``.
-Each of them goes through ``_end``, which counts the task and ``release``s its
-dependents: the one release loop. A dependent whose every upstream succeeded and whose
+Each of them goes through ``_end``, which counts the task and releases its dependents:
+the one release loop. A dependent whose every upstream succeeded and whose
 rule runs after successes is queued without asking its rule (the common case); any other
 asks its ``Rule`` (``_gate``), which may queue it, keep it waiting, or end it without
 running, whose own dependents are released in turn (iteratively: deep chains never
@@ -202,7 +202,11 @@ class RunState:
     # -- how a task's end travels downstream ----------------------------------------------
 
     def _end(self, i: int, state: TaskState) -> None:
-        """Record task ``i``'s terminal state, count it, and release its dependents."""
+        """Record task ``i``'s terminal state, count it, and release its dependents.
+
+        Releasing tells each dependent that an upstream ended: it is queued, keeps
+        waiting, or ends without running, and then its own dependents are released.
+        """
         self.states[i] = state
         self.done += 1
         if state in _NOT_OK:
@@ -210,10 +214,6 @@ class RunState:
         self._remaining[i] = _QUEUED
         if self._on_ended is not None:
             self._on_ended(i)
-        self.release(i)
-
-    def release(self, i: int) -> None:
-        """Tell task ``i``'s dependents that it ended: queue, keep waiting, or end them."""
         remaining = self._remaining
         dependents = self._dependents
         plain = self._plain
