@@ -46,7 +46,7 @@ def kind(task: Task) -> int:
     return KIND_INLINE if task.inline else KIND_FULL
 
 
-_trigger_of = attrgetter("trigger")
+_trigger_of = attrgetter("_options.trigger")  # the Options slot: no property call per task
 _id_of = attrgetter("id")
 _deps_of = attrgetter("deps")
 _fn_of = attrgetter("fn")
