@@ -2,7 +2,8 @@
 
 On each anyio backend (asyncio, trio), a run of ``TASKS`` independent no-op async tasks
 (``orchestra.run(dag)``, the default ``hook_timeout`` of 60 s), in CPU time per task,
-median with [min-max] over interleaved rounds:
+median with [min-max] over interleaved rounds (each round runs every contender once, in
+the order below, each after a ``gc.collect()``):
 
 - no hooks (the baseline: the same DAG, the same run, nothing registered);
 - one hook object whose ``before_execute`` and ``after_execute`` are ``def``: called
@@ -12,7 +13,9 @@ median with [min-max] over interleaved rounds:
   past its timeout): no target, the figure says what ``blocking`` costs.
 
 Every ratio is against the run without hooks, never against another kind of hook (which
-would reward making one kind slower).
+would reward making one kind slower): each round's run against that round's run without
+hooks, then the median of those ratios, with their [min-max] (as ``bench/scheduler.py``
+judges), so a change of the machine's load weighs on both sides of a ratio alike.
 
 Each figure is also printed as ``FIGURE name value unit`` for ``make bench BASE=<rev>``.
 
@@ -21,6 +24,7 @@ Run: ``python bench/hook_costs.py [--quick]``.
 
 from __future__ import annotations
 
+import gc
 import statistics
 import sys
 import time
@@ -33,7 +37,7 @@ from orchestra import DAG, Task, TaskHooks
 
 QUICK = "--quick" in sys.argv
 TASKS = 3_000
-ROUNDS = 5 if QUICK else 15
+ROUNDS = 7 if QUICK else 25
 BACKENDS = ("asyncio", "trio")
 TARGETS = {"def": {"asyncio": 2.5, "trio": 2.5}, "async def": {"asyncio": 3.0, "trio": 4.0}}
 missed: list[str] = []
@@ -79,6 +83,7 @@ CONTENDERS: dict[str, tuple[type[TaskHooks], ...]] = {
 
 
 async def cpu_per_task(dag: DAG, hooks: list[Any]) -> float:
+    gc.collect()  # no run pays for the garbage of the one before
     cpu = time.process_time()
     result = await orchestra.run(dag, hooks=hooks)
     assert result.ok
@@ -86,10 +91,10 @@ async def cpu_per_task(dag: DAG, hooks: list[Any]) -> float:
     return (time.process_time() - cpu) / len(result.states)
 
 
-def spread(values: list[float]) -> str:
+def spread(values: list[float], scale: float = 1.0, unit: str = "") -> str:
     return (
-        f"{statistics.median(values) * 1e6:6.2f} µs "
-        f"[{min(values) * 1e6:.2f}-{max(values) * 1e6:.2f}]"
+        f"{statistics.median(values) * scale:5.2f}{unit} "
+        f"[{min(values) * scale:.2f}-{max(values) * scale:.2f}]"
     )
 
 
@@ -101,10 +106,14 @@ async def section(backend: str) -> None:
     for _ in range(ROUNDS):
         for name, classes in CONTENDERS.items():
             samples[name].append(await cpu_per_task(dag, [c() for c in classes]))
-    base = statistics.median(samples["no hooks"])
-    print(f"[{backend}] {TASKS}-task run, hooks on before_execute + after_execute, CPU per task")
+    base = samples["no hooks"]
+    print(
+        f"[{backend}] {TASKS}-task run, hooks on before_execute + after_execute: CPU per task "
+        f"and ratio to the same round's run without hooks, median [min-max] of {ROUNDS} rounds"
+    )
     for name, values in samples.items():
-        ratio = statistics.median(values) / base
+        ratios = [v / b for v, b in zip(values, base, strict=True)]
+        ratio = statistics.median(ratios)
         target = TARGETS.get(name, {}).get(backend)
         if target is None:
             judged = "" if name == "no hooks" else "(no target)"
@@ -113,7 +122,10 @@ async def section(backend: str) -> None:
             judged = f"{'MET   ' if met else 'MISSED'} (target <= {target:g}x)"
             if not met:
                 missed.append(f"{backend} {name} {ratio:.2f}x")
-        print(f"  {name:<14} {spread(values)}  {ratio:5.2f}x no hooks  {judged}")
+        print(
+            f"  {name:<14} {spread(values, 1e6, ' µs'):>24}  "
+            f"{spread(ratios, unit='x'):>20} no hooks  {judged}"
+        )
         slug = name.replace(" ", "_").replace(",", "")
         print(f"FIGURE {backend}/{slug} {statistics.median(values) * 1e6:.4g} us")
 
