@@ -5,7 +5,8 @@ the task's deadline (its ``timeout`` bounds the whole attempt, hooks included):
 
 - the ``before_execute`` hooks (they may replace the inputs, skip or fail:
   ``before_decided``);
-- ``body``: the executor runs the body (and, for an agent task, the dispatch);
+- the body, run by the executor (for a task run by an agent, then its dispatch:
+  ``dispatched``);
 - the ``after_execute`` hooks (they may replace the output: ``after_decided``), then,
   for a branch task, its choice (``settled``);
 
@@ -17,7 +18,7 @@ dispatcher). ``_settle`` ends the task.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
@@ -26,8 +27,8 @@ import anyio
 from orchestra._attempts import Verdict
 from orchestra._attempts import after_failure as _after_failure
 from orchestra._decisions import Again, GiveOutput, Replace, Retry
-from orchestra._hooks import NO_INPUTS
-from orchestra.dag._contexts import attempt_context
+from orchestra._hooks import NO_INPUTS, task_context
+from orchestra.dag._contexts import upstream_states
 from orchestra.dag._run_hooks import ends_first
 from orchestra.dag._settle import decided, end_cancelled, end_fatal, recorded
 from orchestra.tracing._engine import NO_ATTEMPT, STATE_RETRYING
@@ -71,7 +72,7 @@ class _Task:
         wants = run.plan.wants[i]
         self.inputs = {w: outputs.get(w) for w in wants} if wants else {}
         self.kwargs = self.inputs  # this attempt's, as the before hooks replaced them
-        self.errors: list[BaseException] = []
+        self.errors: tuple[BaseException, ...] = ()  # oldest first, as contexts show them
         self.notes = _NO_NOTES
         # The body's error while its on_failure hooks run: a cancellation meanwhile (say,
         # fail_fast stopping the run for another task) still ends the task FAILED.
@@ -84,7 +85,7 @@ class _Task:
     def failed(self, error: BaseException) -> None:
         """The attempt raised ``error``: it is one of the task's errors from now on."""
         self.failure = error
-        self.errors.append(error)
+        self.errors += (error,)
         self.ctx = None
         self.at.error(error)
 
@@ -108,7 +109,7 @@ async def run_task(run: _Run, i: int) -> None:
         run.tel.task_done(t.at, run.state.states[i], duration)
         if run.has_on_end:
             inputs = MappingProxyType(t.kwargs) if t.kwargs else NO_INPUTS
-            run.ends[i] = (tuple(t.errors), t.started, inputs, t.notes)
+            run.ends[i] = (t.errors, t.started, inputs, t.notes)
         elif t.notes:
             run.messages[t.task.id] = tuple(t.notes)
 
@@ -164,7 +165,10 @@ async def steps(run: _Run, t: _Task) -> bool:
         )
         if decision is not None and before_decided(run, t, decision, by):
             return True
-    output = await body(run, t)
+    if t.task.agent is None:  # the body: the executor's own awaitable, no coroutine around it
+        output = await run.executor.execute(t.task, t.kwargs)
+    else:
+        output = await dispatched(run, t)
     if not run.has_after:
         return settled(run, t, output)
     if run.after_now:
@@ -191,13 +195,6 @@ def before_decided(run: _Run, t: _Task, decision: Any, by: str | None) -> bool:
         return False
     decided(run, t.i, Verdict(decision=decision, hook=by), None, t.at)
     return True
-
-
-def body(run: _Run, t: _Task) -> Awaitable[Any]:
-    """The body, run by the executor; for a task run by an agent, the dispatch too."""
-    if t.task.agent is None:  # the executor's own awaitable: no coroutine around it
-        return run.executor.execute(t.task, t.kwargs)
-    return dispatched(run, t)
 
 
 async def dispatched(run: _Run, t: _Task) -> Any:
@@ -283,7 +280,18 @@ def hooks_at(
     """
     ctx = t.ctx
     if ctx is None:
-        ctx = t.ctx = attempt_context(run, t.i, t.errors, t.started, t.kwargs, t.notes)
+        task = t.task
+        ctx = t.ctx = task_context(
+            task,
+            run.state.attempts[t.i],
+            task.agent,
+            run.run_id,
+            t.errors,
+            t.started,
+            MappingProxyType(t.kwargs) if t.kwargs else NO_INPUTS,
+            upstream_states(run, t.i) if task.deps else NO_INPUTS,
+            t.notes,
+        )
     return calls[moment]((ctx,) if arg is _NO_ARG else (ctx, arg), t.task.id, run.record)
 
 

@@ -1,16 +1,15 @@
 """The hook contexts of a DAG run's tasks (internal).
 
-``attempt_context`` is what ``before_execute``, ``after_execute`` and ``on_failure`` get
-during an attempt; ``end_context`` what ``on_end`` gets (the last attempt's, or attempt 0
-for a task that never started). Both read the task's upstream states through a live,
-read-only view of the run's states.
+``end_context`` is what ``on_end`` gets (the last attempt's, or attempt 0 for a task that
+never started); the context of an attempt under way is made by ``_attempt.hooks_at``.
+Both read the task's upstream states through a live, read-only view of the run's states
+(``upstream_states``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, final
 
 from orchestra._hooks import NO_INPUTS, TaskHookContext, task_context
 from orchestra.dag._state import TaskState
@@ -19,30 +18,7 @@ if TYPE_CHECKING:
     from orchestra.dag._model import Task
     from orchestra.dag._scheduler import _Run
 
-__all__ = ["attempt_context", "end_context", "upstream_states"]
-
-
-def attempt_context(
-    run: _Run,
-    i: int,
-    errors: Sequence[BaseException],
-    started: float,
-    kwargs: dict[str, Any],
-    notes: list[str],
-) -> TaskHookContext:
-    """The context of task ``i``'s attempt under way."""
-    task = run.state.order[i]
-    return task_context(
-        task,
-        run.state.attempts[i],
-        task.agent,
-        run.run_id,
-        tuple(errors) if errors else (),
-        started,
-        MappingProxyType(kwargs) if kwargs else NO_INPUTS,
-        upstream_states(run, i) if task.deps else NO_INPUTS,
-        notes,
-    )
+__all__ = ["end_context", "upstream_states"]
 
 
 def end_context(run: _Run, i: int) -> TaskHookContext:

@@ -165,15 +165,19 @@ class LocalExecutor:
     def __init__(self, limiter: anyio.CapacityLimiter | None = None) -> None:
         self.limiter = limiter
 
-    async def execute(self, task: Task, kwargs: dict[str, Any]) -> Any:
-        """Run one task body.
+    def execute(self, task: Task, kwargs: dict[str, Any]) -> Awaitable[Any]:
+        """Run one task body: an awaitable of its result (an async body's own coroutine).
 
         A sync body's thread that raised a ``BaseException`` other than a cancellation
         (``KeyboardInterrupt``, say) by the time its caller is cancelled (another body's
         ``BaseException`` stopping the run) raises it here, so that it is not lost.
         """
         if task.is_async:
-            return await task.fn(**kwargs)
+            body: Awaitable[Any] = task.fn(**kwargs)  # awaited by the caller, as it is
+            return body
+        return self._sync(task, kwargs)
+
+    async def _sync(self, task: Task, kwargs: dict[str, Any]) -> Any:
         if task.inline:
             return copy_context().run(task.fn, **kwargs)
         body = _ThreadBody(partial(task.fn, **kwargs))
@@ -218,10 +222,14 @@ class PooledExecutor:
     def __init__(self, pool: ThreadPool) -> None:
         self.pool = pool
 
-    async def execute(self, task: Task, kwargs: dict[str, Any]) -> Any:
-        """Run one task body."""
+    def execute(self, task: Task, kwargs: dict[str, Any]) -> Awaitable[Any]:
+        """Run one task body: an awaitable of its result (an async body's own coroutine)."""
         if task.is_async:
-            return await task.fn(**kwargs)
+            body: Awaitable[Any] = task.fn(**kwargs)  # awaited by the caller, as it is
+            return body
+        return self._sync(task, kwargs)
+
+    async def _sync(self, task: Task, kwargs: dict[str, Any]) -> Any:
         if task.inline:
             return copy_context().run(task.fn, **kwargs)
         return await self.pool.run(task.fn, kwargs)
