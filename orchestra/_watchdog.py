@@ -1,22 +1,23 @@
 """``def`` hooks called inline, watched: one past its timeout is reported while it runs.
 
 A ``def`` hook is called inline, as pluggy and Prefect call theirs: its cost is a
-function call's. Python cannot interrupt it, so its timeout cannot stop it; instead,
-while it runs, its call (the hook and what it is about) is in its thread's cell, and
-one watchdog thread looks at every cell a few times per smallest timeout. It times a
+function call's. Python cannot interrupt it, so its timeout cannot stop it; instead one
+watchdog thread looks at every thread's stack (``sys._current_frames()``, as a sampling
+profiler or ``faulthandler`` does) a few times per smallest timeout, for calls of
+``watched``: the hook, and what the call is about, are that call's arguments. It times a
 call from the look that first saw it (the call itself reads no clock) and logs a warning
 naming the hook, the moment and what the call is about once the call has run past its
 timeout. A call it reported is late: when it returns, ``watched`` raises ``Late`` and
 the caller makes it a hook error. A hook object with ``blocking = True`` is not called
-here: its ``def`` hooks run in worker threads (``orchestra._offload``), where the timeout
-abandons them.
+here: its ``def`` hooks run in worker threads (``orchestra._offload``), where the
+timeout abandons them.
 
-What a call pays: a thread-local read and two stores in its thread's cell (the call
-before it put back after it, for a hook that calls hooks); the watchdog never hears of
-a call (no lock, no queue, no clock), it only reads the cells. A call is reported
+What a call pays: the call of ``watched``, and a dict's truth test (whether the watchdog
+reported a call that has not returned yet); the watchdog never hears of a call (no lock,
+no queue, no clock, nothing stored), it only reads the stacks. A call is reported
 between its timeout and its timeout plus two looks (a look every fifth of the smallest
-timeout); an outer call, hidden while a hook it called runs, is timed again from when
-it is seen again.
+timeout); a hook that calls hooks (a nested run, say) has each of its calls timed on its
+own.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import sys
 import threading
 import time
+from types import FrameType
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -38,15 +41,10 @@ logger: Final = logging.getLogger("orchestra")
 _MIN_TICK: Final = 0.01
 _MAX_TICK: Final = 0.5
 
-# (the hook, what the call is about) of an inline hook call; a new tuple per call, so
-# the watchdog tells two calls apart by identity
-_Call = tuple["HookImpl", str | None]
-_Cell = list[_Call | None]  # [the call running in one thread, or None]
-_here = threading.local()  # .cell: this thread's cell
-_cells: list[tuple[threading.Thread, _Cell]] = []  # every thread's cell, for the watchdog
-# id -> the call and when the watchdog first saw it, of each call it reported (the call
-# kept: its id is not reused)
-_late: dict[int, tuple[_Call, float]] = {}
+# A call the watchdog saw: the frame of its ``watched`` (kept, so that its id is not
+# reused while the watchdog knows it), the hook, what it is about, when first seen.
+_Seen = tuple[FrameType, "HookImpl", str | None, float]
+_late: dict[int, _Seen] = {}  # id(frame) -> each call the watchdog reported, not returned yet
 _lock = threading.Lock()
 _sooner = threading.Event()  # set when the tick shrinks: the watchdog looks again at once
 _tick = _MAX_TICK
@@ -76,70 +74,71 @@ class Late(Exception):
 def watched(impl: HookImpl, args: tuple[Any, ...], subject: str | None) -> Any:
     """``impl``'s ``def`` hook called here with ``args``, watched under its timeout; its answer.
 
+    The watchdog finds the call by this function's frame, and reads ``impl`` and
+    ``subject`` there: keep their names.
+
     Raises:
         Late: the watchdog reported the call past its timeout while it ran (its answer
             is dropped).
     """
-    if impl.timeout is None:
-        return impl.fn(*args)
-    try:
-        cell: _Cell = _here.cell
-    except AttributeError:  # this thread's first watched call
-        cell = _new_cell()
-    outer = cell[0]  # a hook that calls hooks (a nested run, say)
-    call = cell[0] = (impl, subject)
-    try:
-        answer = impl.fn(*args)
-    finally:
-        cell[0] = outer
-    if _late and (late := _late.pop(id(call), None)) is not None and late[0] is call:
+    answer = impl.fn(*args)
+    if _late and (late := _late.pop(id(sys._getframe()), None)) is not None:
         if inspect.iscoroutine(answer):
             answer.close()  # dropped: no "never awaited" warning
         raise Late(
-            f"returned after {time.monotonic() - late[1]:.2f} s, past its timeout of "
+            f"returned after {time.monotonic() - late[3]:.2f} s, past its timeout of "
             f"{impl.timeout:g} s (a def hook cannot be interrupted: its answer is dropped)"
         )
     return answer
 
 
-def _new_cell() -> _Cell:
-    cell: _Cell = [None]
-    _here.cell = cell
-    with _lock:
-        _cells.append((threading.current_thread(), cell))
-    return cell
+_WATCHED: Final = watched.__code__
+
+
+def _running() -> list[FrameType]:
+    """The frames of the ``watched`` calls under way in every other thread."""
+    me = threading.get_ident()
+    calls = []
+    for ident, top in sys._current_frames().items():
+        frame: FrameType | None = top if ident != me else None
+        while frame is not None:
+            if frame.f_code is _WATCHED:
+                calls.append(frame)
+            frame = frame.f_back
+    return calls
 
 
 def _look() -> None:
-    seen: dict[int, tuple[_Call, float]] = {}  # id -> each running call, first seen when
+    seen: dict[int, _Seen] = {}  # id(frame) -> each call under way, first seen when
     reported: set[int] = set()
     ended: set[int] = set()  # reported calls seen returned at the last look
     while True:
         if _sooner.wait(_tick):
             _sooner.clear()
         now = time.monotonic()
-        with _lock:
-            _cells[:] = [(thread, cell) for thread, cell in _cells if thread.is_alive()]
-            running = [call for _, cell in _cells if (call := cell[0]) is not None]
-        seen = {id(call): seen.get(id(call)) or (call, now) for call in running}
-        late = {key for key, (call, first) in seen.items() if now - first > _timeout(call)}
+        seen = {id(frame): seen.get(id(frame)) or _first(frame, now) for frame in _running()}
+        late = {
+            key
+            for key, (_, impl, _, first) in seen.items()
+            if impl.timeout is not None and now - first > impl.timeout
+        }
         for key in ended:  # returned a look ago or more: its caller has asked _late
             _late.pop(key, None)
         ended = reported - late
         for key in late - reported:
             _late[key] = seen[key]
-            _report(*seen[key], now)
+            _report(seen[key], now)
         reported = late  # a call no longer late (it returned) is forgotten
 
 
-def _timeout(call: _Call) -> float:
-    timeout = call[0].timeout
-    assert timeout is not None  # a call without one is not watched
-    return timeout
+def _first(frame: FrameType, now: float) -> _Seen:
+    """A call seen for the first time: its hook and subject, read in its frame."""
+    arguments = frame.f_locals
+    return (frame, arguments["impl"], arguments["subject"], now)
 
 
-def _report(call: _Call, first: float, now: float) -> None:
-    impl, subject = call
+def _report(call: _Seen, now: float) -> None:
+    _, impl, subject, first = call
     about = f" for {subject!r}" if subject is not None else ""
     logger.warning(
         "hook %s%s is still running after %.2f s, past its timeout of %g s: a def "
@@ -153,12 +152,10 @@ def _report(call: _Call, first: float, now: float) -> None:
 
 
 def _forked() -> None:  # the child has no watchdog thread: the next compile starts one
-    global _lock, _sooner, _thread, _here
+    global _lock, _sooner, _thread
     _lock = threading.Lock()
     _sooner = threading.Event()
     _thread = None
-    _here = threading.local()  # the parent's cells are gone: each thread makes a new one
-    _cells.clear()
     _late.clear()
 
 

@@ -321,6 +321,39 @@ def test_hung_def_hooks_called_now_in_two_threads_are_each_reported_while_they_r
     assert all("past its timeout of 0.2 s" in str(e) for e in errors)
 
 
+def test_a_hook_that_calls_hooks_is_watched_while_the_hooks_it_calls_run() -> None:
+    # A hook that calls hooks (a nested run, say): the outer call is timed from the look
+    # that first saw it, the inner call on its own, under its own timeout.
+    class Inner(TaskHooks):
+        timeout = LONG  # never late here
+
+        def before_execute(self, ctx: TaskHookContext) -> None:
+            reports.seen["Outer.before_execute"].wait(LONG)  # held until the outer's report
+
+    class Outer(TaskHooks):
+        timeout = 0.2
+
+        def before_execute(self, ctx: TaskHookContext) -> None:
+            HookChain([Inner()]).call_now("before_execute", ctx, subject="inner")
+
+    reports = _Reports(["Outer.before_execute", "Inner.before_execute"])
+    errors: list[HookError] = []
+    logger = logging.getLogger("orchestra")
+    logger.addHandler(reports)
+    try:
+        answer = HookChain([Outer()]).call_now(
+            "before_execute", ctx(), subject="outer", on_error=errors.append
+        )
+    finally:
+        for event in reports.seen.values():
+            event.set()  # never leave a hook waiting
+        logger.removeHandler(reports)
+    assert answer == (None, None)
+    assert len(reports.messages) == 1
+    assert reports.messages[0].startswith("hook Outer.before_execute for 'outer' is still running")
+    assert [(e.hook, e.moment, e.subject) for e in errors] == [("Outer", "before_execute", "outer")]
+
+
 async def test_with_blocking_the_run_ends_while_the_hung_hook_still_runs() -> None:
     class HungAfter(TaskHooks):
         blocking = True
