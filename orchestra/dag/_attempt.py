@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from orchestra._hooks import TaskHookContext
     from orchestra.dag._model import Task
     from orchestra.dag._scheduler import _Run
+    from orchestra.dag._task_checks import Options
 
 __all__ = ["run_task"]
 
@@ -60,6 +61,7 @@ class _Task:
         "inputs",
         "kwargs",
         "notes",
+        "options",
         "started",
         "task",
         "timeout",
@@ -68,6 +70,7 @@ class _Task:
     def __init__(self, run: _Run, i: int) -> None:
         self.i = i
         self.task: Task = run.state.order[i]
+        self.options: Options = self.task._options  # read as the plan does: no property call
         outputs = run.state.outputs
         wants = run.plan.wants[i]
         self.inputs = {w: outputs.get(w) for w in wants} if wants else {}
@@ -80,7 +83,7 @@ class _Task:
         self.started = time.monotonic()
         self.at = NO_ATTEMPT
         self.ctx: TaskHookContext | None = None  # this attempt's, while kwargs and errors stand
-        self.timeout = deadline(run, self.task)
+        self.timeout = deadline(run, self.options)
 
     def failed(self, error: BaseException) -> None:
         """The attempt raised ``error``: it is one of the task's errors from now on."""
@@ -139,15 +142,15 @@ async def attempt(run: _Run, t: _Task) -> bool:
         raise
 
 
-def deadline(run: _Run, task: Task) -> float | None:
-    """The seconds that bound each attempt: ``task.timeout``, unless the executor applies it.
+def deadline(run: _Run, options: Options) -> float | None:
+    """The seconds that bound each attempt: the task's ``timeout``, unless the executor applies it.
 
     An executor that applies timeouts (``AppliesTimeouts``) times the body itself; for
     a task run by an agent the scheduler still times the body and the dispatch together.
     """
-    if task.timeout is None or (run.capabilities.times and task.agent is None):
+    if options.timeout is None or (run.capabilities.times and options.agent is None):
         return None
-    return task.timeout
+    return options.timeout
 
 
 async def steps(run: _Run, t: _Task) -> bool:
@@ -165,7 +168,7 @@ async def steps(run: _Run, t: _Task) -> bool:
         )
         if decision is not None and before_decided(run, t, decision, by):
             return True
-    if t.task.agent is None:  # the body: the executor's own awaitable, no coroutine around it
+    if t.options.agent is None:  # the body: the executor's own awaitable, no coroutine around it
         output = await run.executor.execute(t.task, t.kwargs)
     else:
         output = await dispatched(run, t)
@@ -228,7 +231,7 @@ def after_decided(run: _Run, t: _Task, result: Any, decision: Any, by: str | Non
 def settled(run: _Run, t: _Task, output: Any, reason: str | None = None) -> bool:
     """The task SUCCEEDED with ``output``; a branch task follows what it names. True."""
     chosen = None
-    if t.task.branch:
+    if t.options.branch:
         try:
             chosen = branch_choice(run, t.i, output)
         except ValueError as exc:  # not a choice among its direct downstream tasks
@@ -284,7 +287,7 @@ def hooks_at(
         ctx = t.ctx = task_context(
             task,
             run.state.attempts[t.i],
-            task.agent,
+            t.options.agent,
             run.run_id,
             t.errors,
             t.started,
