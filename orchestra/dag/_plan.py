@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, final
 from orchestra._errors import DAGError
 from orchestra.dag._rules import RULES, Rule
 from orchestra.dag._task_checks import DEFAULTS
+from orchestra.dag._task_checks import is_async as coroutine_function
 
 if TYPE_CHECKING:
     from orchestra.dag._model import DAG, Task
@@ -35,13 +36,16 @@ KIND_ASYNC: Final = 1  # an async body awaited in place
 KIND_INLINE: Final = 2  # a sync inline body called in place
 
 
-def kind(task: Task) -> int:
-    """How a worker may run ``task``'s body (``KIND_*``), when the run allows it."""
+def kind(task: Task, is_async: bool) -> int:
+    """How a worker may run ``task``'s body (``KIND_*``), when the run allows it.
+
+    ``is_async``: whether its function is a coroutine function.
+    """
     if task._options is DEFAULTS:  # no option set (the usual case)
-        return KIND_ASYNC if task.is_async else KIND_FULL
+        return KIND_ASYNC if is_async else KIND_FULL
     if task.timeout is not None or task.retries or task.agent is not None or task.branch:
         return KIND_FULL
-    if task.is_async:
+    if is_async:
         return KIND_ASYNC
     return KIND_INLINE if task.inline else KIND_FULL
 
@@ -51,11 +55,18 @@ _id_of = attrgetter("id")
 _deps_of = attrgetter("deps")
 _fn_of = attrgetter("fn")
 _needs_of = itemgetter(1)
+_async_of = itemgetter(2)
 _PLAIN: Final = {FunctionType}
-_Takes: TypeAlias = tuple[frozenset[str] | None, tuple[str, ...]]
+_Takes: TypeAlias = tuple[frozenset[str] | None, tuple[str, ...], bool]
 
 
 def _takes(fn: Callable[..., Any]) -> _Takes:
+    """What ``fn`` takes by keyword and needs (``_parameters``), and whether it is async."""
+    names, needs = _parameters(fn)
+    return names, needs, coroutine_function(fn)
+
+
+def _parameters(fn: Callable[..., Any]) -> tuple[frozenset[str] | None, tuple[str, ...]]:
     """What ``fn`` takes by keyword (None: ``**kwargs``), and the parameters it needs.
 
     A needed parameter has no default; the scheduler passes upstream outputs by keyword,
@@ -180,7 +191,7 @@ class Plan:
             self.wants = list(map(_wants, takes, deps))
         else:  # no body takes an upstream output
             self.wants = [_NEEDS_NOTHING] * n
-        self.kinds = kinds = list(map(kind, order))
+        self.kinds = kinds = list(map(kind, order, map(_async_of, takes)))
         self.rules: list[Rule] = list(map(RULES.__getitem__, map(_trigger_of, order)))
         self.early = [rule.decides_on_success for rule in self.rules]
         self.on_success = [rule.runs_on_success for rule in self.rules]
@@ -188,7 +199,8 @@ class Plan:
         self.threads = False
         self.agent: Task | None = None
         if KIND_FULL in kinds:
-            self.threads = any(not (t.is_async or t.inline) for t in order)
+            asyncs = map(_async_of, takes)
+            self.threads = any(not (a or t.inline) for t, a in zip(order, asyncs, strict=True))
             self.agent = next((t for t in order if t.agent is not None), None)
 
     @property
@@ -259,7 +271,7 @@ class Plan:
 
 
 def _signatures(order: tuple[Task, ...]) -> tuple[list[_Takes], bool, bool]:
-    """Per task, what its function takes and needs (``_takes``), worked out once per function.
+    """Per task, ``_takes`` of its function, worked out once per function.
 
     Also whether any function takes an upstream output, and whether any needs one.
     """
@@ -281,8 +293,8 @@ def _signatures(order: tuple[Task, ...]) -> tuple[list[_Takes], bool, bool]:
     signatures: list[_Takes] = list(took.values())
     return (
         list(map(took.__getitem__, keys)),
-        any(names is _ALL or names for names, _ in signatures),
-        any(needs for _, needs in signatures),
+        any(names is _ALL or names for names, _, _ in signatures),
+        any(needs for _, needs, _ in signatures),
     )
 
 
@@ -300,7 +312,7 @@ def _diagnose(
     dag: DAG, order: tuple[Task, ...], index: Mapping[str, int], takes: list[_Takes]
 ) -> NoReturn:
     """Raise the first error, task by task in ``order``, that planning ran into."""
-    for task, (_, needs) in zip(order, takes, strict=True):
+    for task, (_, needs, _) in zip(order, takes, strict=True):
         if needs and not set(needs).issubset(task.deps):
             _check_needs(task, needs)
         for dep in task.deps:

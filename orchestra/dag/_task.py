@@ -92,11 +92,10 @@ class Task:
         id: unique in its DAG.
         fn: the body.
         deps: ids of the upstream tasks, without repeats.
-        is_async: whether ``fn`` is a coroutine function.
 
-    The options (``inline``, ``retries``, ``retry_delay``, ``timeout``, ``trigger``,
-    ``metadata``, ``agent``, ``run_on_fail_fast``, ``branch``) are read-only properties,
-    each described there.
+    ``is_async`` and the options (``inline``, ``retries``, ``retry_delay``, ``timeout``,
+    ``trigger``, ``metadata``, ``agent``, ``run_on_fail_fast``, ``branch``) are read-only
+    properties, each described there.
 
     Raises:
         ValueError: an empty or non-string id, a task that depends on itself, or an
@@ -108,9 +107,7 @@ class Task:
     id: str
     fn: Callable[..., Any]
     deps: tuple[str, ...]
-    is_async: bool
-    _options: Options  # DEFAULTS, shared, unless an option is set
-    _dep_tasks: tuple[Task, ...]  # deps given as Task objects: the plan checks they are ours
+    _options: Options  # DEFAULTS, shared, unless an option is set or a dep is a Task
 
     def __init__(
         self,
@@ -159,7 +156,19 @@ class Task:
                 run_on_fail_fast=run_on_fail_fast,
                 branch=branch,
             )
-        self.__attrs_init__(id, fn, dep_ids, is_async(fn), options, dep_tasks)  # field order
+        if dep_tasks:  # kept for the plan, which checks they are the DAG's own
+            options = attrs.evolve(options, dep_tasks=dep_tasks)
+        self.__attrs_init__(id, fn, dep_ids, options)  # in field order
+
+    @property
+    def is_async(self) -> bool:
+        """Whether ``fn`` is a coroutine function (calling it returns a coroutine)."""
+        return is_async(self.fn)  # inspected once per function object (_task_checks)
+
+    @property
+    def _dep_tasks(self) -> tuple[Task, ...]:
+        """The deps given as ``Task`` objects (the plan checks they are this DAG's)."""
+        return self._options.dep_tasks
 
     @property
     def inline(self) -> bool:

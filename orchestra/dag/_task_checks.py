@@ -10,11 +10,14 @@ import inspect
 import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 
 from orchestra.dag._rules import RULES, TriggerRule
+
+if TYPE_CHECKING:
+    from orchestra.dag._task import Task
 
 __all__ = ["DEFAULTS", "NO_METADATA", "Options", "check_options", "is_async"]
 
@@ -69,7 +72,8 @@ class Options:
     """A task's options beside its id, function and deps (internal).
 
     Most tasks set none: they share one value, ``DEFAULTS``, so that making such a task
-    sets five fields rather than fourteen (bench/scheduler.py, build section).
+    sets four fields rather than fourteen (bench/scheduler.py, build section). It also
+    keeps the deps given as ``Task`` objects, which the plan checks.
     """
 
     inline: bool = False
@@ -81,6 +85,7 @@ class Options:
     agent: str | None = None
     run_on_fail_fast: bool = False
     branch: bool = False
+    dep_tasks: tuple[Task, ...] = ()  # deps given as Task objects (not an option)
 
 
 DEFAULTS: Final = Options()
