@@ -52,6 +52,8 @@ def kind(task: Task, is_async: bool) -> int:
 
 _trigger_of = attrgetter("_options.trigger")  # the Options slot: no property call per task
 _id_of = attrgetter("id")
+_early_of = attrgetter("decides_on_success")
+_on_success_of = attrgetter("runs_on_success")
 _deps_of = attrgetter("deps")
 _fn_of = attrgetter("fn")
 _needs_of = itemgetter(1)
@@ -193,8 +195,8 @@ class Plan:
             self.wants = [_NEEDS_NOTHING] * n
         self.kinds = kinds = list(map(kind, order, map(_async_of, takes)))
         self.rules: list[Rule] = list(map(RULES.__getitem__, map(_trigger_of, order)))
-        self.early = [rule.decides_on_success for rule in self.rules]
-        self.on_success = [rule.runs_on_success for rule in self.rules]
+        self.early = list(map(_early_of, self.rules))
+        self.on_success = list(map(_on_success_of, self.rules))
         self.always = tuple(i for i, rule in enumerate(self.rules) if not rule.waits)
         self.threads = False
         self.agent: Task | None = None
