@@ -177,12 +177,15 @@ class Lifecycle:
         workflow = workflow or agent.name
         self.span: Span | None = _spans.run_span(str(workflow), self.run_id, session_id)
         self.budgets = RunBudgets(())  # the run's own, once its entry point opened them
+        self.claimed: Claim | None = None  # the current attempt's
+        self.ended = False  # after_run was called and the span ended (end or abandon)
         tasks = bridge._tasks  # before_run/after_run of the TaskHooks: the run's
         has_run_hooks = tasks.has("before_run") or tasks.has("after_run")
         self.record = RunRecord(str(workflow), self.run_id) if has_run_hooks else None
 
     def claim(self, attempt: int, errors: tuple[BaseException, ...]) -> Claim:
-        return Claim(self.run_id, attempt, errors, self.span)
+        self.claimed = Claim(self.run_id, attempt, errors, self.span)
+        return self.claimed
 
     async def start(self, input: Any) -> Any:
         """``before_run``, ``SessionStart``, then ``UserPromptSubmit`` for a new input.
@@ -279,28 +282,42 @@ class Lifecycle:
                 with current(self.span):
                     await registry.fire("SessionEnd", {**self.fields, "reason": reason})
         finally:
-            if self.record is not None:
-                self.record.budgets = self.budgets
-                if failure is None and isinstance(error, BaseException):
-                    failure = error
-                with current(self.span):
-                    await self.record.after_run(self.bridge._tasks, failure)
+            self.ended = True
+            if failure is None and isinstance(error, BaseException):
+                failure = error
+            await self._after_run(failure)
             span, self.span = self.span, None
             if span is not None and reason != "interrupted":  # a paused run is unfinished
                 span.set_attribute(ATTR_RUN_OK, reason == "completed")
             self.budgets.annotate(span)
             end_span(span, error)
 
-    def abandon(self, state: BridgeState | None) -> None:
-        """End every span of a run left by cancellation (no hook runs)."""
+    async def abandon(self, error: BaseException) -> None:
+        """End a run that nothing else ended (cancelled from outside, say), once.
+
+        ``after_run`` sees ``error`` (shielded), every span of the run ends, what its
+        budgets spent is on the run span; no other hook runs.
+        """
+        if self.ended:
+            return
+        self.ended = True
+        state = self.claimed.state if self.claimed is not None else None
         if state is not None:
             for open_span in state.open_spans():
                 end_span(open_span, "cancelled")
             state.llm_span = state.span = None
             state.ctx = None
+        await self._after_run(error)
         span, self.span = self.span, None
         self.budgets.annotate(span)
-        end_span(span, "cancelled")
+        end_span(span, error if isinstance(error, Exception) else "cancelled")
+
+    async def _after_run(self, failure: BaseException | None) -> None:
+        """``after_run`` (if a hook has it), its result holding ``failure`` and the budgets."""
+        if self.record is not None:
+            self.record.budgets = self.budgets
+            with current(self.span):
+                await self.record.after_run(self.bridge._tasks, failure)
 
 
 def prepare(

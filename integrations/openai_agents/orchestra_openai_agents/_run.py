@@ -46,19 +46,24 @@ __all__ = ["run", "run_streamed", "run_sync"]
 async def run(
     bridge: OrchestraRunHooks, agent: Agent[Any], input: Any, kwargs: dict[str, Any]
 ) -> RunResult:
-    """The run, its model and tool calls charged to the bridge's own budgets."""
+    """The run, its model and tool calls charged to the bridge's own budgets.
+
+    A run that ends in no other way (cancelled from outside) is abandoned: ``after_run``
+    sees it once, and the cancellation goes on.
+    """
     with open_budgets(bridge.own_budgets) as budgets:
-        return await _run(bridge, agent, input, kwargs, budgets)
+        guarded, kwargs, life = _prepared(bridge, agent, input, kwargs, budgets)
+        try:
+            return await _run(life, guarded, await life.start(input), kwargs)
+        except BaseException as exc:
+            await life.abandon(exc)  # nothing when the run ended already
+            raise
 
 
 async def _run(
-    bridge: OrchestraRunHooks,
-    agent: Agent[Any],
-    input: Any,
-    kwargs: dict[str, Any],
-    budgets: RunBudgets,
+    life: Lifecycle, guarded: Agent[Any], input: Any, kwargs: dict[str, Any]
 ) -> RunResult:
-    guarded, kwargs, life, input = await _start(bridge, agent, input, kwargs, budgets)
+    bridge = life.bridge
     session = kwargs.get("session")
     rollback = session is not None and bridge._agents.has("on_failure")
     flow = RunAttempts(bridge.max_attempts)  # the attempt number, errors, cap and segments
@@ -84,9 +89,6 @@ async def _run(
             if flow.refused is not None:
                 _failures.refuse_retry(state, flow.refused, agent_name)
             await _give_up(life, agent_name, error, exc)
-        except BaseException:
-            life.abandon(claim.state)
-            raise
         finally:
             claim_var.reset(token)
         if await _paused(life, claim.state, result):
@@ -104,23 +106,22 @@ async def _run(
     raise AssertionError("unreachable: every attempt returns, raises or goes on")
 
 
-async def _start(
+def _prepared(
     bridge: OrchestraRunHooks,
     agent: Agent[Any],
     input: Any,
     kwargs: dict[str, Any],
     budgets: RunBudgets | None = None,
-) -> tuple[Agent[Any], dict[str, Any], Lifecycle, Any]:
-    """A run about to start: its guarded agent, arguments, lifecycle and input.
+) -> tuple[Agent[Any], dict[str, Any], Lifecycle]:
+    """A run about to start: its guarded agent, arguments and lifecycle (not started).
 
-    The input is as ``SessionStart`` and ``UserPromptSubmit`` left it; ``budgets`` are
-    the run's own, when its entry point opened them already.
+    ``budgets`` are the run's own, when its entry point opened them already.
     """
     guarded, kwargs, workflow = prepare(bridge, agent, input, kwargs)
     life = Lifecycle(bridge, guarded, kwargs, workflow)
     if budgets is not None:
         life.budgets = budgets
-    return guarded, kwargs, life, await life.start(input)
+    return guarded, kwargs, life
 
 
 async def _failure(
@@ -192,7 +193,12 @@ def run_sync(
 async def run_streamed(
     bridge: OrchestraRunHooks, agent: Agent[Any], input: Any, kwargs: dict[str, Any]
 ) -> RunResultStreaming:
-    guarded, kwargs, life, input = await _start(bridge, agent, input, kwargs)
+    guarded, kwargs, life = _prepared(bridge, agent, input, kwargs)
+    try:
+        input = await life.start(input)
+    except BaseException as exc:
+        await life.abandon(exc)  # nothing when the start ended the run (refused)
+        raise
     claim = life.claim(1, ())
     token = claim_var.set(claim)  # the SDK's background task copies the context now
     try:
@@ -207,23 +213,24 @@ async def run_streamed(
 
     async def stream_events() -> AsyncIterator[Any]:
         try:
-            async for event in inner():
-                yield event
-        except Exception as exc:
-            state = claim.state
-            error, decision, agent_name = await _failure(life, state, guarded, input, exc)
-            if decision is not None:
-                _failures.refuse_retry(state, "its events were streamed already", agent_name)
-            await _give_up(life, agent_name, error, exc)
-        except BaseException:
-            life.abandon(claim.state)
+            try:
+                async for event in inner():
+                    yield event
+            except Exception as exc:
+                state = claim.state
+                error, decision, agent_name = await _failure(life, state, guarded, input, exc)
+                if decision is not None:
+                    _failures.refuse_retry(state, "its events were streamed already", agent_name)
+                await _give_up(life, agent_name, error, exc)
+            if await _paused(life, claim.state, result):
+                return
+            reason = await life.stop(result, False)
+            if reason is not None:
+                _failures.refuse_stop(claim.state, reason, 0)
+            await life.end("completed")
+        except BaseException as exc:  # cancelled, closed before its end, or ended above
+            await life.abandon(exc)  # nothing when the run ended already
             raise
-        if await _paused(life, claim.state, result):
-            return
-        reason = await life.stop(result, False)
-        if reason is not None:
-            _failures.refuse_stop(claim.state, reason, 0)
-        await life.end("completed")
 
     setattr(result, "stream_events", stream_events)  # noqa: B010  # an instance's own method
     return result
