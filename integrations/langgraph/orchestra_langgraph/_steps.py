@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from orchestra.skills import Step, StepEvents
     from orchestra_langgraph._run import Run
+    from orchestra_langgraph._tree import TreeGuard
 
 __all__ = ["configured"]
 
@@ -41,15 +42,19 @@ def configured(
     run: Run,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    guard: BaseCallbackHandler | None = None,
+    guard: TreeGuard | None = None,
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The run's ``(args, kwargs)`` with handlers of its own added to its config.
 
     ``steps``: the model calls' (None: none watched); ``guard``: the tools' (``_tree``).
     """
-    handlers: list[BaseCallbackHandler] = [] if guard is None else [guard]
-    if steps is not None:
-        handlers.append(_BudgetHandler())
+    handlers: list[BaseCallbackHandler] = []
+    if steps is not None and guard is not None and guard.run_inline:
+        # one handler, not two: LangChain's cost is per handler, in each child run (bridges bench)
+        handlers.append(_BudgetHandler(guard))
+    else:
+        handlers.extend(() if guard is None else (guard,))
+        handlers.extend(() if steps is None else (_BudgetHandler(),))
     if steps is not None and steps.hooked:
         handlers.append(_StepHandler(steps, run.name, run.record))
     if len(args) > 1:
@@ -87,13 +92,22 @@ class _BudgetHandler(_ModelCallsOnly, BaseCallbackHandler):
     A sync handler that raises: LangChain swallows what an async handler raises on the
     sync path, and a ``BudgetExceeded`` must stop the model call before it is made (or
     end the run after the call that crossed a limit).
+
+    Given the run's ``TreeGuard`` (one that never blocks: ``run_inline``), it also hears
+    the tools' starts and hands them to it.
     """
 
-    raise_error = True  # BudgetExceeded is all it raises
+    raise_error = True  # BudgetExceeded is all it raises (and the guard's ToolRefused)
     run_inline = True
 
-    def __init__(self) -> None:
+    def __init__(self, guard: TreeGuard | None = None) -> None:
         self.models: dict[UUID, str | None] = {}
+        self.guard = guard
+        self.ignore_agent = guard is None  # the tools' events: only for the guard
+
+    def on_tool_start(self, serialized: Any, input_str: str, **kwargs: Any) -> None:
+        if self.guard is not None:
+            self.guard.on_tool_start(serialized, input_str, **kwargs)
 
     def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
         model = self.models[kwargs["run_id"]] = _model(kwargs.get("metadata"), kwargs)

@@ -118,6 +118,8 @@ class TreeGuard(BaseCallbackHandler):
     def __init__(self, registry: HookRegistry | None) -> None:
         """Judge with ``registry``'s tool events."""
         self.hooks = ToolHooks(registry)
+        # with no registry it only charges budgets: nothing blocks, it may run on the loop
+        self.run_inline = registry is None
 
     def on_tool_start(
         self,
