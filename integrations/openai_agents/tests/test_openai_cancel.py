@@ -134,3 +134,21 @@ async def test_a_stream_closed_before_its_end_is_seen_once_by_after_run() -> Non
     [(_, run)] = after.seen
     assert not run.ok
     result.cancel()  # the SDK's own run, still waiting in the tool
+
+
+async def test_a_run_cancelled_while_before_run_waits_is_seen_once_by_after_run(
+    mode: str,
+) -> None:
+    started = anyio.Event()
+
+    class Waits(AfterRun):
+        async def before_run(self, ctx: RunContext) -> None:
+            started.set()
+            await anyio.sleep_forever()
+
+    agent, model = stuck_agent(anyio.Event())
+    hook = Waits()
+    await cancel_with_task(lambda: drive(OrchestraRunHooks([hook]), agent, "go", mode), started)
+    [(_, result)] = hook.seen
+    assert isinstance(result.errors["ops"], asyncio.CancelledError)
+    assert len(model.calls) == 0
