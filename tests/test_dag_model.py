@@ -405,3 +405,12 @@ def test_every_trigger_rule_is_one_class_in_one_table() -> None:
     assert set(get_args(orchestra.TriggerRule)) == set(RULES)
     assert {type(rule) for rule in RULES.values()} == set(Rule.__subclasses__())
     assert all(name == rule.name for name, rule in RULES.items())
+
+
+def test_deps_given_as_a_sequence_with_no_truth_value_are_read_as_ids() -> None:
+    class Ids(list[str]):  # as an array of ids (numpy's, pandas' Index) refuses bool()
+        def __bool__(self) -> bool:
+            raise ValueError("the truth value of an array is ambiguous")
+
+    assert Task(id="c", fn=noop, deps=Ids(["a", "b", "a"])).deps == ("a", "b")
+    assert Task(id="d", fn=noop, deps=Ids()).deps == ()

@@ -129,7 +129,8 @@ class Task:
             raise ValueError(f"a task id must be a non-empty string, got {id!r}")
         if not callable(fn):
             raise TypeError(f"task {id!r}: fn must be callable, got {fn!r}")
-        dep_ids, dep_tasks = _dep_ids(id, deps) if deps else ((), ())
+        no_deps = type(deps) is tuple and not deps  # the default (no truth test of other types)
+        dep_ids, dep_tasks = ((), ()) if no_deps else _dep_ids(id, deps)
         options = DEFAULTS
         if not (  # every option its default, as given (False stays False, 0 stays 0)
             inline is False
