@@ -61,7 +61,7 @@ class DAG:
         self._index[task.id] = len(self._order)
         self._order.append(task)
         self._plan = None
-        if task._dep_tasks:
+        if task._options.dep_tasks:
             self._task_deps = True
         return task
 

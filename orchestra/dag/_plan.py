@@ -267,7 +267,7 @@ class Plan:
             return cls._build(dag, order, index, (ordered, takes_some, False))
         if dag._task_deps:  # a dependency given as a Task: this DAG's
             for task in order:
-                if task._dep_tasks:
+                if task._options.dep_tasks:
                     _same_dag(task, order, index)
         return cls(order, index, deps, dependents, takes, takes_some)
 
@@ -320,7 +320,7 @@ def _diagnose(
         for dep in task.deps:
             if dep not in index:
                 raise DAGError(f"task {task.id!r} depends on unknown task {dep!r}")
-        if task._dep_tasks:
+        if task._options.dep_tasks:
             _same_dag(task, order, index)
     raise AssertionError(f"DAG {dag.name!r}: no error to report")  # pragma: no cover
 
@@ -347,7 +347,7 @@ def _kahn(
 
 def _same_dag(task: Task, order: tuple[Task, ...], index: Mapping[str, int]) -> None:
     """Refuse a ``Task`` object given as a dependency that is not the one in this DAG."""
-    for obj in task._dep_tasks:
+    for obj in task._options.dep_tasks:
         if order[index[obj.id]] is not obj:
             raise DAGError(f"task {task.id!r} depends on {obj.id!r}, a task of another DAG")
 

@@ -167,11 +167,6 @@ class Task:
         return is_async(self.fn)  # inspected once per function object (_task_checks)
 
     @property
-    def _dep_tasks(self) -> tuple[Task, ...]:
-        """The deps given as ``Task`` objects (the plan checks they are this DAG's)."""
-        return self._options.dep_tasks
-
-    @property
     def inline(self) -> bool:
         """Run a sync body on the event loop instead of a worker thread (default False).
 

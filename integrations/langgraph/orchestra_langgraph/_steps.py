@@ -53,8 +53,10 @@ def configured(
         # one handler, not two: LangChain's cost is per handler, in each child run (bridges bench)
         handlers.append(_BudgetHandler(guard))
     else:
-        handlers.extend(() if guard is None else (guard,))
-        handlers.extend(() if steps is None else (_BudgetHandler(),))
+        if guard is not None:
+            handlers.append(guard)
+        if steps is not None:
+            handlers.append(_BudgetHandler())
     if steps is not None and steps.hooked:
         handlers.append(_StepHandler(steps, run.name, run.record))
     if len(args) > 1:
