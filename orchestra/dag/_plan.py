@@ -53,6 +53,7 @@ def kind(task: Task, is_async: bool) -> int:
 _trigger_of = attrgetter("_options.trigger")  # the Options slot: no property call per task
 _id_of = attrgetter("id")
 _early_of = attrgetter("decides_on_success")
+_waits_of = attrgetter("waits")
 _on_success_of = attrgetter("runs_on_success")
 _deps_of = attrgetter("deps")
 _fn_of = attrgetter("fn")
@@ -197,7 +198,7 @@ class Plan:
         self.rules: list[Rule] = list(map(RULES.__getitem__, map(_trigger_of, order)))
         self.early = list(map(_early_of, self.rules))
         self.on_success = list(map(_on_success_of, self.rules))
-        self.always = tuple(i for i, rule in enumerate(self.rules) if not rule.waits)
+        self.always = tuple(compress(range(n), map(not_, map(_waits_of, self.rules))))
         self.threads = False
         self.agent: Task | None = None
         if KIND_FULL in kinds:

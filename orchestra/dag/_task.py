@@ -46,7 +46,7 @@ def _dep_ids(
     """
     ids: dict[str, None] = {}
     objects: list[Task] = []
-    for dep in (deps,) if isinstance(deps, str | Task) else deps:
+    for dep in (deps,) if isinstance(deps, (str, Task)) else deps:
         if type(dep) is str:  # the usual case, told first
             ids[dep] = None
         elif isinstance(dep, str):  # str subclasses too (a StrEnum's members, say)
