@@ -508,6 +508,57 @@ async def test_max_concurrency_is_respected() -> None:
     assert peak == 3
 
 
+async def test_a_chain_runs_on_one_worker_however_high_the_cap() -> None:
+    # Workers start as bodies wait while tasks are ready: a chain never needs a second.
+    # (Before, a run started max_concurrency workers at once: 64 tasks for this chain.)
+    before = len(anyio.get_running_tasks())  # this test's own
+    seen: list[int] = []
+
+    async def body() -> None:
+        seen.append(len(anyio.get_running_tasks()) - before)
+        await anyio.lowlevel.checkpoint()  # it waits: a worker would start if one were due
+
+    dag = DAG("chain")
+    for i in range(100):
+        dag.add(Task(id=f"t{i}", fn=body, deps=[f"t{i - 1}"] if i else []))
+    result = await orchestra.run(dag)
+    assert result.ok
+    assert seen == [1] * 100
+
+
+async def test_bodies_that_wait_start_a_worker_each_up_to_an_uncapped_run() -> None:
+    everyone = anyio.Event()
+    running = 0
+
+    async def body() -> None:
+        nonlocal running
+        running += 1
+        if running == 50:
+            everyone.set()
+        with anyio.fail_after(30):  # reached only if the workers stopped short of 50
+            await everyone.wait()
+
+    dag = DAG("wide")
+    for i in range(50):
+        dag.add(Task(id=f"t{i}", fn=body))
+    result = await orchestra.run(dag, max_concurrency=None)
+    assert result.ok, result.errors
+    assert running == 50
+
+
+async def test_the_run_and_each_task_say_how_long_they_took() -> None:
+    async def body() -> None:
+        await anyio.sleep(0.05)
+
+    dag = DAG("timed")
+    dag.add(Task(id="a", fn=body))
+    dag.add(Task(id="b", fn=body, deps=["a"]))
+    result = await orchestra.run(dag)
+    assert 0.05 <= result.durations["a"] < 30
+    assert 0.05 <= result.durations["b"] < 30
+    assert result.durations["a"] + result.durations["b"] <= result.duration < 60
+
+
 async def test_sync_bodies_run_in_threads_unless_inline() -> None:
     loop_thread = threading.get_ident()
     dag = DAG("threads")

@@ -145,6 +145,7 @@ class _Run:
         self.threads: ThreadPool | None = None  # the run's threads, made by execute()
         # The workers (_workers): idle ones, woken ones, the slice and its loop pass.
         self.idle: list[anyio.Event] = []
+        self.workers_started = 0  # workers started (at most ``workers``), each when needed
         self.woken = 0
         self.slice_end = 0.0
         self.slice_cpu = 0.0
@@ -304,12 +305,12 @@ class _Run:
     async def work(self) -> None:
         """Run the workers until every task ended (or the run stops)."""
         self.idle.clear()  # of workers a fail_fast stop cancelled
-        self.woken = self.workers
+        self.workers_started = self.woken = min(1, self.workers)  # the first starts the others
         self.slice_end = time.perf_counter() + SLICE
         self.slice_cpu = time.thread_time() + SLICE
         async with anyio.create_task_group() as tg:
             self.tg = tg
-            for _ in range(self.workers):
+            if self.workers:
                 tg.start_soon(worker, self)
 
     async def clean_up(self) -> None:

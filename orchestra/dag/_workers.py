@@ -9,10 +9,11 @@ of bodies (timers, I/O and other tasks are served). The slice is the loop thread
 time, read only once ``SLICE`` seconds of wall time passed: time the thread waited for
 the GIL or for the OS is not the loop's work.
 
-Idle workers wait until a worker wakes one, and a worker wakes one only when it starts
-a task while more are ready and no woken worker is on its way: should that task's body
-wait, the woken one takes the next. Bodies that never wait so keep one worker busy and
-the others asleep; bodies that do wait wake a worker each, up to the cap.
+A run starts one worker. Idle workers wait until a worker wakes one, and a worker wakes
+one (or, none idle, starts one more, up to the cap) only when it starts a task while
+more are ready and no woken worker is on its way: should that task's body wait, the
+woken one takes the next. Bodies that never wait so keep one worker busy (and start no
+other); bodies that do wait wake or start a worker each, up to the cap.
 
 Each body runs in its own copy of the run's context, as a task would: a worker compares
 its context with a snapshot after each task and, if a body (or a hook) changed it,
@@ -58,8 +59,8 @@ async def worker(run: _Run) -> None:
                     return
                 continue
             i = ready.popleft()
-            if ready and not run.woken and run.idle:  # should this body wait, one takes the next
-                wake_one(run)
+            if ready and not run.woken and (run.idle or run.workers_started < run.workers):
+                wake_one(run)  # should this body wait, one takes the next
             kind = run.kinds[i]
             if kind == KIND_INLINE:
                 called_in_place(run, i)  # no coroutine for a call that never waits
@@ -86,7 +87,7 @@ async def worker(run: _Run) -> None:
 
 async def _ends(run: _Run) -> None:
     """The due ``on_end`` hooks; they may wait, so an idle worker takes the next task."""
-    if run.state.ready and not run.woken and run.idle:
+    if run.state.ready and not run.woken and (run.idle or run.workers_started < run.workers):
         wake_one(run)
     await end_tasks(run)
 
@@ -158,9 +159,14 @@ async def park(run: _Run) -> None:
 
 
 def wake_one(run: _Run) -> None:
-    """Wake the idle worker that waited last."""
-    run.idle.pop().set()
+    """Wake the idle worker that waited last, or start one more (fewer than the cap run)."""
     run.woken += 1
+    if run.idle:
+        run.idle.pop().set()
+    else:
+        assert run.tg is not None
+        run.workers_started += 1
+        run.tg.start_soon(worker, run)
 
 
 def wake_all(run: _Run) -> None:
