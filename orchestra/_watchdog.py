@@ -1,23 +1,25 @@
 """``def`` hooks called inline, watched: one past its timeout is reported while it runs.
 
 A ``def`` hook is called inline, as pluggy and Prefect call theirs: its cost is a
-function call's. Python cannot interrupt it, so its timeout cannot stop it; instead one
-watchdog thread looks at every thread's stack (``sys._current_frames()``, as a sampling
-profiler or ``faulthandler`` does) a few times per smallest timeout, for calls of
-``watched``: the hook, and what the call is about, are that call's arguments. It times a
-call from the look that first saw it (the call itself reads no clock) and logs a warning
-naming the hook, the moment and what the call is about once the call has run past its
-timeout. A call it reported is late: when it returns, ``watched`` raises ``Late`` and
-the caller makes it a hook error. A hook object with ``blocking = True`` is not called
-here: its ``def`` hooks run in worker threads (``orchestra._offload``), where the
-timeout abandons them.
+function call's. Python cannot interrupt it, so its timeout cannot stop it; instead,
+while it runs, its call (the hook and what it is about) is in one dict of the calls
+under way, in every thread, and one watchdog thread copies that dict a few times per
+smallest timeout. It times a call from the look that first saw it (the call itself
+reads no clock) and logs a warning naming the hook, the moment and what the call is
+about once the call has run past its timeout. A call it reported is late: when it
+returns, ``watched`` raises ``Late`` and the caller makes it a hook error. A hook
+object with ``blocking = True`` is not called here: its ``def`` hooks run in worker
+threads (``orchestra._offload``), where the timeout abandons them.
 
-What a call pays: the call of ``watched``, and a dict's truth test (whether the watchdog
-reported a call that has not returned yet); the watchdog never hears of a call (no lock,
-no queue, no clock, nothing stored), it only reads the stacks. A call is reported
-between its timeout and its timeout plus two looks (a look every fifth of the smallest
-timeout); a hook that calls hooks (a nested run, say) has each of its calls timed on its
-own.
+What a call pays: a tuple, and its entry put in the dict and taken out (a hook that
+calls hooks, a nested run say, has each of its calls there: each is timed on its own);
+the watchdog never hears of a call (no lock, no queue, no clock), it only copies the
+dict. A call is reported between its timeout and its timeout plus two looks (a
+look every fifth of the smallest timeout).
+
+The watchdog reads that dict, never the threads' frames: walking another thread's
+frames (``sys._current_frames()`` and ``f_back``) while it runs crashed CPython 3.11
+(a segmentation fault seen here under load; CPython issues 99110 and 111363).
 """
 
 from __future__ import annotations
@@ -25,10 +27,8 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-import sys
 import threading
 import time
-from types import FrameType
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -41,10 +41,13 @@ logger: Final = logging.getLogger("orchestra")
 _MIN_TICK: Final = 0.01
 _MAX_TICK: Final = 0.5
 
-# A call the watchdog saw: the frame of its ``watched`` (kept, so that its id is not
-# reused while the watchdog knows it), the hook, what it is about, when first seen.
-_Seen = tuple[FrameType, "HookImpl", str | None, float]
-_late: dict[int, _Seen] = {}  # id(frame) -> each call the watchdog reported, not returned yet
+# (the hook, what the call is about) of an inline hook call; a new tuple per call, so
+# the watchdog tells two calls apart by identity
+_Call = tuple["HookImpl", str | None]
+_under_way: dict[int, _Call] = {}  # id -> each watched call under way, in every thread
+# id -> the call and when the watchdog first saw it, of each call it reported (the call
+# kept: its id is not reused)
+_late: dict[int, tuple[_Call, float]] = {}
 _lock = threading.Lock()
 _sooner = threading.Event()  # set when the tick shrinks: the watchdog looks again at once
 _tick = _MAX_TICK
@@ -74,71 +77,57 @@ class Late(Exception):
 def watched(impl: HookImpl, args: tuple[Any, ...], subject: str | None) -> Any:
     """``impl``'s ``def`` hook called here with ``args``, watched under its timeout; its answer.
 
-    The watchdog finds the call by this function's frame, and reads ``impl`` and
-    ``subject`` there: keep their names.
-
     Raises:
         Late: the watchdog reported the call past its timeout while it ran (its answer
             is dropped).
     """
-    answer = impl.fn(*args)
-    if _late and (late := _late.pop(id(sys._getframe()), None)) is not None:
+    if impl.timeout is None:
+        return impl.fn(*args)
+    call = (impl, subject)
+    key = id(call)  # unique while the call is in the dict (the dict keeps it)
+    _under_way[key] = call
+    try:
+        answer = impl.fn(*args)
+    finally:
+        _under_way.pop(key, None)  # (None: a hook that forked, in the child)
+    if _late and (late := _late.pop(id(call), None)) is not None and late[0] is call:
         if inspect.iscoroutine(answer):
             answer.close()  # dropped: no "never awaited" warning
         raise Late(
-            f"returned after {time.monotonic() - late[3]:.2f} s, past its timeout of "
+            f"returned after {time.monotonic() - late[1]:.2f} s, past its timeout of "
             f"{impl.timeout:g} s (a def hook cannot be interrupted: its answer is dropped)"
         )
     return answer
 
 
-_WATCHED: Final = watched.__code__
-
-
-def _running() -> list[FrameType]:
-    """The frames of the ``watched`` calls under way in every other thread."""
-    me = threading.get_ident()
-    calls = []
-    for ident, top in sys._current_frames().items():
-        frame: FrameType | None = top if ident != me else None
-        while frame is not None:
-            if frame.f_code is _WATCHED:
-                calls.append(frame)
-            frame = frame.f_back
-    return calls
-
-
 def _look() -> None:
-    seen: dict[int, _Seen] = {}  # id(frame) -> each call under way, first seen when
+    seen: dict[int, tuple[_Call, float]] = {}  # id -> each running call, first seen when
     reported: set[int] = set()
     ended: set[int] = set()  # reported calls seen returned at the last look
     while True:
         if _sooner.wait(_tick):
             _sooner.clear()
         now = time.monotonic()
-        seen = {id(frame): seen.get(id(frame)) or _first(frame, now) for frame in _running()}
-        late = {
-            key
-            for key, (_, impl, _, first) in seen.items()
-            if impl.timeout is not None and now - first > impl.timeout
-        }
+        running = _under_way.copy()  # one C call: no other thread runs meanwhile
+        seen = {key: seen.get(key) or (call, now) for key, call in running.items()}
+        late = {key for key, (call, first) in seen.items() if now - first > _timeout(call)}
         for key in ended:  # returned a look ago or more: its caller has asked _late
             _late.pop(key, None)
         ended = reported - late
         for key in late - reported:
             _late[key] = seen[key]
-            _report(seen[key], now)
+            _report(*seen[key], now)
         reported = late  # a call no longer late (it returned) is forgotten
 
 
-def _first(frame: FrameType, now: float) -> _Seen:
-    """A call seen for the first time: its hook and subject, read in its frame."""
-    arguments = frame.f_locals
-    return (frame, arguments["impl"], arguments["subject"], now)
+def _timeout(call: _Call) -> float:
+    timeout = call[0].timeout
+    assert timeout is not None  # a call without one is not watched
+    return timeout
 
 
-def _report(call: _Seen, now: float) -> None:
-    _, impl, subject, first = call
+def _report(call: _Call, first: float, now: float) -> None:
+    impl, subject = call
     about = f" for {subject!r}" if subject is not None else ""
     logger.warning(
         "hook %s%s is still running after %.2f s, past its timeout of %g s: a def "
@@ -156,6 +145,7 @@ def _forked() -> None:  # the child has no watchdog thread: the next compile sta
     _lock = threading.Lock()
     _sooner = threading.Event()
     _thread = None
+    _under_way.clear()  # the parent's calls: none runs in the child
     _late.clear()
 
 

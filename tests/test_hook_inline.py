@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -383,3 +384,24 @@ async def test_with_blocking_the_run_ends_while_the_hung_hook_still_runs() -> No
     ]
     assert all("timed out after 0.2 s" in str(e) for e in result.hook_errors)
     assert hook.returned.wait(LONG)  # released, its thread ends on its own
+
+
+@pytest.mark.filterwarnings("ignore:This process:DeprecationWarning")  # 3.12+: fork, threads
+def test_a_def_hook_that_forks_returns_in_the_child_too() -> None:
+    # The child has none of the parent's watched calls (the watchdog's record of them is
+    # cleared at the fork): the hook that forked returns there without an error too.
+    class Forks(TaskHooks):
+        timeout = LONG
+
+        def before_execute(self, ctx: TaskHookContext) -> None:
+            here.append(os.fork())
+
+    here: list[int] = []
+    errors: list[HookError] = []
+    answer = HookChain([Forks()]).call_now("before_execute", ctx(), on_error=errors.append)
+    if here == [0]:  # the child: report through its exit status, run nothing more
+        os._exit(0 if (answer, errors) == ((None, None), []) else 1)
+    [child] = here
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert (answer, errors) == ((None, None), [])
