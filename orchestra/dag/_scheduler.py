@@ -305,12 +305,15 @@ class _Run:
     async def work(self) -> None:
         """Run the workers until every task ended (or the run stops)."""
         self.idle.clear()  # of workers a fail_fast stop cancelled
-        self.workers_started = self.woken = min(1, self.workers)  # the first starts the others
+        # A worker per task ready now (up to the cap): all start at the loop's first pass,
+        # as an executor that batches what one pass submits wants; others as bodies wait.
+        first = min(self.workers, max(len(self.state.ready), 1))
+        self.workers_started = self.woken = first
         self.slice_end = time.perf_counter() + SLICE
         self.slice_cpu = time.thread_time() + SLICE
         async with anyio.create_task_group() as tg:
             self.tg = tg
-            if self.workers:
+            for _ in range(first):
                 tg.start_soon(worker, self)
 
     async def clean_up(self) -> None:

@@ -9,11 +9,12 @@ of bodies (timers, I/O and other tasks are served). The slice is the loop thread
 time, read only once ``SLICE`` seconds of wall time passed: time the thread waited for
 the GIL or for the OS is not the loop's work.
 
-A run starts one worker. Idle workers wait until a worker wakes one, and a worker wakes
-one (or, none idle, starts one more, up to the cap) only when it starts a task while
-more are ready and no woken worker is on its way: should that task's body wait, the
-woken one takes the next. Bodies that never wait so keep one worker busy (and start no
-other); bodies that do wait wake or start a worker each, up to the cap.
+A run starts a worker per task ready at its start (up to the cap). Idle workers wait
+until a worker wakes one, and a worker wakes one (or, none idle, starts one more, up to
+the cap) only when it starts a task while more are ready and no woken worker is on its
+way: should that task's body wait, the woken one takes the next. Bodies that never wait
+so keep one worker busy and the others asleep; bodies that do wait wake or start a
+worker each, up to the cap.
 
 Each body runs in its own copy of the run's context, as a task would: a worker compares
 its context with a snapshot after each task and, if a body (or a hook) changed it,
