@@ -90,7 +90,7 @@ def watched(impl: HookImpl, args: tuple[Any, ...], subject: str | None) -> Any:
         answer = impl.fn(*args)
     finally:
         _under_way.pop(key, None)  # (None: a hook that forked, in the child)
-    if _late and (late := _late.pop(id(call), None)) is not None and late[0] is call:
+    if _late and (late := _late.pop(key, None)) is not None and late[0] is call:
         if inspect.iscoroutine(answer):
             answer.close()  # dropped: no "never awaited" warning
         raise Late(

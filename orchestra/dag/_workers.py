@@ -60,8 +60,7 @@ async def worker(run: _Run) -> None:
                     return
                 continue
             i = ready.popleft()
-            if ready and not run.woken and (run.idle or run.workers_started < run.workers):
-                wake_one(run)  # should this body wait, one takes the next
+            hand_on(run)  # should this body wait, a worker takes the next task
             kind = run.kinds[i]
             if kind == KIND_INLINE:
                 called_in_place(run, i)  # no coroutine for a call that never waits
@@ -87,9 +86,8 @@ async def worker(run: _Run) -> None:
 
 
 async def _ends(run: _Run) -> None:
-    """The due ``on_end`` hooks; they may wait, so an idle worker takes the next task."""
-    if run.state.ready and not run.woken and (run.idle or run.workers_started < run.workers):
-        wake_one(run)
+    """The due ``on_end`` hooks; they may wait, so a worker takes the next task."""
+    hand_on(run)
     await end_tasks(run)
 
 
@@ -157,6 +155,16 @@ async def park(run: _Run) -> None:
     run.idle.append(event)
     await event.wait()
     run.woken -= 1
+
+
+def hand_on(run: _Run) -> None:
+    """Should what this worker runs next wait, have a worker on its way to the next task.
+
+    Unless no task is ready or a woken worker is on its way already: the idle worker
+    that waited last is woken, or, none idle, one more is started (fewer than the cap run).
+    """
+    if run.state.ready and not run.woken and (run.idle or run.workers_started < run.workers):
+        wake_one(run)
 
 
 def wake_one(run: _Run) -> None:
