@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from orchestra.skills import CommandHook, HookRegistry
-from orchestra.skills._processes.shield import dumpable
+from orchestra.skills._processes.environment import dumpable
 
 pytestmark = pytest.mark.anyio
 
@@ -79,7 +79,7 @@ AGENT = """\
 import json, sys
 import anyio
 from orchestra.skills import CommandHook, HookRegistry, McpServerSpec, McpToolHook
-from orchestra.skills._processes.shield import dumpable
+from orchestra.skills._processes.environment import dumpable
 
 attack, server, project, backend = sys.argv[1:]
 hooks = [

@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 from orchestra.skills._config.matchers import Matcher
 from orchestra.skills._config.shell_words import simple_commands
 
-__all__ = ["PermissionRule", "permission_rule"]
+__all__ = ["PermissionRule"]
 
 _RULE: Final = re.compile(r"\s*([^()\s]+)\s*(?:\((.*)\))?\s*", re.S)
 _PARAM: Final = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)", re.S)

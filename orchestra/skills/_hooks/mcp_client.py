@@ -21,7 +21,7 @@ from typing import IO, Any, Final, final
 import anyio
 import attrs
 
-from orchestra.skills._processes.shield import shield_environment
+from orchestra.skills._processes.environment import shield_environment
 from orchestra.skills._protocol.result import (
     OUTPUT_LIMIT,
     HookResult,

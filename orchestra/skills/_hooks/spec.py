@@ -29,7 +29,7 @@ from orchestra.skills._config.matchers import (
     compile_claude_matcher,
     compile_matcher,
 )
-from orchestra.skills._config.permission_rule import PermissionRule, permission_rule
+from orchestra.skills._config.permission_rule import PermissionRule
 from orchestra.skills._config.yaml import kind
 from orchestra.skills._protocol.call import HookCall, event_data, event_json, utc_timestamp
 from orchestra.skills._protocol.catalog import EVENTS, EventSpec, OnError, Phase, unknown_event
@@ -141,6 +141,10 @@ def _default_on_error(hook: HookSpec) -> OnError:
     return "continue" if spec is None else spec.on_error_for(hook.phase, hook.fails_open)
 
 
+def _condition(hook: HookSpec) -> PermissionRule | None:
+    return None if hook.if_rule is None else PermissionRule(hook.if_rule)
+
+
 def _compiled(hook: HookSpec) -> Matcher | ClaudeMatcher | None:
     if hook.matcher is None:
         return None
@@ -248,7 +252,7 @@ class HookSpec:
         init=False,
         eq=False,
         repr=False,
-        default=attrs.Factory(lambda hook: permission_rule(hook.if_rule), takes_self=True),
+        default=attrs.Factory(_condition, takes_self=True),
         metadata=_WHERE,
     )
 

@@ -5,9 +5,8 @@
 - ``reaper``: the small process that keeps nothing a persistent hook started alive
   (run as a script: standard library only);
 - ``sandbox``: ``sandbox: true`` under bubblewrap;
-- ``environment`` and ``claude_env``: a hook's minimal environment, and the variables
-  Claude Code sets;
-- ``shield``: the agent's own environment kept from its hooks.
+- ``environment`` and ``claude_env``: a hook's minimal environment and the agent's own
+  kept from its hooks (non-dumpable), and the variables Claude Code sets.
 
 Imports: ``_protocol`` and ``_config``. Held by ``make lint`` (import-linter).
 """

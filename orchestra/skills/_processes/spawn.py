@@ -24,8 +24,8 @@ from typing import IO, Final, final
 
 import anyio
 
+from orchestra.skills._processes.environment import shield_environment
 from orchestra.skills._processes.reaper import available, reaper_argv
-from orchestra.skills._processes.shield import shield_environment
 from orchestra.skills._protocol.result import HookRunError
 
 __all__ = ["Child", "kill_group", "spawn"]

@@ -25,7 +25,7 @@ from orchestra.skills._config.yaml import (
 )
 from orchestra.skills._hooks.python import without_imports
 from orchestra.skills._hooks.spec import HookSpec
-from orchestra.skills._sources.arc.hooks import override_by_name
+from orchestra.skills._sources.arc.hooks import ArcHook
 from orchestra.skills._sources.covered import covered_files
 from orchestra.skills._sources.files import Source, sources
 from orchestra.skills._sources.graph import is_graph_file, read_graph
@@ -105,7 +105,7 @@ def load_hooks(
     hooks = _with_claude_settings(hooks, claude, problems)
     if notes is not None:
         notes.extend(problems.notes)
-    return tuple(override_by_name(_dedup(hooks)))
+    return tuple(_override_by_name(_dedup(hooks)))
 
 
 def _with_claude_settings(
@@ -194,3 +194,19 @@ def _dedup(hooks: Iterable[HookSpec]) -> Iterator[HookSpec]:
         if key not in seen:
             seen.add(key)
             yield hook
+
+
+def _override_by_name(hooks: Iterable[HookSpec]) -> list[HookSpec]:
+    """The hooks, each named Arc hook replaced by the last one of its name, in its place."""
+    ordered = list(hooks)
+    last = {h.name: h for h in ordered if isinstance(h, ArcHook) and h.name}
+    seen: set[str] = set()
+    merged: list[HookSpec] = []
+    for hook in ordered:
+        name = hook.name if isinstance(hook, ArcHook) else None
+        if not name:
+            merged.append(hook)
+        elif name not in seen:
+            seen.add(name)
+            merged.append(last[name])
+    return merged

@@ -26,7 +26,7 @@ only (``StageSkipped``: it ends SUCCEEDED with no output, its dependents run),
 ``blocking`` runs for its side effects: its decision changes nothing, its failure is a
 hook error only. A ``matcher`` is a regular expression searched in the stage's id or
 its handler type (``metadata["type"]``); on ``edge_selected`` in the edge's ends.
-A later file's hook of the same ``name`` replaces an earlier one (``override_by_name``).
+A later file's hook of the same ``name`` replaces an earlier one (``_sources.read``).
 A ``blocking`` ``stage_complete`` hook is a verify gate: its block (exit 2, another exit,
 or ``decision: block``) is a ``GateBlocked`` output that fails the stage; at
 ``run_complete`` it fails the run's last task (``_engines.run_gate``).
@@ -38,7 +38,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar, Final, TypeAlias, final
 
 import anyio
@@ -61,7 +61,6 @@ __all__ = [
     "GateBlocked",
     "StageSkipped",
     "arc_decision",
-    "override_by_name",
 ]
 
 ARC_EVENTS: Final[Mapping[str, tuple[str, str | None, bool]]] = {
@@ -371,19 +370,3 @@ def arc_decision(stdout: bytes) -> ArcReply | None:
         if not ids or not all(isinstance(i, str) and i for i in ids):
             raise HookRunError("invalid output: override needs edge_to, a task id or a list")
     return decision, reason, edge_to
-
-
-def override_by_name(hooks: Iterable[HookSpec]) -> list[HookSpec]:
-    """The hooks, each named Arc hook replaced by the last one of its name, in its place."""
-    ordered = list(hooks)
-    last = {h.name: h for h in ordered if isinstance(h, ArcHook) and h.name}
-    seen: set[str] = set()
-    merged: list[HookSpec] = []
-    for hook in ordered:
-        name = hook.name if isinstance(hook, ArcHook) else None
-        if not name:
-            merged.append(hook)
-        elif name not in seen:
-            seen.add(name)
-            merged.append(last[name])
-    return merged
