@@ -30,7 +30,16 @@ class ProcessCluster:
             except TimeoutError:
                 self.close()
         with contextlib.ExitStack() as stack:
-            stack.enter_context(dask.config.set({"distributed.scheduler.allowed-failures": 0}))
+            # no stealing: a task queued behind another on a worker stays there (without
+            # it, a test's queued tasks moved to the other worker as soon as it was idle)
+            stack.enter_context(
+                dask.config.set(
+                    {
+                        "distributed.scheduler.allowed-failures": 0,
+                        "distributed.scheduler.work-stealing": False,
+                    }
+                )
+            )
             cluster = stack.enter_context(
                 LocalCluster(
                     n_workers=2,

@@ -126,9 +126,8 @@ async def test_one_worker_death_fails_only_the_task_that_was_running(client: Cli
             return 0 if ws is None else len(ws.processing)
 
         deadline = anyio.current_time() + 120  # generous: a loaded machine is slow
-        while anyio.current_time() < deadline:
-            if client.run_on_scheduler(queued_on_victim) == 5:
-                break
+        while (queued := client.run_on_scheduler(queued_on_victim)) != 5:
+            assert anyio.current_time() < deadline, f"{queued} of 5 tasks on the victim"
             await anyio.sleep(0.01)
         Event(f"queued-{tag}", client=client).set()
 
