@@ -22,16 +22,17 @@ $(DEMO_STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check -e .
 	touch $(DEMO_STAMP)
 
+# The dev set is installed by uv (pip took 157 s of a fresh clone's make test, uv ~30 s).
 $(STAMP): $(PY) pyproject.toml $(SHARED)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]' $(foreach p,$(SHARED),-e $(dir $(p)))
+	$(PY) -m pip install -q --disable-pip-version-check 'uv>=0.5'
+	$(UV) pip install -q -p $(PY) -e '.[dev]' $(foreach p,$(SHARED),-e $(dir $(p)))
 	touch $(STAMP) $(DEMO_STAMP)
 
 # .venv-<name>: the core, integrations/<name>[test], and the checkers that must import
 # the engine (mypy); pytest and mypy run there (`make pytest`, `make typecheck`).
 .venv-%/.installed: integrations/%/pyproject.toml pyproject.toml | $(STAMP)
 	$(UV) venv -q --clear -p python3.11 .venv-$*
-	$(UV) pip install -q -p .venv-$*/bin/python -e '.[test]' -e 'integrations/$*[test]' mypy types-PyYAML types-regex types-protobuf
+	$(UV) pip install -q -p .venv-$*/bin/python -e '.[test]' -e 'integrations/$*[test]' 'mypy>=2.0' types-PyYAML types-regex types-protobuf
 	touch $@
 
 demo: $(DEMO_STAMP)
@@ -63,9 +64,12 @@ lint: $(STAMP)
 	$(VENV)/bin/deptry orchestra
 	$(foreach p,$(INTEGRATIONS),cd $(dir $(p)) && $(abspath $(VENV))/bin/deptry orchestra_* && cd $(CURDIR) &&) true
 
+# Two mypy workers (mypy >= 2.0's --num-workers): a fresh clone's check 93 -> 54 s on 2 cores.
+MYPY := mypy --num-workers 2 --strict
+
 typecheck: $(STAMP) $(OWN_STAMPS)
-	$(VENV)/bin/mypy --strict orchestra $(foreach p,$(SHARED),$(wildcard $(dir $(p))orchestra_*))
-	$(foreach n,$(OWN_VENV),.venv-$(n)/bin/mypy --strict integrations/$(n)/orchestra_$(n) &&) true
+	$(VENV)/bin/$(MYPY) orchestra $(foreach p,$(SHARED),$(wildcard $(dir $(p))orchestra_*))
+	$(foreach n,$(OWN_VENV),.venv-$(n)/bin/$(MYPY) integrations/$(n)/orchestra_$(n) &&) true
 
 # Tests run in one pytest-xdist worker per core (at most 4): most of them wait on processes,
 # servers and clocks, so two workers on two cores take about half the time of one.
