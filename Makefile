@@ -22,7 +22,7 @@ $(DEMO_STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check -e .
 	touch $(DEMO_STAMP)
 
-# The dev set is installed by uv (pip took 157 s of a fresh clone's make test, uv ~30 s),
+# The dev set is installed by uv (pip took 157 s of a fresh clone's make test), and
 # byte-compiled as pip does: a test's subprocess that imports prefect then takes 1.8 s of
 # CPU, not 2.8 s (this machine sets PYTHONDONTWRITEBYTECODE, so nothing compiles later).
 $(STAMP): $(PY) pyproject.toml $(SHARED)
