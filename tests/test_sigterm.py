@@ -220,3 +220,65 @@ def test_sigint_ends_with_a_plain_keyboard_interrupt_on_both_backends(
     _, err = proc.communicate(timeout=60)
     assert err.rstrip().endswith("\nKeyboardInterrupt"), err
     assert "ExceptionGroup" not in err
+
+
+_SIGNALLED_IN_THE_BODY = """
+import signal, sys, threading, time
+from pathlib import Path
+
+import anyio
+import orchestra
+
+if sys.argv[2] == "own":
+    signal.signal(signal.SIGTERM, lambda *a: None)
+dag = orchestra.DAG("signalled")
+here = Path(sys.argv[3])
+
+
+@dag.task
+async def waits():
+    (here / "waiting").touch()
+    try:
+        await anyio.sleep(120)
+    finally:  # while the body runs?
+        (here / "cancelled").write_text(str(not (here / "returned").exists()))
+
+
+@dag.task
+def crunch():
+    deadline = time.monotonic() + 60
+    while not (here / "waiting").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # the kernel may deliver a process's Ctrl-C to any thread: here, to this one
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+    while not (here / "cancelled").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)  # a thread cannot be interrupted
+    (here / "returned").touch()
+
+
+orchestra.run_sync(dag, backend=sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize("sigterm", ["default", "own"])
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_ctrl_c_delivered_to_a_body_s_thread_cancels_the_run_at_once(
+    tmp_path: Path, backend: str, sigterm: str
+) -> None:
+    # Python runs a handler in the main thread only: on asyncio, with the program's own
+    # SIGTERM handler (no signal receiver of orchestra's), nothing woke the loop's poll and
+    # the run was cancelled only once the body returned; on trio the Ctrl-C came out as
+    # an exception group.
+    script = tmp_path / "signalled.py"
+    script.write_text(_SIGNALLED_IN_THE_BODY)
+    done = subprocess.run(
+        [sys.executable, str(script), backend, sigterm, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,  # the body gives up after 60 s
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        check=False,
+    )
+    assert (tmp_path / "cancelled").read_text() == "True", done.stderr  # while it ran
+    assert done.stderr.rstrip().endswith("\nKeyboardInterrupt"), done.stderr
+    assert "ExceptionGroup" not in done.stderr

@@ -33,6 +33,7 @@ from typing import Any, Final, NoReturn, TypeVar, final
 import anyio
 
 from orchestra import DAG, RunContext, RunResult, TaskHooks
+from orchestra.dag._signals import signals_wake_the_loop
 
 __all__ = ["Stop", "StopHooks", "run_stoppable"]
 
@@ -200,7 +201,7 @@ def run_stoppable(stop: Stop, fn: Callable[..., Awaitable[_T]], *args: Any) -> _
         loop = asyncio.get_running_loop()
         wake.append(lambda: loop.call_soon_threadsafe(stopping))
         stopping()  # a signal before the loop ran
-        with work:
+        with work, signals_wake_the_loop(loop):  # a signal to a body's thread
             try:
                 done.append(await fn(*args))
             except anyio.get_cancelled_exc_class():

@@ -10,19 +10,26 @@ handler of the program's own is left in place (and so is the signal's default ou
 the main thread, where no handler can be installed). A SIGINT ends the run as anyio
 does on each backend, raised as a plain ``KeyboardInterrupt`` on both (trio's comes out
 of the run's task group in a ``BaseExceptionGroup``).
+
+A signal may be delivered to any thread (a sync body's too), and Python runs its handler
+in the main thread only when that thread runs Python code again: an asyncio loop asleep
+in its poll, with no signal receiver of its own, is woken by ``signals_wake_the_loop``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import signal
+import socket
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Final, TypeVar
 
 import anyio
 import anyio.abc
 
-__all__ = ["TERMINATED", "run_terminable"]
+__all__ = ["TERMINATED", "run_terminable", "signals_wake_the_loop"]
 
 TERMINATED: Final = 128 + signal.SIGTERM
 """The exit status of a run ended by SIGTERM (143)."""
@@ -42,13 +49,49 @@ def _interrupt(exc: BaseException) -> BaseException:
     return exc
 
 
+@contextlib.contextmanager
+def signals_wake_the_loop(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+    """Every signal wakes ``loop`` (of the main thread), whichever thread received it.
+
+    The kernel delivers a process's signal to any thread that does not block it. Python
+    runs the handler in the main thread once it runs Python code again, so a loop asleep
+    in its poll ran it only when something else woke it: a Ctrl-C delivered to a sync
+    body's thread was seen when the body returned. ``signal.set_wakeup_fd`` makes each
+    signal write a byte to a socket that the loop watches. A wakeup fd already set (by
+    asyncio's own signal handlers, which read it) is left alone: it wakes the loop too.
+    """
+    receive, send = socket.socketpair()
+    with receive, send:
+        for sock in (receive, send):
+            sock.setblocking(False)
+        previous = signal.set_wakeup_fd(send.fileno(), warn_on_full_buffer=False)
+        if previous != -1:
+            signal.set_wakeup_fd(previous)
+            yield
+            return
+
+        def drain() -> None:
+            with contextlib.suppress(BlockingIOError):
+                while receive.recv(4096):
+                    pass
+
+        loop.add_reader(receive.fileno(), drain)
+        try:
+            yield
+        finally:
+            signal.set_wakeup_fd(previous)
+            loop.remove_reader(receive.fileno())
+
+
 def run_terminable(fn: Callable[..., Awaitable[_T]], *args: Any, backend: str) -> _T:
-    """``anyio.run(fn, *args)``, where a SIGTERM cancels ``fn`` and raises ``SystemExit(143)``."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
-    ):
-        return anyio.run(fn, *args, backend=backend)
+    """``anyio.run(fn, *args)``, where a SIGTERM cancels ``fn`` and raises ``SystemExit(143)``.
+
+    A SIGTERM handler of the program's own is left to handle SIGTERM; a Ctrl-C is a plain
+    ``KeyboardInterrupt`` either way.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return anyio.run(fn, *args, backend=backend)  # no signal reaches this loop
+    watch_term = signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     done: list[_T] = []
     failed: list[BaseException] = []
     terminated: list[int] = []
@@ -64,15 +107,22 @@ def run_terminable(fn: Callable[..., Awaitable[_T]], *args: Any, backend: str) -
     async def main() -> None:
         cancelled = anyio.get_cancelled_exc_class()
         async with anyio.create_task_group() as tg:
-            await tg.start(watch, tg.cancel_scope)
-            try:
-                # kept aside, not returned: asyncio's runner formats main's result as it
-                # closes; an error too, so that the task group does not wrap it in a group
-                done.append(await fn(*args))
-            except cancelled:
-                raise
-            except BaseException as exc:
-                failed.append(_interrupt(exc))
+            if watch_term:
+                await tg.start(watch, tg.cancel_scope)
+            woken = (  # trio wakes its own loop on signals
+                signals_wake_the_loop(asyncio.get_running_loop())
+                if backend == "asyncio"
+                else contextlib.nullcontext()
+            )
+            with woken:
+                try:
+                    # kept aside, not returned: asyncio's runner formats main's result as
+                    # it closes; an error too, so that the task group does not wrap it
+                    done.append(await fn(*args))
+                except cancelled:
+                    raise
+                except BaseException as exc:
+                    failed.append(_interrupt(exc))
             tg.cancel_scope.cancel()  # the watcher: the work ended
 
     anyio.run(main, backend=backend)
