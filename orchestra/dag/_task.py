@@ -63,6 +63,9 @@ def _dep_ids(
     return tuple(ids), tuple(objects)
 
 
+_EMPTY_TESTED: Final = (tuple, list)
+
+
 @final
 @attrs.frozen(init=False, eq=False, repr=False)  # a task is one node: equal only to itself
 class Task:
@@ -129,7 +132,9 @@ class Task:
             raise ValueError(f"a task id must be a non-empty string, got {id!r}")
         if not callable(fn):
             raise TypeError(f"task {id!r}: fn must be callable, got {fn!r}")
-        no_deps = type(deps) is tuple and not deps  # the default (no truth test of other types)
+        # None (the default, or an empty list or tuple), told without a call: a truth test of
+        # these two types only (an array of ids refuses bool()); a source has no deps
+        no_deps = type(deps) in _EMPTY_TESTED and not deps
         dep_ids, dep_tasks = ((), ()) if no_deps else _dep_ids(id, deps)
         options = DEFAULTS
         if not (  # every option its default, as given (False stays False, 0 stays 0)
