@@ -132,8 +132,8 @@ class Task:
             raise ValueError(f"a task id must be a non-empty string, got {id!r}")
         if not callable(fn):
             raise TypeError(f"task {id!r}: fn must be callable, got {fn!r}")
-        # None (the default, or an empty list or tuple), told without a call: a truth test of
-        # these two types only (an array of ids refuses bool()); a source has no deps
+        # no deps (the default, or an empty list or tuple), told without a call: a truth test
+        # of these two types only (an array of ids refuses bool())
         no_deps = type(deps) in _EMPTY_TESTED and not deps
         dep_ids, dep_tasks = ((), ()) if no_deps else _dep_ids(id, deps)
         options = DEFAULTS
