@@ -414,3 +414,9 @@ def test_deps_given_as_a_sequence_with_no_truth_value_are_read_as_ids() -> None:
 
     assert Task(id="c", fn=noop, deps=Ids(["a", "b", "a"])).deps == ("a", "b")
     assert Task(id="d", fn=noop, deps=Ids()).deps == ()
+
+
+def test_an_empty_list_or_tuple_of_deps_is_a_source() -> None:
+    for empty in ([], ()):
+        task = Task(id="s", fn=noop, deps=empty)
+        assert task.deps == ()
