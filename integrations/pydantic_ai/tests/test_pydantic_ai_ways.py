@@ -213,7 +213,7 @@ def test_an_inner_agent_without_the_capability_is_out_of_reach_as_cannot_says(
     PydanticAIWays().call("delegation_unguarded", write_config(tmp_path, DENY_FETCH), body)
     assert body.paths == ["/data"]  # unguarded: the inner agent's run never heard of it
     assert "capabilities" in inspect.signature(Agent.run).parameters
-    assert "capabilities" not in inspect.signature(Agent.override).parameters
+    # agent.override takes capabilities= too in recent versions: one agent's, as run's are
     (setting,) = inspect.signature(Agent.instrument_all).parameters.values()
     assert "InstrumentationSettings" in str(setting.annotation)
 
