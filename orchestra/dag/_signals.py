@@ -109,9 +109,9 @@ def run_terminable(fn: Callable[..., Awaitable[_T]], *args: Any, backend: str) -
         async with anyio.create_task_group() as tg:
             if watch_term:
                 await tg.start(watch, tg.cancel_scope)
-            woken = (  # trio wakes its own loop on signals
+            woken = (  # trio wakes its own loop, and so does asyncio's receiver (watch's)
                 signals_wake_the_loop(asyncio.get_running_loop())
-                if backend == "asyncio"
+                if backend == "asyncio" and not watch_term
                 else contextlib.nullcontext()
             )
             with woken:
