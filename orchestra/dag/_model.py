@@ -10,6 +10,7 @@ from orchestra.dag._plan import Plan, gc_paused
 from orchestra.dag._rules import RULES, TriggerRule
 from orchestra.dag._state import TaskState
 from orchestra.dag._task import Task, TaskOptions
+from orchestra.dag._task_checks import DEFAULTS
 
 __all__ = ["DAG", "Task", "TaskOptions", "TaskState", "TriggerRule"]
 
@@ -32,6 +33,7 @@ class DAG:
         self._index: dict[str, int] = {}  # task id -> its place in _order
         self._order: list[Task] = []  # the tasks in the order they were added
         self._plan: Plan | None = None
+        self._options_set = False  # whether a task sets an option (else the plan is simpler)
         self._task_deps = False  # whether a dependency was given as a Task (plan checks it)
 
     def __repr__(self) -> str:
@@ -54,15 +56,7 @@ class DAG:
         Raises:
             DAGError: if a task with the same id is already in the DAG.
         """
-        if type(task) is not Task:
-            raise TypeError(f"DAG.add takes a Task, got {task!r}")
-        if task.id in self._index:
-            raise DAGError(f"DAG {self.name!r} already has a task {task.id!r}")
-        self._index[task.id] = len(self._order)
-        self._order.append(task)
-        self._plan = None
-        if task._options.dep_tasks:
-            self._task_deps = True
+        self._add((task,))
         return task
 
     def add_many(self, tasks: Iterable[Task]) -> list[Task]:
@@ -80,9 +74,29 @@ class DAG:
             DAGError: a task with an id already in the DAG (the tasks before it stay
                 added, as with ``add`` in a loop).
         """
-        add = self.add
         with gc_paused():
-            return [add(task) for task in tasks]
+            return self._add(tasks)
+
+    def _add(self, tasks: Iterable[Task]) -> list[Task]:
+        """Add ``tasks`` in order (``add``, ``add_many``); the ones before a refused one stay."""
+        self._plan = None
+        index = self._index
+        order = self._order
+        added: list[Task] = []
+        for task in tasks:
+            if type(task) is not Task:
+                raise TypeError(f"DAG.add takes a Task, got {task!r}")
+            if task.id in index:
+                raise DAGError(f"DAG {self.name!r} already has a task {task.id!r}")
+            index[task.id] = len(order)
+            order.append(task)
+            added.append(task)
+            options = task._options
+            if options is not DEFAULTS:
+                self._options_set = True
+                if options.dep_tasks:
+                    self._task_deps = True
+        return added
 
     @overload
     def task(self, fn: _F, /) -> Task: ...

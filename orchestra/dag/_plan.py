@@ -34,6 +34,8 @@ _NEEDS_NOTHING: Final[tuple[str, ...]] = ()
 KIND_FULL: Final = 0
 KIND_ASYNC: Final = 1  # an async body awaited in place
 KIND_INLINE: Final = 2  # a sync inline body called in place
+_KIND_UNSET: Final = (KIND_FULL, KIND_ASYNC)  # the kind of a task that sets no option, by is_async
+_RULE_UNSET: Final = RULES[DEFAULTS.trigger]  # the rule of a task that sets no option
 
 
 def kind(task: Task, is_async: bool) -> int:
@@ -42,7 +44,7 @@ def kind(task: Task, is_async: bool) -> int:
     ``is_async``: whether its function is a coroutine function.
     """
     if task._options is DEFAULTS:  # no option set (the usual case)
-        return KIND_ASYNC if is_async else KIND_FULL
+        return _KIND_UNSET[is_async]
     if task.timeout is not None or task.retries or task.agent is not None or task.branch:
         return KIND_FULL
     if is_async:
@@ -181,6 +183,7 @@ class Plan:
         dependents: list[list[int]],
         takes: list[_Takes],
         takes_some: bool,
+        options_set: bool,
     ) -> None:
         self.order = order
         self.index = index
@@ -194,11 +197,19 @@ class Plan:
             self.wants = list(map(_wants, takes, deps))
         else:  # no body takes an upstream output
             self.wants = [_NEEDS_NOTHING] * n
-        self.kinds = kinds = list(map(kind, order, map(_async_of, takes)))
-        self.rules: list[Rule] = list(map(RULES.__getitem__, map(_trigger_of, order)))
-        self.early = list(map(_early_of, self.rules))
-        self.on_success = list(map(_on_success_of, self.rules))
-        self.always = tuple(compress(range(n), map(not_, map(_waits_of, self.rules))))
+        asyncs = map(_async_of, takes)
+        if options_set:
+            self.kinds = kinds = list(map(kind, order, asyncs))
+            self.rules: list[Rule] = list(map(RULES.__getitem__, map(_trigger_of, order)))
+            self.early = list(map(_early_of, self.rules))
+            self.on_success = list(map(_on_success_of, self.rules))
+            self.always = tuple(compress(range(n), map(not_, map(_waits_of, self.rules))))
+        else:  # no task sets an option: one rule for all, kinds by asyncness alone
+            self.kinds = kinds = list(map(_KIND_UNSET.__getitem__, asyncs))
+            self.rules = [_RULE_UNSET] * n
+            self.early = [_RULE_UNSET.decides_on_success] * n
+            self.on_success = [_RULE_UNSET.runs_on_success] * n
+            self.always = () if _RULE_UNSET.waits else tuple(range(n))
         self.threads = False
         self.agent: Task | None = None
         if KIND_FULL in kinds:
@@ -270,7 +281,7 @@ class Plan:
             for task in order:
                 if task._options.dep_tasks:
                     _same_dag(task, order, index)
-        return cls(order, index, deps, dependents, takes, takes_some)
+        return cls(order, index, deps, dependents, takes, takes_some, dag._options_set)
 
 
 def _signatures(order: tuple[Task, ...]) -> tuple[list[_Takes], bool, bool]:

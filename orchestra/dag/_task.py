@@ -32,13 +32,10 @@ class TaskOptions(TypedDict, total=False):
     branch: bool
 
 
-def _dep_ids(
-    task_id: str, deps: Iterable[str | Task] | str | Task
-) -> tuple[tuple[str, ...], tuple[Task, ...]]:
+def _dep_ids(task_id: str, deps: Iterable[str | Task]) -> tuple[tuple[str, ...], tuple[Task, ...]]:
     """Dependencies given as ids or ``Task`` objects: their ids, and the objects.
 
-    A repeated id counts once (its first place kept); one id or ``Task`` alone counts as
-    a list of one.
+    A repeated id counts once (its first place kept).
 
     Raises:
         TypeError: a dependency that is neither an id nor a ``Task``.
@@ -46,7 +43,7 @@ def _dep_ids(
     """
     ids: dict[str, None] = {}
     objects: list[Task] = []
-    for dep in (deps,) if isinstance(deps, (str, Task)) else deps:
+    for dep in deps:
         if type(dep) is str:  # the usual case, told first
             ids[dep] = None
         elif isinstance(dep, str):  # str subclasses too (a StrEnum's members, say)
@@ -63,7 +60,7 @@ def _dep_ids(
     return tuple(ids), tuple(objects)
 
 
-_EMPTY_TESTED: Final = (tuple, list)
+_LISTS: Final = (tuple, list)
 
 
 @final
@@ -132,10 +129,10 @@ class Task:
             raise ValueError(f"a task id must be a non-empty string, got {id!r}")
         if not callable(fn):
             raise TypeError(f"task {id!r}: fn must be callable, got {fn!r}")
-        # no deps (the default, or an empty list or tuple), told without a call: a truth test
-        # of these two types only (an array of ids refuses bool())
-        no_deps = type(deps) in _EMPTY_TESTED and not deps
-        dep_ids, dep_tasks = ((), ()) if no_deps else _dep_ids(id, deps)
+        if type(deps) in _LISTS:  # the usual case: no call for none (an array refuses bool())
+            dep_ids, dep_tasks = _dep_ids(id, deps) if deps else ((), ())
+        else:  # one id or Task alone counts as a list of one
+            dep_ids, dep_tasks = _dep_ids(id, (deps,) if isinstance(deps, (str, Task)) else deps)
         options = DEFAULTS
         if not (  # every option its default, as given (False stays False, 0 stays 0)
             inline is False
