@@ -526,6 +526,42 @@ async def test_a_chain_runs_on_one_worker_however_high_the_cap() -> None:
     assert seen == [1] * 100
 
 
+async def test_sources_run_in_place_start_one_worker_not_one_each() -> None:
+    # Bodies run in place need no worker per source: one starts, and one more is on its
+    # way (should the body wait). Before, this run started 64 workers before any body ran.
+    before = len(anyio.get_running_tasks())  # this test's own
+    seen: list[int] = []
+
+    async def body() -> None:
+        seen.append(len(anyio.get_running_tasks()) - before)
+
+    dag = DAG("wide")
+    dag.add_many(Task(id=f"t{i}", fn=body) for i in range(100))
+    result = await orchestra.run(dag, max_concurrency=64)
+    assert result.ok, result.errors
+    assert len(seen) == 100
+    assert seen[0] == 2  # the first worker, and the one it woke as it took the first task
+
+
+async def test_a_task_added_with_an_option_after_a_plan_is_planned_with_it() -> None:
+    # A DAG whose tasks set no option is planned with one rule for all; a task that sets
+    # one, added after that plan, gets its own.
+    async def bad() -> None:
+        raise ValueError("boom")
+
+    async def cleanup() -> str:
+        return "cleaned"
+
+    dag = DAG("late option")
+    dag.add(Task(id="a", fn=bad))
+    dag.validate()  # planned: no task sets an option
+    dag.add(Task(id="b", fn=cleanup, deps=["a"], trigger="all_done"))
+    result = await orchestra.run(dag)
+    assert result.states["a"] is S.FAILED
+    assert result.states["b"] is S.SUCCEEDED
+    assert result.outputs["b"] == "cleaned"
+
+
 async def test_bodies_that_wait_start_a_worker_each_up_to_an_uncapped_run() -> None:
     everyone = anyio.Event()
     running = 0

@@ -53,9 +53,10 @@ async def worker(run: _Run) -> None:
     ready = state.ready
     fresh = contextvars.copy_context()  # this worker's context as it started: the run's base
     run.woken -= 1  # started: this worker looks at the ready queue now
+    now = time.perf_counter()  # as of the last task's end: one clock reading per task
     while True:
         if ready:
-            if time.perf_counter() >= run.slice_end and await _slice_over(run):
+            if now >= run.slice_end and await _slice_over(run):
                 if run.stopping:
                     return
                 continue
@@ -63,13 +64,15 @@ async def worker(run: _Run) -> None:
             hand_on(run)  # should this body wait, a worker takes the next task
             kind = run.kinds[i]
             if kind == KIND_INLINE:
-                called_in_place(run, i)  # no coroutine for a call that never waits
+                now = called_in_place(run, i)  # no coroutine for a call that never waits
             elif kind == KIND_ASYNC:
-                await awaited_in_place(run, i)
-            elif i in run.reuse:  # an output a resumed run journaled
-                run.reuse_task(i)
+                now = await awaited_in_place(run, i)
             else:
-                await run_task(run, i)
+                if i in run.reuse:  # an output a resumed run journaled
+                    run.reuse_task(i)
+                else:
+                    await run_task(run, i)
+                now = time.perf_counter()
             if run.ending:
                 await _ends(run)
             if contextvars.copy_context() != fresh:  # the body (or a hook) changed it
@@ -91,16 +94,15 @@ async def _ends(run: _Run) -> None:
     await end_tasks(run)
 
 
-async def awaited_in_place(run: _Run, i: int) -> None:
-    """Task ``i``'s async body with nothing around it, awaited here."""
+async def awaited_in_place(run: _Run, i: int) -> float:
+    """Task ``i``'s async body with nothing around it, awaited here; when it ended."""
     state = run.state
-    task = state.order[i]
+    fn = state.order[i].fn
     want = run.plan.wants[i]
-    kwargs = {w: state.outputs.get(w) for w in want} if want else {}
     state.start(i)
     started = time.perf_counter()
     try:
-        result = await (task.fn(**kwargs) if kwargs else task.fn())
+        result = await (fn(**{w: state.outputs.get(w) for w in want}) if want else fn())
     except Exception as exc:
         end_failed(run, i, exc)
     except run.cancelled:
@@ -111,11 +113,16 @@ async def awaited_in_place(run: _Run, i: int) -> None:
     else:
         state.succeed(i, result)
     finally:
-        recorded(run, i, time.perf_counter() - started)
+        ended = time.perf_counter()
+        recorded(run, i, ended - started)
+    return ended
 
 
-def called_in_place(run: _Run, i: int) -> None:
-    """Task ``i``'s sync inline body with nothing around it, called here (no coroutine)."""
+def called_in_place(run: _Run, i: int) -> float:
+    """Task ``i``'s sync inline body with nothing around it, called here (no coroutine).
+
+    Returns when it ended.
+    """
     state = run.state
     task = state.order[i]
     want = run.plan.wants[i]
@@ -131,7 +138,9 @@ def called_in_place(run: _Run, i: int) -> None:
     else:
         state.succeed(i, result)
     finally:
-        recorded(run, i, time.perf_counter() - started)
+        ended = time.perf_counter()
+        recorded(run, i, ended - started)
+    return ended
 
 
 async def _slice_over(run: _Run) -> bool:
