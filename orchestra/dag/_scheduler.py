@@ -305,12 +305,11 @@ class _Run:
     async def work(self) -> None:
         """Run the workers until every task ended (or the run stops)."""
         self.idle.clear()  # of workers a fail_fast stop cancelled
-        # A worker per task ready now (up to the cap) when one runs through the executor:
+        # With an executor of the run's own, a worker per task ready now (up to the cap):
         # all start at the loop's first pass, as an executor that batches what one pass
-        # submits wants. Bodies run in place start with one; others start as bodies wait.
-        ready = self.state.ready
-        through_executor = KIND_FULL in map(self.kinds.__getitem__, ready)
-        first = min(self.workers, max(len(ready), 1)) if through_executor else 1
+        # submits wants (Dask's). Else one starts; others start as bodies wait (hand_on).
+        ready = len(self.state.ready)
+        first = min(self.workers, max(ready, 1)) if self.given_executor is not None else 1
         self.workers_started = self.woken = first
         self.slice_end = time.perf_counter() + SLICE
         self.slice_cpu = time.thread_time() + SLICE

@@ -9,7 +9,8 @@ of bodies (timers, I/O and other tasks are served). The slice is the loop thread
 time, read only once ``SLICE`` seconds of wall time passed: time the thread waited for
 the GIL or for the OS is not the loop's work.
 
-A run starts a worker per task ready at its start (up to the cap). Idle workers wait
+A run starts one worker (given an executor of its own, which may batch what one loop pass
+submits, a worker per task ready at its start, up to the cap). Idle workers wait
 until a worker wakes one, and a worker wakes one (or, none idle, starts one more, up to
 the cap) only when it starts a task while more are ready and no woken worker is on its
 way: should that task's body wait, the woken one takes the next. Bodies that never wait
