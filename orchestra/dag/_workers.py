@@ -54,10 +54,9 @@ async def worker(run: _Run) -> None:
     ready = state.ready
     fresh = contextvars.copy_context()  # this worker's context as it started: the run's base
     run.woken -= 1  # started: this worker looks at the ready queue now
-    now = time.perf_counter()  # as of the last task's end: one clock reading per task
     while True:
         if ready:
-            if now >= run.slice_end and await _slice_over(run):
+            if time.perf_counter() >= run.slice_end and await _slice_over(run):
                 if run.stopping:
                     return
                 continue
@@ -65,15 +64,13 @@ async def worker(run: _Run) -> None:
             hand_on(run)  # should this body wait, a worker takes the next task
             kind = run.kinds[i]
             if kind == KIND_INLINE:
-                now = called_in_place(run, i)  # no coroutine for a call that never waits
+                called_in_place(run, i)  # no coroutine for a call that never waits
             elif kind == KIND_ASYNC:
-                now = await awaited_in_place(run, i)
+                await awaited_in_place(run, i)
+            elif i in run.reuse:  # an output a resumed run journaled
+                run.reuse_task(i)
             else:
-                if i in run.reuse:  # an output a resumed run journaled
-                    run.reuse_task(i)
-                else:
-                    await run_task(run, i)
-                now = time.perf_counter()
+                await run_task(run, i)
             if run.ending:
                 await _ends(run)
             if contextvars.copy_context() != fresh:  # the body (or a hook) changed it
@@ -95,8 +92,8 @@ async def _ends(run: _Run) -> None:
     await end_tasks(run)
 
 
-async def awaited_in_place(run: _Run, i: int) -> float:
-    """Task ``i``'s async body with nothing around it, awaited here; when it ended."""
+async def awaited_in_place(run: _Run, i: int) -> None:
+    """Task ``i``'s async body with nothing around it, awaited here."""
     state = run.state
     fn = state.order[i].fn
     want = run.plan.wants[i]
@@ -114,16 +111,11 @@ async def awaited_in_place(run: _Run, i: int) -> float:
     else:
         state.succeed(i, result)
     finally:
-        ended = time.perf_counter()
-        recorded(run, i, ended - started)
-    return ended
+        recorded(run, i, time.perf_counter() - started)
 
 
-def called_in_place(run: _Run, i: int) -> float:
-    """Task ``i``'s sync inline body with nothing around it, called here (no coroutine).
-
-    Returns when it ended.
-    """
+def called_in_place(run: _Run, i: int) -> None:
+    """Task ``i``'s sync inline body with nothing around it, called here (no coroutine)."""
     state = run.state
     task = state.order[i]
     want = run.plan.wants[i]
@@ -139,9 +131,7 @@ def called_in_place(run: _Run, i: int) -> float:
     else:
         state.succeed(i, result)
     finally:
-        ended = time.perf_counter()
-        recorded(run, i, ended - started)
-    return ended
+        recorded(run, i, time.perf_counter() - started)
 
 
 async def _slice_over(run: _Run) -> bool:
