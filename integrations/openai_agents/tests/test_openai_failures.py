@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, FunctionTool, SQLiteSession, function_tool
+from agents import Agent, FunctionTool, SQLiteSession, default_tool_error_function, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
 from bridge_helpers import (
     SpanLedger,
@@ -118,6 +118,12 @@ async def test_a_tool_failure_is_retried_alone(mode: str, failure_error_function
     ]
 
 
+def sdk_default_message(error: Exception) -> str:
+    """What the SDK's own default ``failure_error_function`` tells the model (its words
+    change between releases: 0.24 added "Please try again.", 0.25 does not)."""
+    return default_tool_error_function(None, error)  # type: ignore[arg-type]  # unused ctx
+
+
 async def test_a_failure_no_hook_recovers_follows_the_tools_policy(
     tmp_path: Path, mode: str
 ) -> None:
@@ -135,9 +141,7 @@ async def test_a_failure_no_hook_recovers_follows_the_tools_policy(
 
     assert calls == [9]
     # The SDK's default failure_error_function: its own message, as without the bridge.
-    assert tool_outputs(model) == {
-        "f1": "An error occurred while running the tool. Please try again."
-    }
+    assert tool_outputs(model) == {"f1": sdk_default_message(ValueError("no such page"))}
     [failure] = events(log)
     assert (failure["tool_name"], failure["error_type"]) == ("fetch", "ValueError")
 
@@ -161,11 +165,11 @@ async def test_an_unhandled_tool_error_ends_the_run_with_the_original_exception(
     ("answer", "told"),
     [
         (Skip("the archive is down"), "Tool call skipped: the archive is down"),
-        (Fail("give up"), "An error occurred while running the tool. Please try again."),
+        (Fail("give up"), None),  # None: the SDK's default failure_error_function's message
     ],
     ids=["skip", "fail"],
 )
-async def test_on_failure_skip_and_fail(answer: Any, told: str) -> None:
+async def test_on_failure_skip_and_fail(answer: Any, told: str | None) -> None:
     calls: list[int] = []
     model = ScriptedModel(
         [[function_call("fetch", {"page": 1}, call_id="f1")], [assistant_message("ok")]]
@@ -175,7 +179,7 @@ async def test_on_failure_skip_and_fail(answer: Any, told: str) -> None:
     await OrchestraRunHooks([Tools(answer)]).run(agent, "read")
 
     assert calls == [1]
-    assert tool_outputs(model) == {"f1": told}
+    assert tool_outputs(model) == {"f1": told or sdk_default_message(OSError("down"))}
 
 
 @pytest.mark.parametrize(
