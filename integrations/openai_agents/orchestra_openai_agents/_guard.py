@@ -17,7 +17,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, final
 
-import attrs
 from agents import (
     Agent,
     CodeInterpreterTool,
@@ -114,14 +113,31 @@ def server_name(tool: FunctionTool | None) -> str | None:
 
 
 def tool_call(
-    name: str, arguments: str | dict[str, Any] | None, call_id: object, **fields: Any
+    name: str,
+    arguments: str | dict[str, Any] | None,
+    call_id: object,
+    *,
+    identifier: str | None = None,
+    approved: bool = False,
+    **fields: Any,
 ) -> ToolCall:
-    """The ``orchestra.bridge.ToolCall`` of one SDK call (its id, else a new one)."""
+    """The ``orchestra.bridge.ToolCall`` of one SDK call (its id, else a new one).
+
+    ``identifier`` and ``approved`` are the call's own (``ToolCall``); ``fields`` are the
+    payload's extra fields (those given None are left out).
+    """
     given = arguments if isinstance(arguments, dict) else tool_payload_input(arguments)
     extra = {k: v for k, v in fields.items() if v is not None}
     if call_id:
-        return ToolCall(name, given, tool_use_id=str(call_id), fields=extra)
-    return ToolCall(name, given, fields=extra)
+        return ToolCall(
+            name,
+            given,
+            tool_use_id=str(call_id),
+            fields=extra,
+            approved=approved,
+            identifier=identifier,
+        )
+    return ToolCall(name, given, fields=extra, approved=approved, identifier=identifier)
 
 
 @final
@@ -282,8 +298,7 @@ class ApprovalPolicy:
             return False
         state = state_for(context)
         agent = state.agent.name if state is not None and state.agent is not None else None
-        call = tool_call(self.name, params, call_id, agent_name=agent)
-        call = attrs.evolve(call, identifier=self.identifier)
+        call = tool_call(self.name, params, call_id, identifier=self.identifier, agent_name=agent)
         parent = (state.span or state.run_span) if state is not None else None
         with trace.use_span(parent, end_on_exit=False) if parent else contextlib.nullcontext():
             # before the call's span exists: the invoker marks it with the answer

@@ -153,8 +153,13 @@ class _GuardedInvoker:
             return await self._once(ctx, name, input, state, None)
         agent = getattr(ctx, "agent", None)
         call_id = getattr(ctx, "tool_call_id", "") or f"call_{uuid.uuid4().hex}"
-        call = tool_call(name, input, call_id, agent_name=getattr(agent, "name", None))
-        call = attrs.evolve(call, identifier=server_name(self.tool))
+        call = tool_call(
+            name,
+            input,
+            call_id,
+            identifier=server_name(self.tool),
+            agent_name=getattr(agent, "name", None),
+        )
         mocked = False
         if guard.tools.watching:  # PreToolUse hooks, or a budget to charge the call to
             answer = state.verdicts.pop(call.tool_use_id, None) if state is not None else None
@@ -162,8 +167,10 @@ class _GuardedInvoker:
             if approval is not None:  # a person answered the pause (answer_approval)
                 answer = await guard.tools.resume(call, approval)
             elif answer is None:
-                approved = _approved(ctx, name, call.tool_use_id)
-                answer = await guard.tools.pre(attrs.evolve(call, approved=approved))
+                # a person approved it through the SDK: a PreToolUse hook's ask lets it go on
+                if guard.pre() and _approved(ctx, name, call.tool_use_id):
+                    call = attrs.evolve(call, approved=True)
+                answer = await guard.tools.pre(call)
             else:  # taken by the approval check, before this span existed
                 mark_decision(answer, span)
             if isinstance(answer, Refuse):
