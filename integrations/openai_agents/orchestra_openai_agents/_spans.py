@@ -16,7 +16,7 @@ all in ``orchestra.tracing.names``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import trace
@@ -146,11 +146,8 @@ def llm_span_end(span: Span, response: Any) -> None:
     span.end()
 
 
-@contextlib.contextmanager
-def current(span: Span | None) -> Iterator[None]:
-    """Make ``span`` the current span (hook spans become its children)."""
+def current(span: Span | None) -> AbstractContextManager[object]:
+    """Make ``span`` the current span (hook spans become its children); None: no change."""
     if span is None:
-        yield
-        return
-    with trace.use_span(span, end_on_exit=False):
-        yield
+        return contextlib.nullcontext()
+    return trace.use_span(span, end_on_exit=False)
