@@ -354,14 +354,13 @@ def set_tool_result(span: Span | None, result: Any) -> None:
         _set_tool_result(span, result)
 
 
-@contextlib.contextmanager
 def tool_span(
     tool_name: str,
     *,
     call_id: str | None = None,
     arguments: Mapping[str, Any] | None = None,
     parent: Span | None = None,
-) -> Iterator[Span | None]:
+) -> contextlib.AbstractContextManager[Span | None]:
     """The ``execute_tool {tool_name}`` span of one call, current while the block runs.
 
     GenAI conventions: ``gen_ai.operation.name`` ``execute_tool``, ``gen_ai.tool.name``,
@@ -377,8 +376,18 @@ def tool_span(
     """
     tracer = get_tracer()
     if tracer is None:
-        yield None
-        return
+        return contextlib.nullcontext()
+    return _traced_tool_span(tracer, tool_name, call_id, arguments, parent)
+
+
+@contextlib.contextmanager
+def _traced_tool_span(
+    tracer: trace.Tracer,
+    tool_name: str,
+    call_id: str | None,
+    arguments: Mapping[str, Any] | None,
+    parent: Span | None,
+) -> Iterator[Span]:
     under = trace.use_span(parent, end_on_exit=False) if parent is not None else None
     with (
         under if under is not None else contextlib.nullcontext(),
