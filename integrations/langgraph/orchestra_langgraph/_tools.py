@@ -28,8 +28,7 @@ Each call is an ``execute_tool {name}`` span under the node's attempt span.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, final
 
 from langchain_core.messages import ToolMessage
@@ -84,8 +83,8 @@ class ToolEvents:
     ) -> _Result:
         """``wrap_tool_call``: one call under ``invoke``/``stream`` (a worker thread)."""
         hooks, call = self.hooks, _call(request.tool_call)
-        with _scope(self, call):
-            answer = hooks.pre_sync(call, can_pause=_can_pause())
+        with tool_span(call.tool_name, call_id=call.tool_use_id), policy_scope(self.registry):
+            answer = hooks.pre_sync(call, can_pause=hooks.has_pre and _can_pause())
             while isinstance(answer, Ask):  # interrupt(): the graph pauses, resumes here
                 approval = resume(pending := answer.request(call), interrupt(pending))
                 answer = hooks.resume_sync(call, approval, can_pause=True)
@@ -115,8 +114,8 @@ class ToolEvents:
     ) -> _Result:
         """``awrap_tool_call``: one call under ``ainvoke``/``astream``."""
         hooks, call = self.hooks, _call(request.tool_call)
-        with _scope(self, call):
-            answer = await hooks.pre(call, can_pause=_can_pause())
+        with tool_span(call.tool_name, call_id=call.tool_use_id), policy_scope(self.registry):
+            answer = await hooks.pre(call, can_pause=hooks.has_pre and _can_pause())
             while isinstance(answer, Ask):
                 approval = resume(pending := answer.request(call), interrupt(pending))
                 answer = await hooks.resume(call, approval, can_pause=True)
@@ -146,15 +145,11 @@ class _ErrorMessage(Exception):
     """A tool's error ``ToolMessage``, as the failure ``PostToolUseFailure`` reports."""
 
 
-@contextlib.contextmanager
-def _scope(events: ToolEvents, call: ToolCall) -> Iterator[None]:
-    """The call's span, and the registry as the ambient policy of what the tool starts."""
-    with tool_span(call.tool_name, call_id=call.tool_use_id), policy_scope(events.registry):
-        yield
-
-
 def _can_pause() -> bool:
-    """Whether the graph runs with a checkpointer (``interrupt()`` can pause it)."""
+    """Whether the graph runs with a checkpointer (``interrupt()`` can pause it).
+
+    Only a ``PreToolUse`` hook's ``ask`` pauses a call: without such hooks it is not asked.
+    """
     try:
         configurable = get_config().get("configurable") or {}
     except RuntimeError:  # called outside a runnable context
@@ -164,7 +159,7 @@ def _can_pause() -> bool:
 
 def _call(tool_call: Mapping[str, Any]) -> ToolCall:
     given = tool_call.get("id")
-    args = dict(tool_call.get("args") or {})
+    args = tool_call.get("args") or {}  # ToolCall keeps a copy
     if given:
         return ToolCall(tool_call["name"], args, tool_use_id=given)
     return ToolCall(tool_call["name"], args)
