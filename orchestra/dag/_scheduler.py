@@ -308,8 +308,8 @@ class _Run:
         # With an executor of the run's own, a worker per task ready now (up to the cap):
         # all start at the loop's first pass, as an executor that batches what one pass
         # submits wants (Dask's). Else one starts; others start as bodies wait (hand_on).
-        ready = len(self.state.ready)
-        first = min(self.workers, max(ready, 1)) if self.given_executor is not None else 1
+        per_ready = min(self.workers, max(len(self.state.ready), 1))
+        first = per_ready if self.given_executor is not None else 1
         self.workers_started = self.woken = first
         self.slice_end = time.perf_counter() + SLICE
         self.slice_cpu = time.thread_time() + SLICE

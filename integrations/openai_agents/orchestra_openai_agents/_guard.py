@@ -128,16 +128,8 @@ def tool_call(
     """
     given = arguments if isinstance(arguments, dict) else tool_payload_input(arguments)
     extra = {k: v for k, v in fields.items() if v is not None}
-    if call_id:
-        return ToolCall(
-            name,
-            given,
-            tool_use_id=str(call_id),
-            fields=extra,
-            approved=approved,
-            identifier=identifier,
-        )
-    return ToolCall(name, given, fields=extra, approved=approved, identifier=identifier)
+    ids = {"tool_use_id": str(call_id)} if call_id else {}  # none given: ToolCall makes one
+    return ToolCall(name, given, fields=extra, approved=approved, identifier=identifier, **ids)
 
 
 @final
