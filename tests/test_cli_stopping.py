@@ -113,10 +113,23 @@ def _read_line(proc: subprocess.Popen[str], timeout: float = 60) -> str:
 
     The line is due at once; the deadline is a loaded machine's margin, and ends the wait
     of a command that will not say it (its threads' stacks are then in the failure).
+
+    It is read from the pipe a byte at a time, so nothing after it is taken: a buffered
+    ``readline`` that started late (a loaded machine) took the lines said after it too, and
+    ``communicate``, which reads the pipe itself, never saw them (stop 56's CI: the resume
+    command missing from stderr).
     """
     assert proc.stderr is not None
+    fd = proc.stderr.fileno()
+
+    def line_of_the_pipe() -> str:
+        said = bytearray()
+        while not said.endswith(b"\n") and (byte := os.read(fd, 1)):
+            said += byte
+        return said.decode()
+
     with ThreadPoolExecutor(1) as reader:
-        line = reader.submit(proc.stderr.readline)
+        line = reader.submit(line_of_the_pipe)
         try:
             return line.result(timeout).rstrip("\n")
         except NoLine:
