@@ -194,24 +194,26 @@ async def steps(run: _Run, t: _Task) -> bool:
         )
         if decision is not None and before_decided(run, t, decision, by):
             return True
-    if t.awaited_here:
-        output = await t.task.fn(**t.kwargs)
+    if t.awaited_here:  # as awaited_in_place awaits it (a call with **{} costs 20% more)
+        output = await (t.task.fn(**t.kwargs) if t.kwargs else t.task.fn())
     elif t.options.agent is None:  # the body: the executor's own awaitable, no coroutine around it
         output = await run.executor.execute(t.task, t.kwargs)
     else:
         output = await dispatched(run, t)
-    if not run.has_after:
+    if run.has_after:
+        seen = output if run.remote is None else await run.remote.value(t.i, output)
+        after = (t.ctx or t.context(run), seen)  # the before hooks' context, if it stands
+        decision, by = (
+            run.calls_now["after_execute"](after, t.task.id, run.record)
+            if run.after_now
+            else await run.calls["after_execute"](after, t.task.id, run.record)
+        )
+        if decision is not None:
+            return after_decided(run, t, output, decision, by)
+    if t.options.branch:
         return settled(run, t, output)
-    seen = output if run.remote is None else await run.remote.value(t.i, output)
-    after = (t.ctx or t.context(run), seen)  # the before hooks' context, if it stands
-    decision, by = (
-        run.calls_now["after_execute"](after, t.task.id, run.record)
-        if run.after_now
-        else await run.calls["after_execute"](after, t.task.id, run.record)
-    )
-    if decision is None:
-        return settled(run, t, output)
-    return after_decided(run, t, output, decision, by)
+    run.state.succeed(t.i, output)  # settled's plain case with no call: 2% of a hooked task
+    return True
 
 
 def before_decided(run: _Run, t: _Task, decision: Any, by: str | None) -> bool:
