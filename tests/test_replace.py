@@ -293,3 +293,36 @@ async def test_messages_reach_later_hooks_the_agent_and_the_results() -> None:
         orchestra.TaskHookContext(
             task=dag.tasks["a"], attempt=1, executor=None, run_id="r"
         ).add_message(3)  # type: ignore[arg-type]
+
+
+async def test_a_retried_attempt_starts_from_the_given_inputs_with_no_messages() -> None:
+    # Each attempt's state is reset after a failure (the attempt loop in run_task):
+    # the second attempt's hooks see the upstream outputs, not the first one's Replace,
+    # and none of the first attempt's messages.
+    seen: list[tuple[int, dict[str, Any], tuple[str, ...]]] = []
+
+    class Double(TaskHooks):
+        def before_execute(self, ctx: TaskHookContext) -> Replace | None:
+            if ctx.task.id != "b":
+                return None
+            seen.append((ctx.attempt, dict(ctx.inputs), ctx.messages))
+            ctx.add_message(f"attempt {ctx.attempt}")
+            return Replace({"a": ctx.inputs["a"] * 2})
+
+    calls: list[int] = []
+
+    def flaky(a: int) -> int:
+        calls.append(a)
+        if len(calls) == 1:
+            raise ValueError("first try")
+        return a + 1
+
+    dag = DAG("again")
+    dag.add(Task(id="a", fn=lambda: 5))
+    dag.add(Task(id="b", fn=flaky, deps=["a"], retries=1))
+    result = await orchestra.run(dag, hooks=[Double()])
+    assert result.states["b"] is TaskState.SUCCEEDED
+    assert calls == [10, 10]  # each attempt's body got the inputs doubled once
+    assert seen == [(1, {"a": 5}, ()), (2, {"a": 5}, ())]
+    assert result.outputs["b"] == 11
+    assert result.messages["b"] == ("attempt 2",)
