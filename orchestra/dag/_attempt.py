@@ -202,7 +202,7 @@ async def steps(run: _Run, t: _Task) -> bool:
         output = await dispatched(run, t)
     if run.has_after:
         seen = output if run.remote is None else await run.remote.value(t.i, output)
-        after = (t.ctx or t.context(run), seen)  # the before hooks' context, if it stands
+        after = (t.ctx or t.context(run), seen)  # no call while the before hooks' one stands
         decision, by = (
             run.calls_now["after_execute"](after, t.task.id, run.record)
             if run.after_now
