@@ -1,9 +1,11 @@
 """A prebuilt ``ToolNode``'s tool calls through the tool events (internal).
 
-``with_hooks`` gives every ``ToolNode`` of the graph (given a registry with tool hooks)
-a copy of itself with ``wrap_tool_call``/``awrap_tool_call``, LangGraph's own
-interceptors, around each call, driven by ``orchestra.bridge.ToolHooks`` (the one
-tool-call protocol; this module only maps its answers onto LangGraph's messages):
+``with_hooks`` gives every ``ToolNode`` of the graph (given a registry with tool hooks,
+or budgets, unless the run's ``TreeGuard`` alone can charge its calls: see
+``answers_refusals``) a copy of itself with ``wrap_tool_call``/``awrap_tool_call``,
+LangGraph's own interceptors, around each call, driven by ``orchestra.bridge.ToolHooks``
+(the one tool-call protocol; this module only maps its answers onto LangGraph's
+messages):
 
 - ``PreToolUse`` with ``tool_name``, ``tool_input`` (the model's arguments) and
   ``tool_use_id``: a deny or a block becomes the error ``ToolMessage`` the model reads
@@ -28,6 +30,7 @@ Each call is an ``execute_tool {name}`` span under the node's attempt span.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -56,7 +59,7 @@ from orchestra_langgraph._tree import judged
 if TYPE_CHECKING:
     from orchestra.skills import HookRegistry
 
-__all__ = ["ToolEvents", "guarded_tool_node"]
+__all__ = ["ToolEvents", "answers_refusals", "guarded_tool_node"]
 
 _Result = ToolMessage | Command[Any]
 _CHECKPOINTER: Final = "__pregel_checkpointer"
@@ -205,6 +208,19 @@ def _rewritten(result: ToolMessage, output: Any) -> ToolMessage:
     if output is result.content:
         return result
     return result.model_copy(update={"content": _content(output)})
+
+
+_DEFAULT_ERRORS: Final = inspect.signature(ToolNode).parameters["handle_tool_errors"].default
+"""What a ``ToolNode`` does with a tool's error unless told: a ``ToolInvocationError``
+(``ToolRefused``) is answered with its message, any other error raised."""
+
+
+def answers_refusals(node: ToolNode) -> bool:
+    """Whether ``node`` answers a call refused before its body with the reason alone.
+
+    That is its default error handling: the message the tool events would answer.
+    """
+    return vars(node).get("_handle_tool_errors") is _DEFAULT_ERRORS
 
 
 def guarded_tool_node(node: ToolNode, events: ToolEvents) -> ToolNode:

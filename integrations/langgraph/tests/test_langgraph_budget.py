@@ -115,6 +115,23 @@ def test_max_tool_calls_refuses_the_third_call_before_its_body_runs(how: str) ->
 
 
 @HOW
+@pytest.mark.parametrize(
+    "handling", [{}, {"handle_tool_errors": True}, {"handle_tool_errors": False}]
+)
+def test_the_refused_call_is_answered_with_the_reason_whatever_the_tool_nodes_error_handling(
+    how: str, handling: dict[str, Any]
+) -> None:
+    # the default ToolNode answers the run's TreeGuard refusal itself; the others are wrapped
+    ran: list[str] = []
+    hooked = with_hooks(graph(ran, looping(3, []), **handling), hooks=[Budget(max_tool_calls=2)])
+    out = invoke(hooked.compile(), how)
+    assert ran == ["k1", "k2"]
+    [refused] = [m for m in out["messages"] if getattr(m, "tool_call_id", None) == "c3"]
+    assert (refused.content, refused.status) == ("budget: tool calls 2/2", "error")
+    assert out["messages"][-1].content == "done"
+
+
+@HOW
 def test_the_run_span_and_result_carry_the_budget_use_and_trace_show_says_it(
     how: str, exporter: InMemorySpanExporter, tmp_path: Path
 ) -> None:
@@ -123,7 +140,9 @@ def test_the_run_span_and_result_carry_the_budget_use_and_trace_show_says_it(
     hooked = with_hooks(graph([], looping(2, [])), hooks=[budget, after])
     invoke(hooked.compile(), how)
     said = "budget: model calls 3/10, cost usd 0.3/1"
-    figures = check_budget_trace(exporter.get_finished_spans(), tmp_path, shown=said)
+    spans = exporter.get_finished_spans()
+    assert [s.name for s in spans].count("execute_tool lookup") == 2  # traced: each call's span
+    figures = check_budget_trace(spans, tmp_path, shown=said)
     assert figures == {
         "orchestra.budget.model_calls.used": 3,
         "orchestra.budget.model_calls.limit": 10,

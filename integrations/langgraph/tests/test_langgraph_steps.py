@@ -45,8 +45,11 @@ class Down(GenericFakeChatModel):
         raise ConnectionError("model endpoint down")
 
 
-def graph(ran: list[str], model: GenericFakeChatModel | None = None) -> Any:
-    """model -> tools -> model: ask for ``lookup``, then answer with what it read."""
+def graph(ran: list[str], model: GenericFakeChatModel | None = None, **tool_node: Any) -> Any:
+    """model -> tools -> model: ask for ``lookup``, then answer with what it read.
+
+    ``tool_node``: the ``ToolNode``'s options (``handle_tool_errors``).
+    """
 
     @tool
     def lookup(key: str) -> str:
@@ -70,7 +73,7 @@ def graph(ran: list[str], model: GenericFakeChatModel | None = None) -> Any:
 
     builder = StateGraph(MessagesState)
     builder.add_node("model", call_model)
-    builder.add_node("tools", ToolNode([lookup]))
+    builder.add_node("tools", ToolNode([lookup], **tool_node))
     builder.add_edge(START, "model")
     builder.add_conditional_edges("model", route, ["tools", END])
     builder.add_edge("tools", "model")
