@@ -111,6 +111,20 @@ class ToolHooks:
         """Tool hooks, or a budget open here (else a call needs nothing from here)."""
         return self.hooked or bool(active_budgets())
 
+    def charge(self, tool_name: str) -> str | None:
+        """Charge a call of ``tool_name`` to the budgets open here, as ``pre`` would.
+
+        For a bridge whose calls nothing but budgets judges (no ``registry``, no
+        ``on_outcome``): the same count and refusal as ``pre``'s, without a ``ToolCall``.
+        What audit-mode budgets would refuse stays on their counts (the run's result and
+        spans), as ``pre`` leaves it with nothing to record it.
+
+        Returns:
+            The refusal's reason past a limit (``budget: tool calls 2/2``), None: the call
+            goes on.
+        """
+        return _charge(tool_name, self.inner)[0]
+
     # -- the flows -----------------------------------------------------------------------
 
     def _pre(self, call: ToolCall, can_pause: bool) -> Generator[Effect, Any, PreAnswer] | None:
@@ -307,12 +321,16 @@ def _charged(call: ToolCall, answer: PreAnswer, inner: bool) -> tuple[PreAnswer,
     """
     if type(answer) is not Proceed:
         return answer, ()
-    refusal, audits = charge_tool(call.tool_name, inner=inner)  # one read without budgets
-    if refusal is not None:
-        return Refuse(refusal), audits
-    if not inner and active_budgets():
-        charged_by_caller(call.tool_name)
-    return answer, audits
+    refusal, audits = _charge(call.tool_name, inner)
+    return (answer if refusal is None else Refuse(refusal)), audits
+
+
+def _charge(tool_name: str, inner: bool) -> tuple[str | None, Audits]:
+    """Charge one call of ``tool_name`` about to run: the refusal (None: charged), audits."""
+    refusal, audits = charge_tool(tool_name, inner=inner)  # one read without budgets
+    if refusal is None and not inner and active_budgets():
+        charged_by_caller(tool_name)
+    return refusal, audits
 
 
 def _approved(call: ToolCall, inner: bool) -> PreAnswer:

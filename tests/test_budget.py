@@ -328,6 +328,25 @@ async def test_dispatcher_model_budget_fails_the_dispatch_with_budget_exceeded()
     assert model.made == 2  # not retried: RetryPolicy never retries a BudgetExceeded
 
 
+async def test_a_bridges_charge_counts_and_refuses_as_pre_does_and_the_body_counts_once() -> None:
+    from orchestra.bridge import Proceed, Refuse, ToolCall, ToolHooks, open_budgets
+
+    calls: list[str] = []
+    search, _ = guarded_tools(calls)
+    hooks = ToolHooks(None)  # what a bridge with budgets alone drives
+    with open_budgets([Budget(max_tool_calls=3)]) as run:
+        assert hooks.charge("search") is None
+        assert await search("a") == "A"  # the body of the call charged above: counted once
+        assert await hooks.pre(ToolCall("search", {"q": "b"})) == Proceed({"q": "b"})
+        await hooks.post(ToolCall("search", {"q": "b"}), "B")  # its body ran: no guard inside
+        assert hooks.charge("search") is None
+        assert hooks.charge("search") == "budget: tool calls 3/3"
+        assert await hooks.pre(ToolCall("search", {})) == Refuse("budget: tool calls 3/3")
+        [use] = run.uses()
+    assert use.used["tool_calls"] == 3
+    assert calls == ["search:a"]
+
+
 async def test_no_budget_no_charge() -> None:
     calls: list[str] = []
     search, _ = guarded_tools(calls)

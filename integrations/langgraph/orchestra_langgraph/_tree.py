@@ -36,6 +36,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.prebuilt.tool_node import ToolInvocationError
 
 from orchestra.bridge import Mock, Proceed, Refuse, ToolCall, ToolHooks, tool_span
+from orchestra_langgraph._run import current
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -78,6 +79,12 @@ def _take(name: str) -> bool:
         return False
     mark.taken = True  # one object in every copy of the context: later starts are judged
     return True
+
+
+def _untraced() -> bool:
+    """Whether the run this call is part of has no span (no tracer: no tool span either)."""
+    run = current.get()
+    return run is not None and run.span is None
 
 
 class ToolRefused(ToolInvocationError):
@@ -136,6 +143,11 @@ class TreeGuard(BaseCallbackHandler):
         """Before the tool's body: ``PreToolUse`` on the call; a refusal raises."""
         name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
         if _take(name):
+            return
+        if self.run_inline and _untraced():  # budgets alone, no span: only the charge
+            refusal = self.hooks.charge(name)
+            if refusal is not None:
+                raise ToolRefused(name, refusal)
             return
         args = dict(inputs) if isinstance(inputs, Mapping) else {"input": input_str}
         given = kwargs.get("tool_call_id")
