@@ -111,19 +111,35 @@ class ToolHooks:
         """Tool hooks, or a budget open here (else a call needs nothing from here)."""
         return self.hooked or bool(active_budgets())
 
+    @property
+    def charges_only(self) -> bool:
+        """Whether nothing but budgets judges the calls: no ``registry``, no ``on_outcome``.
+
+        Then ``charge`` (and ``ran`` after the body) does all that ``pre`` and ``post``
+        would, without a ``ToolCall``.
+        """
+        return self.registry is None and self.on_outcome is None
+
     def charge(self, tool_name: str) -> str | None:
         """Charge a call of ``tool_name`` to the budgets open here, as ``pre`` would.
 
-        For a bridge whose calls nothing but budgets judges (no ``registry``, no
-        ``on_outcome``): the same count and refusal as ``pre``'s, without a ``ToolCall``.
-        What audit-mode budgets would refuse stays on their counts (the run's result and
-        spans), as ``pre`` leaves it with nothing to record it.
+        For a bridge whose calls nothing but budgets judges (``charges_only``): the same
+        count and refusal as ``pre``'s, without a ``ToolCall``. What audit-mode budgets
+        would refuse stays on their counts (the run's result and spans), as ``pre``
+        leaves it with nothing to record it. Call ``ran`` once the body has run.
 
         Returns:
             The refusal's reason past a limit (``budget: tool calls 2/2``), None: the call
             goes on.
         """
         return _charge(tool_name, self.inner)[0]
+
+    def ran(self) -> None:
+        """The body of a call ``charge`` let go on has run (or failed), as ``post`` says.
+
+        A guarded function of the same name called after it is charged again.
+        """
+        charged_by_caller(None)
 
     # -- the flows -----------------------------------------------------------------------
 

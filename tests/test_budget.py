@@ -334,17 +334,20 @@ async def test_a_bridges_charge_counts_and_refuses_as_pre_does_and_the_body_coun
     calls: list[str] = []
     search, _ = guarded_tools(calls)
     hooks = ToolHooks(None)  # what a bridge with budgets alone drives
-    with open_budgets([Budget(max_tool_calls=3)]) as run:
-        assert hooks.charge("search") is None
-        assert await search("a") == "A"  # the body of the call charged above: counted once
-        assert await hooks.pre(ToolCall("search", {"q": "b"})) == Proceed({"q": "b"})
-        await hooks.post(ToolCall("search", {"q": "b"}), "B")  # its body ran: no guard inside
-        assert hooks.charge("search") is None
-        assert hooks.charge("search") == "budget: tool calls 3/3"
-        assert await hooks.pre(ToolCall("search", {})) == Refuse("budget: tool calls 3/3")
+    assert hooks.charges_only
+    with open_budgets([Budget(max_tool_calls=4)]) as run:
+        assert hooks.charge("search") is None  # 1: a body that calls no guarded function
+        hooks.ran()
+        assert await search("a") == "A"  # 2: a call of its own, after that body ran
+        assert await hooks.pre(ToolCall("search", {"q": "b"})) == Proceed({"q": "b"})  # 3
+        assert await search("b") == "B"  # the body of the call charged above: counted once
+        await hooks.post(ToolCall("search", {"q": "b"}), "B")
+        assert hooks.charge("search") is None  # 4
+        assert hooks.charge("search") == "budget: tool calls 4/4"
+        assert await hooks.pre(ToolCall("search", {})) == Refuse("budget: tool calls 4/4")
         [use] = run.uses()
-    assert use.used["tool_calls"] == 3
-    assert calls == ["search:a"]
+    assert use.used["tool_calls"] == 4
+    assert calls == ["search:a", "search:b"]
 
 
 async def test_no_budget_no_charge() -> None:

@@ -151,6 +151,8 @@ class _GuardedInvoker:
         guard = self.guard
         if not guard.watching:
             return await self._once(ctx, name, input, state, None)
+        if not guard.hooked and guard.tools.charges_only:  # budgets alone: only the charge
+            return await self._charged(ctx, name, input, state)
         agent = getattr(ctx, "agent", None)
         call_id = getattr(ctx, "tool_call_id", "") or f"call_{uuid.uuid4().hex}"
         call = tool_call(
@@ -186,6 +188,21 @@ class _GuardedInvoker:
         if not mocked:
             result = await self._attempts(ctx, name, input, call, state)
         return await guard.tools.post(call, result, mocked=mocked)
+
+    async def _charged(
+        self, ctx: ToolContext[Any], name: str, input: str, state: RunState | None
+    ) -> Any:
+        """One call that nothing but budgets judges: charged, refused past a limit."""
+        tools = self.guard.tools
+        refusal = tools.charge(name)
+        if refusal is not None:
+            refused = Refuse(refusal)
+            mark_decision(refused)  # on the call's span, as ``pre`` puts it
+            return self.guard.deny(name, refused)
+        try:
+            return await self._once(ctx, name, input, state, None)
+        finally:
+            tools.ran()
 
     async def _attempts(
         self,

@@ -192,6 +192,19 @@ async def test_max_tool_calls_refuses_the_third_call_before_its_body_runs(mode: 
     assert "budget: tool calls 2/2" in tool_outputs(model)["c3"]
 
 
+async def test_a_refused_call_says_deny_on_its_tool_span_and_the_others_allow_nothing(
+    mode: str, spans: SpanLedger
+) -> None:
+    ran: list[str] = []
+    await drive(
+        OrchestraRunHooks([Budget(max_tool_calls=2)]), lookup_agent(looping(3), ran), "go", mode
+    )
+    tools = [s for s in spans.finished() if s.name == "execute_tool lookup"]
+    decisions = [(s.attributes or {}).get("orchestra.tool.decision") for s in tools]
+    assert decisions == [None, None, "deny"]  # nothing but the budget judged: it refused one
+    assert ran == ["k1", "k2"]
+
+
 async def test_audit_mode_puts_each_would_exceed_on_the_recorded_outcome(
     mode: str, tmp_path: Path
 ) -> None:
