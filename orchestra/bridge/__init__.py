@@ -119,8 +119,8 @@ from orchestra._tool_hooks import AskCallback as AskCallback
 from orchestra._tool_hooks import OutcomeCallback as OutcomeCallback
 from orchestra._tool_hooks import ToolHooks as ToolHooks
 from orchestra._tool_hooks import run_blocking as run_blocking
-from orchestra._tool_hooks import set_tool_result as set_tool_result
-from orchestra._tool_hooks import tool_span as tool_span
+from orchestra._tool_span import set_tool_result as set_tool_result
+from orchestra._tool_span import tool_span as tool_span
 from orchestra.bridge._answers import Answer as Answer
 from orchestra.bridge._answers import DoFail as DoFail
 from orchestra.bridge._answers import DoGive as DoGive

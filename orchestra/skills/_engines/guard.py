@@ -22,7 +22,8 @@ import anyio.to_thread
 from orchestra._ambient import policy_scope
 from orchestra._errors import ToolDenied
 from orchestra._tool_call import Mock, Proceed, Refuse, ToolCall
-from orchestra._tool_hooks import ToolHooks, set_tool_result, tool_span
+from orchestra._tool_hooks import ToolHooks
+from orchestra._tool_span import set_tool_result, tool_span
 from orchestra.tracing import get_tracer
 
 if TYPE_CHECKING:
