@@ -33,7 +33,7 @@ from orchestra.bridge import (
 from orchestra.skills import StepEvents
 from orchestra_langgraph._node import HookedNode, node_runnable
 from orchestra_langgraph._runs import HookedRuns
-from orchestra_langgraph._tools import ToolEvents, answers_refusals, guarded_tool_node
+from orchestra_langgraph._tools import ToolEvents, guarded_tool_node
 from orchestra_langgraph._tree import TreeGuard
 
 if TYPE_CHECKING:
@@ -142,23 +142,12 @@ class _Bridge:
             return spec
         if isinstance(runnable, CompiledStateGraph):  # a subgraph: hook its own nodes
             return dataclasses.replace(spec, runnable=self._subgraph(name, runnable))
-        if isinstance(runnable, ToolNode) and self.tools is not None and self._guards(runnable):
+        if isinstance(runnable, ToolNode) and self.tools is not None:
             runnable = guarded_tool_node(runnable, self.tools)
         if self.moments.hooked:
             node = HookedNode(name, runnable, self.moments, spec.metadata)
             runnable = node_runnable(node, name.rpartition("/")[2])
         return dataclasses.replace(spec, runnable=runnable)
-
-    def _guards(self, node: ToolNode) -> bool:
-        """Whether ``node``'s calls need the tool events around them (``_tools``).
-
-        Not when only budgets watch its calls and it answers the model a refused call's
-        reason itself: the run's ``TreeGuard`` charges each call before its body and its
-        ``ToolRefused`` is answered as the events would (the same error message, the reason
-        as its content), at a fraction of the cost (the bridges bench's budget line).
-        """
-        charges_alone = self.tree is not None and self.tree.run_inline
-        return not (charges_alone and answers_refusals(node))
 
     def _subgraph(self, name: str, graph: CompiledStateGraph[Any, Any, Any, Any]) -> Any:
         options = {option: getattr(graph, attr) for option, attr in _COMPILED_WITH.items()}

@@ -1,8 +1,7 @@
 """A prebuilt ``ToolNode``'s tool calls through the tool events (internal).
 
 ``with_hooks`` gives every ``ToolNode`` of the graph (given a registry with tool hooks,
-or budgets, unless the run's ``TreeGuard`` alone can charge its calls: see
-``answers_refusals``) a copy of itself with ``wrap_tool_call``/``awrap_tool_call``,
+or budgets) a copy of itself with ``wrap_tool_call``/``awrap_tool_call``,
 LangGraph's own interceptors, around each call, driven by ``orchestra.bridge.ToolHooks``
 (the one tool-call protocol; this module only maps its answers onto LangGraph's
 messages):
@@ -30,7 +29,6 @@ Each call is an ``execute_tool {name}`` span under the node's attempt span.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -54,12 +52,12 @@ from orchestra.bridge import (
     resume,
     tool_span,
 )
-from orchestra_langgraph._tree import judged
+from orchestra_langgraph._tree import judged, untraced
 
 if TYPE_CHECKING:
     from orchestra.skills import HookRegistry
 
-__all__ = ["ToolEvents", "answers_refusals", "guarded_tool_node"]
+__all__ = ["ToolEvents", "guarded_tool_node"]
 
 _Result = ToolMessage | Command[Any]
 _CHECKPOINTER: Final = "__pregel_checkpointer"
@@ -85,6 +83,8 @@ class ToolEvents:
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], _Result]
     ) -> _Result:
         """``wrap_tool_call``: one call under ``invoke``/``stream`` (a worker thread)."""
+        if self.hooks.charges_only and untraced():  # budgets alone, no span: only the charge
+            return self._charged(request, execute)
         hooks, call = self.hooks, _call(request.tool_call)
         with tool_span(call.tool_name, call_id=call.tool_use_id), policy_scope(self.registry):
             answer = hooks.pre_sync(call, can_pause=hooks.has_pre and _can_pause())
@@ -116,6 +116,8 @@ class ToolEvents:
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[_Result]]
     ) -> _Result:
         """``awrap_tool_call``: one call under ``ainvoke``/``astream``."""
+        if self.hooks.charges_only and untraced():
+            return await self._acharged(request, execute)
         hooks, call = self.hooks, _call(request.tool_call)
         with tool_span(call.tool_name, call_id=call.tool_use_id), policy_scope(self.registry):
             answer = await hooks.pre(call, can_pause=hooks.has_pre and _can_pause())
@@ -142,6 +144,34 @@ class ToolEvents:
                 await hooks.failed(call, failure, detail=_detail(failure))
                 return result
             return _rewritten(result, await hooks.post(call, _response(result)))
+
+    def _charged(
+        self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], _Result]
+    ) -> _Result:
+        """A call nothing but budgets judges: charged, or answered the budget's refusal."""
+        name = request.tool_call["name"]
+        refusal = self.hooks.charge(name)
+        if refusal is not None:
+            return _message(request.tool_call, refusal, error=True)
+        try:
+            with judged(name):  # judged here: not again by the run's TreeGuard
+                return execute(request)
+        finally:
+            self.hooks.ran()
+
+    async def _acharged(
+        self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[_Result]]
+    ) -> _Result:
+        """``_charged`` under ``ainvoke``/``astream``."""
+        name = request.tool_call["name"]
+        refusal = self.hooks.charge(name)
+        if refusal is not None:
+            return _message(request.tool_call, refusal, error=True)
+        try:
+            with judged(name):
+                return await execute(request)
+        finally:
+            self.hooks.ran()
 
 
 class _ErrorMessage(Exception):
@@ -208,19 +238,6 @@ def _rewritten(result: ToolMessage, output: Any) -> ToolMessage:
     if output is result.content:
         return result
     return result.model_copy(update={"content": _content(output)})
-
-
-_DEFAULT_ERRORS: Final = inspect.signature(ToolNode).parameters["handle_tool_errors"].default
-"""What a ``ToolNode`` does with a tool's error unless told: a ``ToolInvocationError``
-(``ToolRefused``) is answered with its message, any other error raised."""
-
-
-def answers_refusals(node: ToolNode) -> bool:
-    """Whether ``node`` answers a call refused before its body with the reason alone.
-
-    That is its default error handling: the message the tool events would answer.
-    """
-    return vars(node).get("_handle_tool_errors") is _DEFAULT_ERRORS
 
 
 def guarded_tool_node(node: ToolNode, events: ToolEvents) -> ToolNode:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from orchestra.skills import HookRegistry
 
-__all__ = ["ToolRefused", "TreeGuard", "judged"]
+__all__ = ["ToolRefused", "TreeGuard", "judged", "untraced"]
 
 
 @final
@@ -81,7 +81,7 @@ def _take(name: str) -> bool:
     return True
 
 
-def _untraced() -> bool:
+def untraced() -> bool:
     """Whether the run this call is part of has no span (no tracer: no tool span either)."""
     run = current.get()
     return run is not None and run.span is None
@@ -144,7 +144,7 @@ class TreeGuard(BaseCallbackHandler):
         name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
         if _take(name):
             return
-        if self.run_inline and _untraced():  # budgets alone, no span: only the charge
+        if self.run_inline and untraced():  # budgets alone, no span: only the charge
             refusal = self.hooks.charge(name)
             if refusal is not None:
                 raise ToolRefused(name, refusal)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from orchestra_langgraph import with_hooks
 from test_langgraph_steps import graph
@@ -195,3 +196,21 @@ def test_audit_mode_records_the_would_exceed_of_a_tool_call(how: str, tmp_path: 
             ],
         )
     ]
+
+
+def test_a_graph_with_a_budget_run_inside_a_run_without_one_still_charges_its_tool_node() -> None:
+    # the enclosing run adds no budget handler: the inner ToolNode's own wrap charges
+    ran: list[str] = []
+    inner = with_hooks(graph(ran, looping(2, [])), hooks=[Budget(max_tool_calls=1)]).compile()
+
+    def call_inner(state: MessagesState) -> dict[str, Any]:
+        return {"messages": inner.invoke(state)["messages"][len(state["messages"]) :]}
+
+    outer = StateGraph(MessagesState)
+    outer.add_node("inner", call_inner)
+    outer.add_edge(START, "inner")
+    outer.add_edge("inner", END)
+    out = with_hooks(outer, hooks=[AfterRun()]).compile().invoke({"messages": [HumanMessage("go")]})
+    assert ran == ["k1"]
+    [refused] = [m for m in out["messages"] if getattr(m, "tool_call_id", None) == "c2"]
+    assert (refused.content, refused.status) == ("budget: tool calls 1/1", "error")
